@@ -1,0 +1,35 @@
+# caddy-edgekit. The two commands a new user needs: `make run` and `make test`.
+GO       ?= go
+BIN      := bin/caddy
+XCADDY   ?= $(shell $(GO) env GOPATH)/bin/xcaddy
+
+.PHONY: all build run test vet fmt bench fuzz xcaddy clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/caddy
+
+# Serves caddyfile_examples/quickstart.Caddyfile on http://localhost:8080 with
+# embedded defaults: no Redis or PostgreSQL needed.
+run: build
+	$(BIN) run --config caddyfile_examples/quickstart.Caddyfile --adapter caddyfile
+
+# Finds or starts Redis, a Redis Cluster and PostgreSQL (see scripts/services.sh),
+# then go vet and go test -race.
+test:
+	bash scripts/test.sh
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -l -w .
+
+# A custom Caddy built by xcaddy from this checkout (takes ~3 minutes cold); see xcaddy.md.
+xcaddy:
+	test -x $(XCADDY) || $(GO) install github.com/caddyserver/xcaddy/cmd/xcaddy@v0.4.5
+	$(XCADDY) build --output bin/caddy-xcaddy --with github.com/edgekit/caddy-edgekit@v0.0.0=.
+
+clean:
+	rm -rf bin

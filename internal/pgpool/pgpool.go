@@ -1,0 +1,118 @@
+// Package pgpool hands out one pgx pool per distinct PostgreSQL DSN, shared
+// across handlers and config reloads through a caddy.UsagePool.
+package pgpool
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Settings of a pooled connection beyond the DSN.
+type Settings struct {
+	// ApplicationName shows in pg_stat_activity. Default: "caddy-edgekit".
+	ApplicationName string
+	// StatementTimeout bounds every statement server-side. Default: 5s.
+	StatementTimeout time.Duration
+	// ConnectTimeout bounds each new connection. Default: 3s.
+	ConnectTimeout time.Duration
+}
+
+func (s Settings) withDefaults() Settings {
+	if s.ApplicationName == "" {
+		s.ApplicationName = "caddy-edgekit"
+	}
+	if s.StatementTimeout <= 0 {
+		s.StatementTimeout = 5 * time.Second
+	}
+	if s.ConnectTimeout <= 0 {
+		s.ConnectTimeout = 3 * time.Second
+	}
+	return s
+}
+
+var pool = caddy.NewUsagePool()
+
+type pooled struct{ *pgxpool.Pool }
+
+func (p pooled) Destruct() error { p.Pool.Close(); return nil }
+
+// Pool is a shared pgx pool. Release it exactly once, in Cleanup.
+type Pool struct {
+	*pgxpool.Pool
+	key string
+}
+
+// Release gives the pool back; the last release closes it.
+func (p *Pool) Release() error {
+	if p == nil || p.key == "" {
+		return nil
+	}
+	_, err := pool.Delete(p.key)
+	p.key = ""
+	return err
+}
+
+// Get returns the shared pool for dsn (placeholders already expanded). The
+// pool is created without connecting; use Ping to check the server.
+func Get(dsn string, s Settings) (*Pool, error) {
+	s = s.withDefaults()
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d\x00%d", dsn, s.ApplicationName, s.StatementTimeout, s.ConnectTimeout)))
+	key := hex.EncodeToString(sum[:])
+	v, _, err := pool.LoadOrNew(key, func() (caddy.Destructor, error) {
+		cfg, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: invalid dsn %s: %s", Redact(dsn), redactErr(err, dsn))
+		}
+		cfg.ConnConfig.ConnectTimeout = s.ConnectTimeout
+		if cfg.ConnConfig.RuntimeParams == nil {
+			cfg.ConnConfig.RuntimeParams = map[string]string{}
+		}
+		cfg.ConnConfig.RuntimeParams["application_name"] = s.ApplicationName
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(s.StatementTimeout.Milliseconds())
+		cfg.HealthCheckPeriod = 5 * time.Second
+		p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("postgres %s: %s", Redact(dsn), redactErr(err, dsn))
+		}
+		return pooled{p}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Pool{Pool: v.(pooled).Pool, key: key}, nil
+}
+
+// Ping checks the server answers within timeout; the error hides the password.
+func Ping(ctx context.Context, p *Pool, dsn string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := p.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres %s: %s", Redact(dsn), redactErr(err, dsn))
+	}
+	return nil
+}
+
+// Redact hides the password of a URL or key=value DSN.
+func Redact(dsn string) string {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return "(unparsable dsn)"
+	}
+	c := cfg.ConnConfig
+	return fmt.Sprintf("%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
+}
+
+func redactErr(err error, dsn string) string {
+	msg := err.Error()
+	if cfg, perr := pgxpool.ParseConfig(dsn); perr == nil && cfg.ConnConfig.Password != "" {
+		msg = strings.ReplaceAll(msg, cfg.ConnConfig.Password, "xxxxx")
+	}
+	return strings.ReplaceAll(msg, dsn, Redact(dsn))
+}

@@ -1,0 +1,407 @@
+// Package redispool holds the Redis connection settings shared by the
+// ratelimit and shortener handlers, their Caddyfile syntax, and a pool that
+// hands out one redis.UniversalClient per distinct connection config, shared
+// across routes and config reloads.
+package redispool
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/redis/go-redis/v9"
+)
+
+// Config is a Redis connection: a single node, a Sentinel-managed primary or
+// a Redis Cluster. Every string field accepts global placeholders such as
+// `{env.REDIS_PASSWORD}`, expanded once at provision; secrets never appear in
+// errors or logs.
+type Config struct {
+	// A Redis URL: `redis://[user:password@]host:port/db`, `rediss://` for TLS,
+	// or `unix:///path/to.sock`. Either this or `addresses`.
+	URL string `json:"url,omitempty"`
+
+	// Node addresses as `host:port`. One address is a single node; several
+	// are the seed nodes of a Redis Cluster; with `master_name` they are
+	// Sentinel addresses.
+	Addresses []string `json:"addresses,omitempty"`
+
+	// The Sentinel master name. Setting it selects Sentinel mode.
+	MasterName string `json:"master_name,omitempty"`
+
+	// Treat a single address (or URL) as a Redis Cluster seed node.
+	Cluster bool `json:"cluster,omitempty"`
+
+	// ACL username and password. The password is usually `{env.REDIS_PASSWORD}`.
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
+
+	// Database number (single node and Sentinel only). Default: `0`.
+	DB int `json:"db,omitempty"`
+
+	// Connect with TLS (system roots). Implied by a `rediss://` URL.
+	TLS bool `json:"tls,omitempty"`
+
+	// Connections per node. Default: go-redis's default (10 per CPU).
+	PoolSize int `json:"pool_size,omitempty"`
+
+	// Timeouts of one connection. Defaults: `1s` to dial, `500ms` to read and write.
+	DialTimeout  caddy.Duration `json:"dial_timeout,omitempty"`
+	ReadTimeout  caddy.Duration `json:"read_timeout,omitempty"`
+	WriteTimeout caddy.Duration `json:"write_timeout,omitempty"`
+
+	// Prefix of every key the module writes. Each module documents its default.
+	KeyPrefix string `json:"key_prefix,omitempty"`
+}
+
+// Default connection timeouts: short, because both modules sit on the
+// request path and have their own per-call deadlines on top.
+const (
+	DefaultDialTimeout  = time.Second
+	DefaultReadTimeout  = 500 * time.Millisecond
+	DefaultWriteTimeout = 500 * time.Millisecond
+)
+
+// Expand returns a copy of c with global placeholders ({env.*}, {file.*}, ...)
+// replaced in every string field.
+func (c Config) Expand() Config {
+	repl := caddy.NewReplacer()
+	out := c
+	out.URL = repl.ReplaceKnown(c.URL, "")
+	out.Addresses = make([]string, len(c.Addresses))
+	for i, a := range c.Addresses {
+		out.Addresses[i] = repl.ReplaceKnown(a, "")
+	}
+	out.MasterName = repl.ReplaceKnown(c.MasterName, "")
+	out.Username = repl.ReplaceKnown(c.Username, "")
+	out.Password = repl.ReplaceKnown(c.Password, "")
+	out.KeyPrefix = repl.ReplaceKnown(c.KeyPrefix, "")
+	return out
+}
+
+// Validate checks the (expanded) config without dialling. Its errors never
+// contain the password.
+func (c Config) Validate() error {
+	if c.URL == "" && len(c.Addresses) == 0 {
+		return errors.New("redis: a url or at least one address is required")
+	}
+	if c.URL != "" && len(c.Addresses) > 0 {
+		return errors.New("redis: set either url or addresses, not both")
+	}
+	if c.DB < 0 {
+		return fmt.Errorf("redis: invalid db %d", c.DB)
+	}
+	if c.PoolSize < 0 {
+		return fmt.Errorf("redis: invalid pool_size %d", c.PoolSize)
+	}
+	if c.DB != 0 && c.isCluster() {
+		return errors.New("redis: db must be 0 with Redis Cluster")
+	}
+	_, err := c.Options()
+	return err
+}
+
+func (c Config) isCluster() bool {
+	return c.MasterName == "" && (c.Cluster || len(c.Addresses) > 1)
+}
+
+// Options turns the expanded config into go-redis options.
+func (c Config) Options() (*redis.UniversalOptions, error) {
+	opts := &redis.UniversalOptions{
+		Addrs:        c.Addresses,
+		MasterName:   c.MasterName,
+		Username:     c.Username,
+		Password:     c.Password,
+		DB:           c.DB,
+		PoolSize:     c.PoolSize,
+		DialTimeout:  durationOr(c.DialTimeout, DefaultDialTimeout),
+		ReadTimeout:  durationOr(c.ReadTimeout, DefaultReadTimeout),
+		WriteTimeout: durationOr(c.WriteTimeout, DefaultWriteTimeout),
+		// Our callers put their own deadline on every call.
+		ContextTimeoutEnabled: true,
+		IsClusterMode:         c.Cluster,
+		// A decision must fail fast so the caller's failure mode applies;
+		// retries would multiply the deadline.
+		MaxRetries: 1,
+	}
+	if c.URL != "" {
+		u, err := url.Parse(c.URL)
+		if err != nil {
+			return nil, fmt.Errorf("redis: invalid url: %s", redactErr(err, c.URL))
+		}
+		switch u.Scheme {
+		case "redis", "rediss", "unix":
+		default:
+			return nil, fmt.Errorf("redis: unsupported url scheme %q (want redis, rediss or unix)", u.Scheme)
+		}
+		simple, err := redis.ParseURL(c.URL)
+		if err != nil {
+			return nil, fmt.Errorf("redis: invalid url %s: %s", Redact(c.URL), redactErr(err, c.URL))
+		}
+		opts.Addrs = []string{simple.Addr}
+		if simple.Network == "unix" {
+			sock := simple.Addr
+			opts.Dialer = func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", sock)
+			}
+		}
+		if opts.Username == "" {
+			opts.Username = simple.Username
+		}
+		if opts.Password == "" {
+			opts.Password = simple.Password
+		}
+		if opts.DB == 0 {
+			opts.DB = simple.DB
+		}
+		if simple.TLSConfig != nil {
+			opts.TLSConfig = simple.TLSConfig
+		}
+	}
+	if c.TLS && opts.TLSConfig == nil {
+		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return opts, nil
+}
+
+func durationOr(d caddy.Duration, def time.Duration) time.Duration {
+	if d > 0 {
+		return time.Duration(d)
+	}
+	return def
+}
+
+// Redact returns a URL with any password replaced by "xxxxx", for messages.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		if err != nil {
+			return "(unparsable url)"
+		}
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// redactErr renders err with the raw secret-bearing string removed.
+func redactErr(err error, raw string) string {
+	msg := err.Error()
+	if raw != "" {
+		msg = strings.ReplaceAll(msg, raw, Redact(raw))
+	}
+	return msg
+}
+
+// Key identifies a connection config in the pool: a digest, so the pool
+// never keeps the password in clear as a map key.
+func (c Config) Key() string {
+	norm := c
+	norm.KeyPrefix = "" // the prefix is per module, the connection is not
+	b, _ := json.Marshal(norm)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Describe names the connection for logs and errors, without secrets.
+func (c Config) Describe() string {
+	switch {
+	case c.URL != "":
+		return Redact(c.URL)
+	case c.MasterName != "":
+		return "sentinel " + c.MasterName + " via " + strings.Join(c.Addresses, ",")
+	case c.isCluster():
+		return "cluster " + strings.Join(c.Addresses, ",")
+	default:
+		return strings.Join(c.Addresses, ",")
+	}
+}
+
+// UnmarshalCaddyfile reads the `redis` subdirective at the dispenser's
+// current token, in either form:
+//
+//	redis <url>
+//	redis {
+//	    url           <url>
+//	    addresses     <host:port...>
+//	    master_name   <name>
+//	    cluster
+//	    username      <user>
+//	    password      <password>
+//	    db            <n>
+//	    tls
+//	    pool_size     <n>
+//	    dial_timeout  <duration>
+//	    read_timeout  <duration>
+//	    write_timeout <duration>
+//	    key_prefix    <prefix>
+//	}
+func (c *Config) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		c.URL = d.Val()
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+		if d.NextBlock(d.Nesting()) {
+			return d.Err("redis takes either a url argument or a block, not both")
+		}
+		return nil
+	}
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		if seen[name] {
+			return d.Errf("duplicate redis subdirective '%s'", name)
+		}
+		seen[name] = true
+		switch name {
+		case "url", "master_name", "username", "password", "key_prefix":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			v := d.Val()
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			switch name {
+			case "url":
+				c.URL = v
+			case "master_name":
+				c.MasterName = v
+			case "username":
+				c.Username = v
+			case "password":
+				c.Password = v
+			case "key_prefix":
+				c.KeyPrefix = v
+			}
+		case "addresses":
+			c.Addresses = d.RemainingArgs()
+			if len(c.Addresses) == 0 {
+				return d.ArgErr()
+			}
+		case "cluster", "tls":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			if name == "tls" {
+				c.TLS = true
+			} else {
+				c.Cluster = true
+			}
+		case "db", "pool_size":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(d.Val())
+			if err != nil || n < 0 {
+				return d.Errf("invalid %s '%s': must be a non-negative integer", name, d.Val())
+			}
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			if name == "db" {
+				c.DB = n
+			} else {
+				c.PoolSize = n
+			}
+		case "dial_timeout", "read_timeout", "write_timeout":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(d.Val())
+			if err != nil || dur <= 0 {
+				return d.Errf("invalid %s '%s': must be a positive duration", name, d.Val())
+			}
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			switch name {
+			case "dial_timeout":
+				c.DialTimeout = caddy.Duration(dur)
+			case "read_timeout":
+				c.ReadTimeout = caddy.Duration(dur)
+			case "write_timeout":
+				c.WriteTimeout = caddy.Duration(dur)
+			}
+		default:
+			return d.Errf("unrecognized redis subdirective '%s'", name)
+		}
+	}
+	if c.URL == "" && len(c.Addresses) == 0 {
+		return d.Err("redis block needs 'url' or 'addresses'")
+	}
+	return nil
+}
+
+// pool shares clients across handlers and config reloads: a new config that
+// asks for the same connection gets the live client, and the last Cleanup
+// closes it.
+var pool = caddy.NewUsagePool()
+
+type pooled struct{ redis.UniversalClient }
+
+func (p pooled) Destruct() error { return p.UniversalClient.Close() }
+
+// Client is a pooled client. Release it exactly once, in the module's Cleanup.
+type Client struct {
+	redis.UniversalClient
+	key string
+}
+
+// Release gives the client back to the pool; the last release closes it.
+func (c *Client) Release() error {
+	if c == nil || c.key == "" {
+		return nil
+	}
+	_, err := pool.Delete(c.key)
+	c.key = ""
+	return err
+}
+
+// Get returns the shared client for cfg (already expanded and validated),
+// creating it on first use. It does not dial: callers decide whether an
+// unreachable Redis at start is an error (see Ping).
+func Get(cfg Config) (*Client, error) {
+	key := cfg.Key()
+	v, _, err := pool.LoadOrNew(key, func() (caddy.Destructor, error) {
+		opts, err := cfg.Options()
+		if err != nil {
+			return nil, err
+		}
+		return pooled{redis.NewUniversalClient(opts)}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{UniversalClient: v.(pooled).UniversalClient, key: key}, nil
+}
+
+// Ping checks that the server answers within timeout. The error names the
+// connection without its password.
+func Ping(ctx context.Context, c redis.UniversalClient, cfg Config, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		msg := err.Error()
+		if cfg.Password != "" {
+			msg = strings.ReplaceAll(msg, cfg.Password, "xxxxx")
+		}
+		return fmt.Errorf("redis %s: %s", cfg.Describe(), msg)
+	}
+	return nil
+}

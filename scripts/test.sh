@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# make test: find or start Redis, a Redis Cluster and PostgreSQL, then vet and
+# run every test with the race detector. Stops exactly what it started.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. scripts/services.sh
+trap services_stop EXIT
+services_start || exit 1
+echo "TEST_REDIS_URL=$TEST_REDIS_URL TEST_REDIS_CLUSTER=${TEST_REDIS_CLUSTER:-} TEST_DATABASE_URL=${TEST_DATABASE_URL:-}" | sed -E 's#://([^:@/]+):[^@]*@#://\1:xxxxx@#g'
+set -e
+go vet ./...
+go test -race -count=1 -timeout 20m "$@" ./...
