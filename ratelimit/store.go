@@ -1,0 +1,62 @@
+package ratelimit
+
+import (
+	"context"
+	"time"
+)
+
+// Algorithm names, as written in the Caddyfile and JSON.
+const (
+	TokenBucket   = "token_bucket"
+	SlidingWindow = "sliding_window"
+	FixedWindow   = "fixed_window"
+	SlidingLog    = "sliding_log"
+	LeakyBucket   = "leaky_bucket"
+)
+
+// Limit is the quota one zone applies to one key.
+type Limit struct {
+	Algorithm string        // one of the names above
+	Events    int64         // quota per window (> 0)
+	Window    time.Duration // (> 0)
+	// Burst: token_bucket capacity (0 = Events); leaky_bucket queue length
+	// (requests that may wait their turn; 0 = none). Unused otherwise.
+	Burst int64
+}
+
+// Ask is one zone's part of a decision.
+type Ask struct {
+	// Key is the full store key: "<prefix>:<zone>:<digest of the expanded key>"
+	// (see StoreKey); on Redis Cluster it may carry a {hash tag}.
+	Key   string
+	Limit Limit
+	// Cost in units; 0 checks without taking (refused only when nothing is left).
+	Cost int64
+}
+
+// Result is the outcome of one Ask.
+type Result struct {
+	Allowed bool
+	// Remaining units after this decision (never negative).
+	Remaining int64
+	// RetryAfter: when refused, the wait until this Ask could succeed
+	// (never shorter than the real wait). Zero when allowed.
+	RetryAfter time.Duration
+	// Reset: time until the quota is fully available again (token bucket:
+	// full refill; windows: end of the current window; sliding log: oldest
+	// entry leaves; leaky bucket: queue drained).
+	Reset time.Duration
+	// Delay: leaky_bucket only; how long the handler must hold an allowed
+	// request before passing it on (its turn in the queue).
+	Delay time.Duration
+	// Now is the store's clock at the decision (Redis TIME).
+	Now time.Time
+}
+
+// Store decides quotas. Implementations: the Redis store (one atomic Lua call
+// per decision, Redis TIME) and the in-process memory store.
+type Store interface {
+	// Decide decides every Ask of one request atomically and all-or-nothing:
+	// if any Ask is refused, no Ask is charged. Results are in Ask order.
+	Decide(ctx context.Context, asks []Ask) ([]Result, error)
+}
