@@ -5,6 +5,8 @@
 #   TEST_REDIS_CLUSTER  a 3-master Redis Cluster (given; else a throwaway one)
 #   TEST_PG_BIN         the directory of initdb/pg_ctl, for tests that start their own
 # Missing server packages are installed with apt-get when running as root.
+# EDGEKIT_REDIS_PORT / EDGEKIT_PG_PORT change where an existing server is looked for
+# (default 6379 / 5432); pointing them at free ports proves the throwaway path.
 # Source it; call services_stop (the caller's EXIT trap) to stop exactly what it started.
 
 EDGEKIT_TMP=$(mktemp -d /tmp/edgekit-services.XXXXXX)
@@ -66,8 +68,9 @@ start_redis() { # port [extra args...] ; waits until it answers
 
 setup_redis() {
   if [ -n "${TEST_REDIS_URL:-}" ]; then say "redis: using TEST_REDIS_URL"; return 0; fi
-  if redis_answers 127.0.0.1 6379; then
-    export TEST_REDIS_URL="redis://127.0.0.1:6379/0"; say "redis: found 127.0.0.1:6379"; return 0
+  local known=${EDGEKIT_REDIS_PORT:-6379}
+  if redis_answers 127.0.0.1 "$known"; then
+    export TEST_REDIS_URL="redis://127.0.0.1:$known/0"; say "redis: found 127.0.0.1:$known"; return 0
   fi
   need_redis_server || return 1
   local port; port=$(free_port)
@@ -109,13 +112,14 @@ setup_postgres() {
   if [ -z "$bin" ]; then apt_install postgresql && bin=$(pg_bin_dir); fi
   [ -n "$bin" ] && export TEST_PG_BIN="$bin"
   if [ -n "${TEST_DATABASE_URL:-}" ]; then say "postgres: using TEST_DATABASE_URL"; return 0; fi
-  if pg_answers 127.0.0.1 5432; then
-    export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+  local known=${EDGEKIT_PG_PORT:-5432}
+  if pg_answers 127.0.0.1 "$known"; then
+    export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$known/test?sslmode=disable"
     # the shared server may not have a "test" database; fall back to "postgres"
     if [ -x "$bin/psql" ] && ! "$bin/psql" "$TEST_DATABASE_URL" -Atc 'select 1' >/dev/null 2>&1; then
-      export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+      export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$known/postgres?sslmode=disable"
     fi
-    say "postgres: found 127.0.0.1:5432"; return 0
+    say "postgres: found 127.0.0.1:$known"; return 0
   fi
   [ -n "$bin" ] || { say "postgres: no server binaries"; return 1; }
   local port; port=$(free_port)
