@@ -3,7 +3,7 @@ GO       ?= go
 BIN      := bin/caddy
 XCADDY   ?= $(shell $(GO) env GOPATH)/bin/xcaddy
 
-.PHONY: all build run test vet fmt bench fuzz xcaddy clean
+.PHONY: all build run test vet fmt bench xcaddy clean
 
 all: build
 
@@ -33,3 +33,8 @@ xcaddy:
 
 clean:
 	rm -rf bin
+
+# End-to-end benchmark table against Caddy's own baselines (wrk + vegeta; see scripts/bench.sh).
+bench:
+	bash scripts/bench.sh
+	$(GO) test -run '^$$' -bench . -benchmem ./ratelimit/ ./shortener/

@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# make bench: end-to-end throughput and latency of both handlers against Caddy's
+# own baselines, all measured in one run with the same load generator.
+#   BENCH_DURATION (default 10s)  BENCH_CONNECTIONS (default 64)  BENCH_CASES (default: all, e.g. "1 2 3")
+# Prints a table: req/s, p50, p99 at full load, ratio to the baseline of the same
+# run, and p99 at half the baseline's max rate (vegeta, constant rate).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+DUR=${BENCH_DURATION:-10s}
+CONNS=${BENCH_CONNECTIONS:-64}
+CASES=${BENCH_CASES:-"1 2 3 4 5 6 7 8 9 10"}
+RATE_DUR=${BENCH_RATE_DURATION:-5s}
+
+. scripts/services.sh
+trap 'stop_caddy; services_stop' EXIT
+
+if ! command -v wrk >/dev/null; then apt_install wrk || { echo "wrk is required" >&2; exit 1; }; fi
+VEGETA=$(go env GOPATH)/bin/vegeta
+if [ ! -x "$VEGETA" ]; then go install github.com/tsenart/vegeta/v12@v12.13.0 >&2 || { echo "vegeta is required" >&2; exit 1; }; fi
+setup_redis || exit 1
+REDIS_URL=$TEST_REDIS_URL
+go build -o bin/caddy ./cmd/caddy || exit 1
+
+W="$EDGEKIT_TMP/bench"; mkdir -p "$W"
+PORT=$(free_port)
+ADMIN=$(free_port)
+PREFIX="edgekit-bench-$RANDOM$RANDOM"
+CADDY_PID=""
+
+stop_caddy() {
+  if [ -n "$CADDY_PID" ]; then kill "$CADDY_PID" 2>/dev/null; wait "$CADDY_PID" 2>/dev/null; CADDY_PID=""; fi
+}
+
+site() { # body -> Caddyfile
+  cat >"$W/Caddyfile" <<CF
+{
+	admin 127.0.0.1:$ADMIN
+	storage file_system $W/storage
+	auto_https off
+	log default {
+		level ERROR
+	}
+}
+http://127.0.0.1:$PORT {
+$1
+}
+CF
+}
+
+start_caddy() {
+  XDG_DATA_HOME="$W/data" XDG_CONFIG_HOME="$W/config" bin/caddy run --config "$W/Caddyfile" --adapter caddyfile >"$W/caddy.log" 2>&1 &
+  CADDY_PID=$!
+  for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0; sleep 0.05; done
+  echo "caddy did not start:" >&2; cat "$W/caddy.log" >&2; return 1
+}
+
+RL_REDIS="redis {
+			url $REDIS_URL
+			key_prefix $PREFIX
+		}"
+case_config() {
+  case $1 in
+  1) NAME="baseline respond 200"; site "	respond 200" ;;
+  2) NAME="ratelimit memory, allowed"; site "	ratelimit {
+		zone z {
+			key {client_ip}
+			events 1000000000
+			window 1s
+		}
+	}
+	respond 200" ;;
+  3) NAME="ratelimit redis, allowed"; site "	ratelimit {
+		$RL_REDIS
+		zone z {
+			key {client_ip}
+			events 1000000000
+			window 1s
+		}
+	}
+	respond 200" ;;
+  4) NAME="ratelimit redis, refused"; QUOTA=1000; site "	ratelimit {
+		$RL_REDIS
+		zone z$RANDOM {
+			key {client_ip}
+			events $QUOTA
+			window 1h
+		}
+	}
+	respond 200" ;;
+  5) NAME="ratelimit redis, 3 zones"; site "	ratelimit {
+		$RL_REDIS
+		zone a {
+			key {client_ip}
+			events 1000000000
+			window 1s
+		}
+		zone b {
+			key {http.request.host}
+			events 1000000000
+			window 1m
+			algorithm sliding_window
+		}
+		zone c {
+			key {http.request.method}
+			events 1000000000
+			window 1m
+			algorithm fixed_window
+		}
+	}
+	respond 200" ;;
+  6) NAME="baseline static redir"; site "	redir /bench01 https://example.com/landing 302" ;;
+  7) NAME="shortener L1 hit"; site "	shortener {
+		store embedded $W/links-$1.db
+		api /api
+		api_key benchkey
+		clicks off
+	}" ;;
+  8) NAME="shortener redis hit"; site "	shortener {
+		store embedded $W/links-$1.db
+		redis {
+			url $REDIS_URL
+			key_prefix $PREFIX
+		}
+		local_cache off
+		api /api
+		api_key benchkey
+		clicks off
+	}" ;;
+  9) NAME="shortener negative hit"; site "	shortener {
+		store embedded $W/links-$1.db
+		api /api
+		api_key benchkey
+		clicks off
+	}" ;;
+  10) NAME="shortener L1 hit, clicks on"; site "	shortener {
+		store embedded $W/links-$1.db
+		api /api
+		api_key benchkey
+	}" ;;
+  esac
+}
+
+# target path per case
+case_path() {
+  case $1 in
+  6|7|8|10) echo /bench01 ;;
+  *) echo / ;;
+  esac
+}
+
+prepare() {
+  case $1 in
+  7|8|10) curl -fsS -o /dev/null -H 'Authorization: Bearer benchkey' -H 'Content-Type: application/json' \
+      -d '{"long_url":"https://example.com/landing","code":"bench01"}' "http://127.0.0.1:$PORT/api/links" || return 1 ;;
+  esac
+}
+
+cat >"$W/random.lua" <<'LUA'
+local chars = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+request = function()
+  local t = {}
+  for i = 1, 7 do local n = math.random(1, 62); t[i] = chars:sub(n, n) end
+  return wrk.format("GET", "/" .. table.concat(t))
+end
+LUA
+
+to_ms() { # wrk latency like 1.23ms / 456.00us / 1.01s -> ms
+  awk -v v="$1" 'BEGIN{ if (v ~ /us$/) {sub(/us$/,"",v); printf "%.3f", v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v); printf "%.3f", v} else if (v ~ /s$/) {sub(/s$/,"",v); printf "%.3f", v*1000} else print v }'
+}
+
+declare -A RPS P50 P99 NAMES
+run_case() {
+  local c=$1 path script=()
+  case_config "$c"; NAMES[$c]=$NAME
+  start_caddy || return 1
+  prepare "$c" || { echo "prepare failed for case $c" >&2; cat "$W/caddy.log" >&2; stop_caddy; return 1; }
+  path=$(case_path "$c")
+  [ "$c" = 9 ] && script=(-s "$W/random.lua")
+  wrk -t2 -c"$CONNS" -d2s "${script[@]}" "http://127.0.0.1:$PORT$path" >/dev/null 2>&1  # warm up
+  wrk -t2 -c"$CONNS" -d"$DUR" --latency "${script[@]}" "http://127.0.0.1:$PORT$path" >"$W/wrk-$c.txt" 2>&1
+  RPS[$c]=$(awk '/^Requests\/sec/{print $2}' "$W/wrk-$c.txt")
+  P50[$c]=$(to_ms "$(awk '$1=="50%"{print $2}' "$W/wrk-$c.txt")")
+  P99[$c]=$(to_ms "$(awk '$1=="99%"{print $2}' "$W/wrk-$c.txt")")
+  stop_caddy
+}
+
+redis_cmdstats() { redis-cli -u "$REDIS_URL" info commandstats | tr -d '\r' | awk -F'[:=,]' '/^cmdstat_/{sum+=$3} END{print sum+0}'; }
+
+echo "# make bench: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t2 -c$CONNS -d$DUR, Caddy $(bin/caddy version | awk '{print $1}')"
+for c in $CASES; do run_case "$c" || exit 1; done
+
+# Exactness under load: a fresh quota of 1000/1h hammered with the same load; allowed must be exactly 1000.
+if [[ " $CASES " == *" 4 "* ]]; then
+  QUOTA=1000
+  case_config 4; start_caddy || exit 1
+  before=$(redis_cmdstats)
+  wrk -t2 -c"$CONNS" -d5s "http://127.0.0.1:$PORT/" >"$W/wrk-exact.txt" 2>&1
+  after=$(redis_cmdstats)
+  total=$(awk '/requests in/{print $1}' "$W/wrk-exact.txt")
+  non2xx=$(awk '/Non-2xx/{print $NF}' "$W/wrk-exact.txt"); non2xx=${non2xx:-0}
+  stop_caddy
+  echo "exactness: quota $QUOTA, requests $total, allowed $((total - non2xx)), refused $non2xx; Redis commands: $((after - before)) ($(awk -v a=$((after-before)) -v t="$total" 'BEGIN{printf "%.3f", a/t}') per request)"
+fi
+
+# Redis commands per decision (allowed) and per redirect (redis hit)
+for c in 3 8; do
+  [[ " $CASES " == *" $c "* ]] || continue
+  case_config "$c"; start_caddy || exit 1; prepare "$c"
+  before=$(redis_cmdstats)
+  wrk -t2 -c"$CONNS" -d3s "http://127.0.0.1:$PORT$(case_path "$c")" >"$W/wrk-cmd-$c.txt" 2>&1
+  after=$(redis_cmdstats)
+  total=$(awk '/requests in/{print $1}' "$W/wrk-cmd-$c.txt")
+  stop_caddy
+  echo "redis commands per request, ${NAMES[$c]}: $(awk -v a=$((after-before)) -v t="$total" 'BEGIN{printf "%.3f", a/t}')"
+done
+
+# p99 at half the baseline's max rate (constant rate)
+base=${RPS[1]:-}
+if [ -n "$base" ]; then
+  RATE=$(awk -v r="$base" 'BEGIN{printf "%d", r/2}')
+  declare -A RP99
+  for c in $CASES; do
+    case_config "$c"; start_caddy || exit 1; prepare "$c"
+    path=$(case_path "$c")
+    if [ "$c" = 9 ]; then
+      awk -v p="$PORT" 'BEGIN{srand(); s="0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"; for(i=0;i<20000;i++){c=""; for(j=0;j<7;j++){c=c substr(s,int(rand()*62)+1,1)}; print "GET http://127.0.0.1:" p "/" c; print ""}}' >"$W/targets.txt"
+    else
+      printf 'GET http://127.0.0.1:%s%s\n' "$PORT" "$path" >"$W/targets.txt"
+    fi
+    "$VEGETA" attack -targets="$W/targets.txt" -rate="$RATE" -duration="$RATE_DUR" -redirects=-1 -keepalive=true >"$W/vegeta-$c.bin" 2>/dev/null
+    RP99[$c]=$("$VEGETA" report -type=json <"$W/vegeta-$c.bin" | sed -E 's/.*"99th":([0-9]+).*/\1/' | awk '{printf "%.3f", $1/1e6}')
+    stop_caddy
+  done
+fi
+
+printf '\n| # | case | req/s | p50 ms | p99 ms | ratio | p99 ms @ %s req/s |\n|---|---|---:|---:|---:|---:|---:|\n' "${RATE:-?}"
+for c in $CASES; do
+  ref=${RPS[1]:-0}
+  case $c in 6|7|8|9|10) ref=${RPS[6]:-0} ;; esac
+  ratio=$(awk -v a="${RPS[$c]}" -v b="$ref" 'BEGIN{ if (b>0) printf "%.2f", a/b; else print "-" }')
+  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$c" "${NAMES[$c]}" "${RPS[$c]}" "${P50[$c]}" "${P99[$c]}" "$ratio" "${RP99[$c]:-}"
+done
+echo "ratios: cases 2-5 against case 1 (respond), cases 7-10 against case 6 (static redir)"
