@@ -1,0 +1,116 @@
+package ratelimit
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// The arithmetic of the five algorithms, shared by the memory store and
+// mirrored line by line in scripts/decide.lua, so that both stores decide a
+// given trace identically. Time is an integer count of microseconds since
+// the Unix epoch (what Redis TIME gives); fractional state (tokens, the
+// leaky bucket's theoretical arrival time) is float64, like Lua 5.1 numbers,
+// and every float expression is written in the same order in both places.
+
+// Algorithm codes: how the Redis script names an algorithm in ARGV.
+const (
+	codeTokenBucket   = 1
+	codeSlidingWindow = 2
+	codeFixedWindow   = 3
+	codeSlidingLog    = 4
+	codeLeakyBucket   = 5
+)
+
+// maxRetrySteps bounds the loops that nudge a computed retry time forward
+// by one microsecond until the decision formula itself agrees (float
+// rounding); the script uses the same bound.
+const maxRetrySteps = 16
+
+// secondUs is one second in microseconds: the slack added to TTLs of state
+// that expires by refilling (token and leaky bucket).
+const secondUs = 1_000_000
+
+// params is one Ask in the units the algorithms use.
+type params struct {
+	code     int
+	events   int64
+	burst    int64
+	windowUs int64 // whole milliseconds, in microseconds
+	cost     int64
+}
+
+// need is what must be left for the Ask to pass: its cost, or one unit for
+// a check (cost 0).
+func (p params) need() int64 { return max(p.cost, 1) }
+
+// paramsOf validates an Ask and converts it. Window is truncated to whole
+// milliseconds, the resolution the Redis script receives.
+func paramsOf(a Ask) (params, error) {
+	p := params{
+		events:   a.Limit.Events,
+		burst:    a.Limit.Burst,
+		windowUs: int64(a.Limit.Window/time.Millisecond) * 1000,
+		cost:     a.Cost,
+	}
+	switch a.Limit.Algorithm {
+	case TokenBucket, "":
+		p.code = codeTokenBucket
+	case SlidingWindow:
+		p.code = codeSlidingWindow
+	case FixedWindow:
+		p.code = codeFixedWindow
+	case SlidingLog:
+		p.code = codeSlidingLog
+	case LeakyBucket:
+		p.code = codeLeakyBucket
+	default:
+		return p, fmt.Errorf("unknown algorithm %q", a.Limit.Algorithm)
+	}
+	switch {
+	case p.events <= 0:
+		return p, fmt.Errorf("events must be > 0, got %d", p.events)
+	case p.windowUs <= 0:
+		return p, fmt.Errorf("window must be at least 1ms, got %s", a.Limit.Window)
+	case p.burst < 0:
+		return p, fmt.Errorf("burst must be >= 0, got %d", p.burst)
+	case p.cost < 0:
+		return p, fmt.Errorf("cost must be >= 0, got %d", p.cost)
+	case p.events > 1<<50 || p.burst > 1<<50 || p.cost > 1<<50 || p.windowUs > 1<<50:
+		// Lua numbers are doubles: keep every integer exact.
+		return p, fmt.Errorf("events, burst, cost or window too large")
+	}
+	return p, nil
+}
+
+// decision is one algorithm's verdict on one Ask, in microseconds.
+type decision struct {
+	allowed   bool
+	remaining int64
+	retryUs   int64 // refused: wait until the same Ask would pass
+	resetUs   int64 // until the quota is fully available again
+	delayUs   int64 // leaky_bucket: the allowed request's wait in the queue
+	expireAt  int64 // allowed: when the written state may be forgotten
+}
+
+// result converts a decision taken at now (µs) into a Result.
+func (d decision) result(now int64) Result {
+	return Result{
+		Allowed:    d.allowed,
+		Remaining:  max(d.remaining, 0),
+		RetryAfter: time.Duration(d.retryUs) * time.Microsecond,
+		Reset:      time.Duration(max(d.resetUs, 0)) * time.Microsecond,
+		Delay:      time.Duration(d.delayUs) * time.Microsecond,
+		Now:        time.UnixMicro(now),
+	}
+}
+
+// ceilUs rounds a duration or instant in microseconds up.
+func ceilUs(x float64) int64 { return int64(math.Ceil(x)) }
+
+// floorUnits rounds a number of units down.
+func floorUnits(x float64) int64 { return int64(math.Floor(x)) }
+
+// windowStart is the start of the window containing now: windows are
+// aligned to multiples of the window length since the Unix epoch.
+func windowStart(now, windowUs int64) int64 { return now - now%windowUs }
