@@ -1,0 +1,193 @@
+package shortener
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// clickBatchRetention is how long applied batch IDs are kept: far longer
+// than any replay (a pending stream entry, a resent flush) can take.
+const clickBatchRetention = 7 * 24 * time.Hour
+
+// postgresClickSink keeps click counters in the tables of
+// migrations/002_clicks.up.sql.
+type postgresClickSink struct {
+	pool      *pgxpool.Pool
+	lastPrune atomic.Int64 // unix seconds
+}
+
+func newPostgresClickSink(pool *pgxpool.Pool) *postgresClickSink {
+	return &postgresClickSink{pool: pool}
+}
+
+// ApplyClicks implements ClickSink in one transaction: the batch IDs are
+// inserted first and only the batches whose IDs were new are counted.
+// Deadlocks and serialization failures are retried.
+func (s *postgresClickSink) ApplyClicks(ctx context.Context, batches []ClickBatch) (int, error) {
+	if len(batches) == 0 {
+		return 0, nil
+	}
+	for attempt := 1; ; attempt++ {
+		n, err := s.apply(ctx, batches)
+		var pgErr *pgconn.PgError
+		if err != nil && attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
+			continue
+		}
+		if err == nil {
+			s.prune(ctx)
+		}
+		return n, err
+	}
+}
+
+func (s *postgresClickSink) apply(ctx context.Context, batches []ClickBatch) (int, error) {
+	ids := make([]string, 0, len(batches))
+	for _, b := range batches {
+		ids = append(ids, b.ID)
+	}
+	slices.Sort(ids)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("click transaction: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // no-op after Commit
+	rows, err := tx.Query(ctx, `INSERT INTO shortener_click_batches (id) SELECT unnest($1::text[])
+		ON CONFLICT (id) DO NOTHING RETURNING id`, ids)
+	if err != nil {
+		return 0, fmt.Errorf("recording click batches: %w", err)
+	}
+	fresh, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, fmt.Errorf("recording click batches: %w", err)
+	}
+	todo := freshBatches(batches, fresh)
+	if len(todo) == 0 {
+		return 0, tx.Commit(ctx)
+	}
+	agg := aggregateClicks(todo)
+	if len(agg.hourly) > 0 {
+		keys := agg.sortedHours()
+		codes := make([]string, len(keys))
+		hours := make([]time.Time, len(keys))
+		people := make([]int64, len(keys))
+		bots := make([]int64, len(keys))
+		for i, k := range keys {
+			codes[i], hours[i] = k.code, time.Unix(k.hour, 0).UTC()
+			people[i], bots[i] = agg.hourly[k][0], agg.hourly[k][1]
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO shortener_link_clicks_hourly AS h (code, hour, people, bots)
+			SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::bigint[], $4::bigint[])
+			ON CONFLICT (code, hour) DO UPDATE SET people = h.people + excluded.people, bots = h.bots + excluded.bots`,
+			codes, hours, people, bots); err != nil {
+			return 0, fmt.Errorf("counting clicks: %w", err)
+		}
+	}
+	if len(agg.referrers) > 0 {
+		keys := agg.sortedReferrers()
+		codes := make([]string, len(keys))
+		days := make([]string, len(keys))
+		hosts := make([]string, len(keys))
+		counts := make([]int64, len(keys))
+		for i, k := range keys {
+			codes[i], days[i], hosts[i] = k.code, time.Unix(k.day, 0).UTC().Format(time.DateOnly), k.host
+			counts[i] = agg.referrers[k]
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO shortener_link_referrers_daily AS r (code, day, host, count)
+			SELECT * FROM unnest($1::text[], $2::date[], $3::text[], $4::bigint[])
+			ON CONFLICT (code, day, host) DO UPDATE SET count = r.count + excluded.count`,
+			codes, days, hosts, counts); err != nil {
+			return 0, fmt.Errorf("counting referrers: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("committing clicks: %w", err)
+	}
+	return len(todo), nil
+}
+
+// freshBatches keeps the batches whose ID is in fresh, each ID once.
+func freshBatches(batches []ClickBatch, fresh []string) []ClickBatch {
+	want := make(map[string]bool, len(fresh))
+	for _, id := range fresh {
+		want[id] = true
+	}
+	var out []ClickBatch
+	for _, b := range batches {
+		if want[b.ID] {
+			out = append(out, b)
+			delete(want, b.ID)
+		}
+	}
+	return out
+}
+
+// prune deletes old batch IDs, at most once an hour per sink.
+func (s *postgresClickSink) prune(ctx context.Context) {
+	now := time.Now().Unix()
+	last := s.lastPrune.Load()
+	if now-last < 3600 || !s.lastPrune.CompareAndSwap(last, now) {
+		return
+	}
+	_, _ = s.pool.Exec(ctx, `DELETE FROM shortener_click_batches WHERE applied_at < now() - make_interval(secs => $1)`,
+		clickBatchRetention.Seconds())
+}
+
+// ClickStats implements ClickSink.
+func (s *postgresClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (ClickStats, error) {
+	st := ClickStats{Code: code, Hourly: []HourlyClicks{}, Referrers: []ReferrerClicks{}}
+	rows, err := s.pool.Query(ctx, `SELECT hour, people, bots FROM shortener_link_clicks_hourly
+		WHERE code = $1 AND hour >= $2 AND hour < $3 ORDER BY hour`, code, hourFloor(from), to)
+	if err != nil {
+		return st, fmt.Errorf("click stats: %w", err)
+	}
+	for rows.Next() {
+		var h HourlyClicks
+		if err := rows.Scan(&h.Hour, &h.People, &h.Bots); err != nil {
+			rows.Close()
+			return st, fmt.Errorf("click stats: %w", err)
+		}
+		h.Hour = h.Hour.UTC()
+		st.Hourly = append(st.Hourly, h)
+		st.People += h.People
+		st.Bots += h.Bots
+	}
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("click stats: %w", err)
+	}
+	st.Total = st.People + st.Bots
+	firstDay, endDay := dayRange(from, to)
+	rows, err = s.pool.Query(ctx, `SELECT host, sum(count)::bigint FROM shortener_link_referrers_daily
+		WHERE code = $1 AND day >= $2::date AND day < $3::date GROUP BY host ORDER BY 2 DESC, 1 LIMIT $4`,
+		code, firstDay.Format(time.DateOnly), endDay.Format(time.DateOnly), TopReferrers)
+	if err != nil {
+		return st, fmt.Errorf("click referrers: %w", err)
+	}
+	refs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ReferrerClicks])
+	if err != nil {
+		return st, fmt.Errorf("click referrers: %w", err)
+	}
+	if refs != nil {
+		st.Referrers = refs
+	}
+	return st, nil
+}
+
+// ClickTotal implements ClickSink.
+func (s *postgresClickSink) ClickTotal(ctx context.Context, code string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(people + bots), 0)::bigint FROM shortener_link_clicks_hourly WHERE code = $1`, code).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("click total: %w", err)
+	}
+	return n, nil
+}
+
+var _ ClickSink = (*postgresClickSink)(nil)

@@ -1,0 +1,179 @@
+package shortener
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/internal/testenv"
+)
+
+// newTestPostgresClickSink returns a click sink on a fresh schema with the
+// click tables of migrations/002_clicks.up.sql.
+func newTestPostgresClickSink(t *testing.T) *postgresClickSink {
+	t.Helper()
+	return newPostgresClickSink(testClickPool(t, testenv.Postgres(t)))
+}
+
+func testClickPool(t *testing.T, dsn string) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatalf("pgxpool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	sql, err := os.ReadFile(filepath.Join("migrations", "002_clicks.up.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, string(sql)); err != nil {
+		t.Fatalf("applying 002_clicks.up.sql: %v", err)
+	}
+	return pool
+}
+
+func newTestEmbeddedClickSink(t *testing.T) *embeddedClickSink {
+	t.Helper()
+	// NoSync: test speed; the sink's correctness does not depend on fsync.
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "clicks.db"), 0o600, &bbolt.Options{Timeout: time.Second, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s, err := newEmbeddedClickSink(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func testClickSinks(t *testing.T) map[string]func(t *testing.T) ClickSink {
+	return map[string]func(t *testing.T) ClickSink{
+		"postgres": func(t *testing.T) ClickSink { return newTestPostgresClickSink(t) },
+		"embedded": func(t *testing.T) ClickSink { return newTestEmbeddedClickSink(t) },
+	}
+}
+
+func TestClickSinkStats(t *testing.T) {
+	for name, open := range testClickSinks(t) {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			ctx := context.Background()
+			day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+			var clicks []Click
+			add := func(n int, at time.Time, ref string, class UAClass) {
+				for range n {
+					clicks = append(clicks, Click{Code: "abc1234", At: at, Referrer: ref, Class: class})
+				}
+			}
+			add(3, day.Add(10*time.Hour+5*time.Minute), "a.example", ClassBrowser)
+			add(2, day.Add(10*time.Hour+59*time.Minute), "", ClassBot)
+			add(1, day.Add(11*time.Hour), "b.example", ClassOther)
+			add(4, day.Add(24*time.Hour+time.Hour), "b.example", ClassBrowser) // next day
+			for i := range 12 {                                                 // 12 hosts with i+1 clicks: top 10 kept
+				add(i+1, day.Add(-48*time.Hour), fmt.Sprintf("h%02d.example", i), ClassBrowser)
+			}
+			clicks = append(clicks, Click{Code: "other12", At: day.Add(10 * time.Hour), Class: ClassBrowser})
+			n, err := s.ApplyClicks(ctx, []ClickBatch{{ID: "t-1", Clicks: clicks[:5]}, {ID: "t-2", Clicks: clicks[5:]}})
+			if err != nil || n != 2 {
+				t.Fatalf("ApplyClicks = %d, %v; want 2, nil", n, err)
+			}
+			// Replays, alone and mixed with a new batch, are skipped.
+			n, err = s.ApplyClicks(ctx, []ClickBatch{{ID: "t-1", Clicks: clicks[:5]}, {ID: "t-2", Clicks: clicks[5:]}})
+			if err != nil || n != 0 {
+				t.Fatalf("ApplyClicks(replay) = %d, %v; want 0, nil", n, err)
+			}
+			late := Click{Code: "abc1234", At: day.Add(11*time.Hour + 30*time.Minute), Class: ClassBot}
+			n, err = s.ApplyClicks(ctx, []ClickBatch{{ID: "t-1", Clicks: clicks[:5]}, {ID: "t-3", Clicks: []Click{late}}, {ID: "t-3", Clicks: []Click{late}}})
+			if err != nil || n != 1 {
+				t.Fatalf("ApplyClicks(mixed) = %d, %v; want 1, nil", n, err)
+			}
+
+			total, err := s.ClickTotal(ctx, "abc1234")
+			if want := int64(3 + 2 + 1 + 4 + 78 + 1); err != nil || total != want {
+				t.Errorf("ClickTotal = %d, %v; want %d", total, err, want)
+			}
+			st, err := s.ClickStats(ctx, "abc1234", day.Add(10*time.Hour+30*time.Minute), day.Add(24*time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ClickStats{Code: "abc1234", Total: 7, People: 4, Bots: 3,
+				Hourly: []HourlyClicks{
+					{Hour: day.Add(10 * time.Hour), People: 3, Bots: 2},
+					{Hour: day.Add(11 * time.Hour), People: 1, Bots: 1},
+				},
+				Referrers: []ReferrerClicks{{Host: "a.example", Count: 3}, {Host: "b.example", Count: 1}},
+			}
+			if !reflect.DeepEqual(st, want) {
+				t.Errorf("ClickStats(day) =\n%+v\nwant\n%+v", st, want)
+			}
+			st, err = s.ClickStats(ctx, "abc1234", day.Add(-72*time.Hour), day.Add(72*time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Total != 89 || len(st.Referrers) != TopReferrers || st.Referrers[0] != (ReferrerClicks{"h11.example", 12}) ||
+				st.Referrers[1] != (ReferrerClicks{"h10.example", 11}) || st.Referrers[9] != (ReferrerClicks{"h03.example", 4}) {
+				t.Errorf("ClickStats(week) total %d referrers %+v", st.Total, st.Referrers)
+			}
+			if st.Referrers[7] != (ReferrerClicks{"b.example", 5}) {
+				t.Errorf("ClickStats(week) referrer 8 = %+v, want b.example 5", st.Referrers[7])
+			}
+			st, err = s.ClickStats(ctx, "nothere", day, day.Add(time.Hour))
+			if err != nil || st.Total != 0 || st.Hourly == nil || st.Referrers == nil || len(st.Hourly)+len(st.Referrers) != 0 {
+				t.Errorf("ClickStats(unknown) = %+v, %v", st, err)
+			}
+		})
+	}
+}
+
+// Concurrent applies of overlapping batches count every batch exactly once.
+func TestClickSinkConcurrentApply(t *testing.T) {
+	for name, open := range testClickSinks(t) {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			at := time.Now().UTC()
+			const batches, per = 120, 10
+			var wg sync.WaitGroup
+			for w := range 6 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					// Every worker applies every batch, in a different order and grouping.
+					for i := range batches {
+						j := (i + w*25) % batches
+						clicks := make([]Click, per)
+						for k := range clicks {
+							clicks[k] = Click{Code: fmt.Sprintf("code%d", j%7), At: at, Referrer: "r.example", Class: UAClass(k % 3)}
+						}
+						if _, err := s.ApplyClicks(context.Background(), []ClickBatch{{ID: fmt.Sprintf("b-%d", j), Clicks: clicks}}); err != nil {
+							t.Errorf("ApplyClicks: %v", err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			var total int64
+			for c := range 7 {
+				n, err := s.ClickTotal(context.Background(), fmt.Sprintf("code%d", c))
+				if err != nil {
+					t.Fatal(err)
+				}
+				total += n
+			}
+			if total != batches*per {
+				t.Errorf("total = %d, want %d", total, batches*per)
+			}
+		})
+	}
+}

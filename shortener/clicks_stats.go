@@ -1,0 +1,205 @@
+package shortener
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"time"
+)
+
+// ClickStats is the answer of `GET <api>/links/<code>/stats`.
+type ClickStats struct {
+	Code      string           `json:"code"`
+	Total     int64            `json:"total"`
+	People    int64            `json:"people"`
+	Bots      int64            `json:"bots"`
+	Hourly    []HourlyClicks   `json:"hourly"`
+	Referrers []ReferrerClicks `json:"referrers"`
+}
+
+// HourlyClicks counts one hour's clicks (hour in UTC, at its start).
+type HourlyClicks struct {
+	Hour   time.Time `json:"hour"`
+	People int64     `json:"people"`
+	Bots   int64     `json:"bots"`
+}
+
+// ReferrerClicks counts clicks referred by one host.
+type ReferrerClicks struct {
+	Host  string `json:"host"`
+	Count int64  `json:"count"`
+}
+
+// Stats ranges: the default window and the widest one accepted.
+const (
+	DefaultStatsWindow = 30 * 24 * time.Hour
+	MaxStatsWindow     = 366 * 24 * time.Hour
+	// TopReferrers is how many referrer hosts stats list.
+	TopReferrers = 10
+)
+
+// ErrBadStatsRange wraps every error of ParseStatsRange: the API answers
+// it with 400.
+var ErrBadStatsRange = errors.New("invalid stats range")
+
+// ParseStatsRange reads the `from` and `to` query parameters (RFC 3339).
+// Defaults: to = now, from = to - 30 days. It refuses repeated or
+// unparsable values, from after to, and a window over 366 days; each error
+// wraps ErrBadStatsRange and names the parameter.
+func ParseStatsRange(q url.Values, now time.Time) (from, to time.Time, err error) {
+	get := func(name string) (time.Time, bool, error) {
+		vs := q[name]
+		switch len(vs) {
+		case 0:
+			return time.Time{}, false, nil
+		case 1:
+		default:
+			return time.Time{}, false, fmt.Errorf("%w: %s given %d times", ErrBadStatsRange, name, len(vs))
+		}
+		t, err := time.Parse(time.RFC3339, vs[0])
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("%w: %s must be an RFC 3339 time like 2006-01-02T15:04:05Z", ErrBadStatsRange, name)
+		}
+		if t.Year() < 2000 || t.Year() > 9999 {
+			return time.Time{}, false, fmt.Errorf("%w: %s is out of range", ErrBadStatsRange, name)
+		}
+		return t.UTC(), true, nil
+	}
+	to, hasTo, err := get("to")
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	from, hasFrom, err := get("from")
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	if !hasTo {
+		to = now.UTC()
+	}
+	if !hasFrom {
+		from = to.Add(-DefaultStatsWindow)
+	}
+	if from.After(to) {
+		return time.Time{}, time.Time{}, fmt.Errorf("%w: from is after to", ErrBadStatsRange)
+	}
+	if to.Sub(from) > MaxStatsWindow {
+		return time.Time{}, time.Time{}, fmt.Errorf("%w: the window from..to is longer than 366 days", ErrBadStatsRange)
+	}
+	return from, to, nil
+}
+
+// clickAggregate is a set of batches folded into counter increments, the
+// unit both sinks write.
+type clickAggregate struct {
+	hourly    map[hourKey]*[2]int64 // people, bots
+	referrers map[refKey]int64
+}
+
+type hourKey struct {
+	code string
+	hour int64 // unix seconds, start of the hour
+}
+
+type refKey struct {
+	code string
+	day  int64 // unix seconds, start of the UTC day
+	host string
+}
+
+func aggregateClicks(batches []ClickBatch) clickAggregate {
+	a := clickAggregate{hourly: make(map[hourKey]*[2]int64), referrers: make(map[refKey]int64)}
+	for _, b := range batches {
+		for _, c := range b.Clicks {
+			sec := c.At.Unix()
+			hk := hourKey{c.Code, sec - mod(sec, 3600)}
+			v := a.hourly[hk]
+			if v == nil {
+				v = new([2]int64)
+				a.hourly[hk] = v
+			}
+			if c.Bot() {
+				v[1]++
+			} else {
+				v[0]++
+			}
+			if c.Referrer != "" {
+				a.referrers[refKey{c.Code, sec - mod(sec, 86400), c.Referrer}]++
+			}
+		}
+	}
+	return a
+}
+
+func mod(a, b int64) int64 {
+	m := a % b
+	if m < 0 {
+		m += b
+	}
+	return m
+}
+
+// sortedHours returns the hourly keys in a fixed order, so concurrent
+// transactions lock rows in the same order (no deadlocks).
+func (a clickAggregate) sortedHours() []hourKey {
+	keys := make([]hourKey, 0, len(a.hourly))
+	for k := range a.hourly {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].code != keys[j].code {
+			return keys[i].code < keys[j].code
+		}
+		return keys[i].hour < keys[j].hour
+	})
+	return keys
+}
+
+func (a clickAggregate) sortedReferrers() []refKey {
+	keys := make([]refKey, 0, len(a.referrers))
+	for k := range a.referrers {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		x, y := keys[i], keys[j]
+		if x.code != y.code {
+			return x.code < y.code
+		}
+		if x.day != y.day {
+			return x.day < y.day
+		}
+		return x.host < y.host
+	})
+	return keys
+}
+
+// topReferrers sorts by count (then host) and keeps the first TopReferrers.
+func topReferrers(m map[string]int64) []ReferrerClicks {
+	out := make([]ReferrerClicks, 0, len(m))
+	for h, n := range m {
+		out = append(out, ReferrerClicks{Host: h, Count: n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Host < out[j].Host
+	})
+	if len(out) > TopReferrers {
+		out = out[:TopReferrers]
+	}
+	return out
+}
+
+// hourFloor and dayFloor give the first bucket overlapping t.
+func hourFloor(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
+func dayFloor(t time.Time) time.Time  { return t.UTC().Truncate(24 * time.Hour) }
+
+// dayRange returns the UTC days overlapping [from, to) as [first, end).
+func dayRange(from, to time.Time) (first, end time.Time) {
+	first, end = dayFloor(from), dayFloor(to)
+	if to.After(end) {
+		end = end.Add(24 * time.Hour)
+	}
+	return first, end
+}
