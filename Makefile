@@ -3,7 +3,7 @@ GO       ?= go
 BIN      := bin/caddy
 XCADDY   ?= $(shell $(GO) env GOPATH)/bin/xcaddy
 
-.PHONY: all build run test vet fmt bench xcaddy clean
+.PHONY: all build run test vet fmt bench fuzz xcaddy clean
 
 all: build
 
@@ -38,3 +38,7 @@ clean:
 bench:
 	bash scripts/bench.sh
 	$(GO) test -run '^$$' -bench . -benchmem ./ratelimit/ ./shortener/
+
+# Every fuzz target for FUZZTIME (default 30s) each.
+fuzz:
+	bash scripts/fuzz.sh
