@@ -1,0 +1,264 @@
+package shortener
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// EmbeddedStore keeps links in one bbolt file: pure Go, for a single Caddy
+// instance. bbolt locks the file, so only one EmbeddedStore per path may be
+// open at a time, in any process; the handler shares one per path.
+type EmbeddedStore struct {
+	db   *bolt.DB
+	path string
+}
+
+// Buckets and keys of the file.
+var (
+	embeddedLinks  = []byte("links") // code → embeddedRecord (JSON)
+	embeddedMeta   = []byte("meta")
+	embeddedNextID = []byte("next_id") // in meta: the next free ID, 8 bytes big-endian
+)
+
+// embeddedOpenTimeout bounds the wait for the file lock.
+const embeddedOpenTimeout = 2 * time.Second
+
+// embeddedRecord is a link as stored; times are Unix microseconds (as
+// precise as PostgreSQL), 0 for none.
+type embeddedRecord struct {
+	LongURL   string `json:"u"`
+	CreatedAt int64  `json:"c"`
+	ExpiresAt int64  `json:"e,omitempty"`
+	RevokedAt int64  `json:"r,omitempty"`
+}
+
+// OpenEmbedded opens the store file at path, creating it (mode 0600) and its
+// directory (0700) if needed. If another process or store holds the file,
+// it fails after 2s.
+func OpenEmbedded(path string) (*EmbeddedStore, error) {
+	return openEmbedded(path, embeddedOpenTimeout)
+}
+
+func openEmbedded(path string, timeout time.Duration) (*EmbeddedStore, error) {
+	if path == "" {
+		return nil, errors.New("opening embedded store: empty path")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("opening embedded store: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("opening embedded store %s: the file is locked by another process (or another store on the same path) and was not released within %v", path, timeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening embedded store %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if _, err := tx.CreateBucketIfNotExists(embeddedLinks); err != nil {
+			return err
+		}
+		_, err := tx.CreateBucketIfNotExists(embeddedMeta)
+		return err
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening embedded store %s: %w", path, err)
+	}
+	return &EmbeddedStore{db: db, path: path}, nil
+}
+
+// Get implements Store.
+func (s *EmbeddedStore) Get(ctx context.Context, code string) (Link, error) {
+	if err := ctx.Err(); err != nil {
+		return Link{}, err
+	}
+	var rec embeddedRecord
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(embeddedLinks).Get([]byte(code))
+		if v == nil {
+			return ErrNotFound
+		}
+		return json.Unmarshal(v, &rec) // copies v, valid only in the transaction
+	})
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Link{}, ErrNotFound
+		}
+		return Link{}, fmt.Errorf("getting link: %w", err)
+	}
+	return Link{
+		Code:      code,
+		LongURL:   rec.LongURL,
+		CreatedAt: fromMicros(rec.CreatedAt),
+		ExpiresAt: fromMicros(rec.ExpiresAt),
+		RevokedAt: fromMicros(rec.RevokedAt),
+	}, nil
+}
+
+// Create implements Store. A zero CreatedAt is stored as now.
+func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
+	if err := checkNewLink(l); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if l.CreatedAt.IsZero() {
+		l.CreatedAt = time.Now()
+	}
+	v, err := json.Marshal(embeddedRecord{
+		LongURL:   l.LongURL,
+		CreatedAt: toMicros(l.CreatedAt),
+		ExpiresAt: toMicros(l.ExpiresAt),
+		RevokedAt: toMicros(l.RevokedAt),
+	})
+	if err != nil {
+		return fmt.Errorf("creating link: %w", err)
+	}
+	key := []byte(l.Code)
+	// A taken code is answered from a read transaction; only a free one
+	// joins a write batch (one fsync for many concurrent Creates). The
+	// batch function checks again: it is the one that counts.
+	err = s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(embeddedLinks).Get(key) != nil {
+			return ErrCodeTaken
+		}
+		return nil
+	})
+	if err == nil {
+		err = s.db.Batch(func(tx *bolt.Tx) error {
+			b := tx.Bucket(embeddedLinks)
+			if b.Get(key) != nil {
+				return ErrCodeTaken
+			}
+			return b.Put(key, v)
+		})
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrCodeTaken):
+		return ErrCodeTaken
+	default:
+		return fmt.Errorf("creating link: %w", err)
+	}
+}
+
+// Revoke implements Store.
+func (s *EmbeddedStore) Revoke(ctx context.Context, code string, at time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if at.IsZero() {
+		return errors.New("revoking link: zero time")
+	}
+	key := []byte(code)
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(embeddedLinks)
+		v := b.Get(key)
+		if v == nil {
+			return ErrNotFound
+		}
+		var rec embeddedRecord
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		if rec.RevokedAt != 0 {
+			return nil // keep the first revocation
+		}
+		rec.RevokedAt = toMicros(at)
+		nv, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		return b.Put(key, nv)
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotFound):
+		return ErrNotFound
+	default:
+		return fmt.Errorf("revoking link: %w", err)
+	}
+}
+
+// NextBlock implements Store: the counter is read and advanced in one write
+// transaction, and bbolt runs one write transaction at a time.
+func (s *EmbeddedStore) NextBlock(ctx context.Context, size int64) (int64, error) {
+	if size < 1 {
+		return 0, fmt.Errorf("reserving IDs: block size %d, want at least 1", size)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	var first int64
+	// Batch may run the function more than once (if another in the batch
+	// fails); only the committed run's first survives.
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(embeddedMeta)
+		next := int64(1)
+		if v := b.Get(embeddedNextID); v != nil {
+			if len(v) != 8 {
+				return fmt.Errorf("corrupt ID counter (%d bytes)", len(v))
+			}
+			next = int64(binary.BigEndian.Uint64(v))
+		}
+		if next > math.MaxInt64-size {
+			return fmt.Errorf("ID space exhausted at %d", next)
+		}
+		var buf [8]byte
+		binary.BigEndian.PutUint64(buf[:], uint64(next+size))
+		if err := b.Put(embeddedNextID, buf[:]); err != nil {
+			return err
+		}
+		first = next
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reserving IDs: %w", err)
+	}
+	return first, nil
+}
+
+// Close closes the file and releases its lock.
+func (s *EmbeddedStore) Close() error {
+	return s.db.Close()
+}
+
+// checkNewLink refuses links no store should hold.
+func checkNewLink(l Link) error {
+	if l.Code == "" {
+		return errors.New("creating link: empty code")
+	}
+	if l.LongURL == "" {
+		return errors.New("creating link: empty long URL")
+	}
+	return nil
+}
+
+func toMicros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+func fromMicros(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
+var _ Store = (*EmbeddedStore)(nil)

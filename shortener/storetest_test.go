@@ -1,0 +1,286 @@
+package shortener
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testStore is the conformance suite every Store passes. open returns a
+// fresh, empty store that the test's cleanup closes.
+func testStore(t *testing.T, open func(t *testing.T) Store) {
+	// Times as the stores keep them: UTC, microseconds.
+	base := time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
+
+	ctxFor := func(t *testing.T) context.Context {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		t.Cleanup(cancel)
+		return ctx
+	}
+
+	t.Run("Missing", func(t *testing.T) {
+		s, ctx := open(t), ctxFor(t)
+		if l, err := s.Get(ctx, "nope123"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get(missing) = %+v, %v, want ErrNotFound", l, err)
+		}
+		if err := s.Revoke(ctx, "nope123", base); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Revoke(missing) = %v, want ErrNotFound", err)
+		}
+		if _, err := s.Get(ctx, "nope123"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get after Revoke(missing) = %v, want ErrNotFound (Revoke must not create)", err)
+		}
+	})
+
+	t.Run("RoundTrip", func(t *testing.T) {
+		s, ctx := open(t), ctxFor(t)
+		links := []Link{
+			{Code: "abc1234", LongURL: "https://example.com/a?b=c&d=e#f", CreatedAt: base},
+			{Code: "with-expiry_1", LongURL: "https://exämple.org/päth/ü?q=%20x", CreatedAt: base, ExpiresAt: base.Add(90 * time.Minute)},
+			{Code: "born-revoked", LongURL: "http://example.net/", CreatedAt: base, RevokedAt: base.Add(time.Second)},
+			{Code: "ABC1234", LongURL: "https://example.com/upper", CreatedAt: base.Add(time.Microsecond)},
+		}
+		for _, l := range links {
+			if err := s.Create(ctx, l); err != nil {
+				t.Fatalf("Create(%q): %v", l.Code, err)
+			}
+		}
+		for _, want := range links {
+			got, err := s.Get(ctx, want.Code)
+			if err != nil {
+				t.Fatalf("Get(%q): %v", want.Code, err)
+			}
+			assertLink(t, got, want)
+		}
+		// Codes are case sensitive.
+		if _, err := s.Get(ctx, "aBc1234"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get(%q) = %v, want ErrNotFound", "aBc1234", err)
+		}
+	})
+
+	t.Run("CreatedAtDefaultsToNow", func(t *testing.T) {
+		s, ctx := open(t), ctxFor(t)
+		before := time.Now().Add(-time.Second)
+		if err := s.Create(ctx, Link{Code: "nodate", LongURL: "https://example.com/"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Get(ctx, "nodate")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.CreatedAt.Before(before) || got.CreatedAt.After(time.Now().Add(time.Second)) {
+			t.Errorf("CreatedAt = %v, want about now", got.CreatedAt)
+		}
+	})
+
+	t.Run("RefusesEmpty", func(t *testing.T) {
+		s, ctx := open(t), ctxFor(t)
+		for _, l := range []Link{{LongURL: "https://example.com/"}, {Code: "nourl"}} {
+			if err := s.Create(ctx, l); err == nil || errors.Is(err, ErrCodeTaken) {
+				t.Errorf("Create(%+v) = %v, want an error", l, err)
+			}
+		}
+		if _, err := s.Get(ctx, "nourl"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get(nourl) = %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("Conflict", func(t *testing.T) {
+		s, ctx := open(t), ctxFor(t)
+		first := Link{Code: "taken", LongURL: "https://example.com/first", CreatedAt: base}
+		if err := s.Create(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		second := Link{Code: "taken", LongURL: "https://example.com/second", CreatedAt: base.Add(time.Hour), ExpiresAt: base.Add(2 * time.Hour)}
+		if err := s.Create(ctx, second); !errors.Is(err, ErrCodeTaken) {
+			t.Fatalf("Create(taken code) = %v, want ErrCodeTaken", err)
+		}
+		got, err := s.Get(ctx, "taken")
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertLink(t, got, first)
+	})
+
+	t.Run("Revoke", func(t *testing.T) {
+		s, ctx := open(t), ctxFor(t)
+		l := Link{Code: "revokeme", LongURL: "https://example.com/r", CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
+		if err := s.Create(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		at := base.Add(10 * time.Minute)
+		if err := s.Revoke(ctx, "revokeme", at); err != nil {
+			t.Fatalf("Revoke: %v", err)
+		}
+		// A second revocation succeeds and keeps the first time.
+		if err := s.Revoke(ctx, "revokeme", at.Add(time.Minute)); err != nil {
+			t.Fatalf("second Revoke: %v", err)
+		}
+		got, err := s.Get(ctx, "revokeme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.RevokedAt = at
+		assertLink(t, got, l)
+		if !got.Gone(base) {
+			t.Errorf("revoked link: Gone = false, want true")
+		}
+		// A revoked code stays taken.
+		err = s.Create(ctx, Link{Code: "revokeme", LongURL: "https://example.com/new", CreatedAt: base})
+		if !errors.Is(err, ErrCodeTaken) {
+			t.Errorf("Create(revoked code) = %v, want ErrCodeTaken", err)
+		}
+		if got, _ := s.Get(ctx, "revokeme"); got.LongURL != l.LongURL {
+			t.Errorf("after Create(revoked code): LongURL = %q, want %q", got.LongURL, l.LongURL)
+		}
+	})
+
+	t.Run("ConcurrentDistinctCreates", func(t *testing.T) {
+		s, ctx := open(t), ctxFor(t)
+		const n = 1000
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				errs[i] = s.Create(ctx, Link{Code: fmt.Sprintf("c%04d", i), LongURL: fmt.Sprintf("https://example.com/%d", i), CreatedAt: base})
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("Create(c%04d): %v", i, err)
+			}
+		}
+		for i := range n {
+			code := fmt.Sprintf("c%04d", i)
+			got, err := s.Get(ctx, code)
+			if err != nil {
+				t.Fatalf("Get(%q): %v", code, err)
+			}
+			if want := fmt.Sprintf("https://example.com/%d", i); got.LongURL != want {
+				t.Fatalf("Get(%q).LongURL = %q, want %q", code, got.LongURL, want)
+			}
+		}
+	})
+
+	t.Run("ConcurrentSameCode", func(t *testing.T) {
+		s, ctx := open(t), ctxFor(t)
+		const n = 200
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				errs[i] = s.Create(ctx, Link{Code: "race", LongURL: fmt.Sprintf("https://example.com/%d", i), CreatedAt: base})
+			})
+		}
+		close(start)
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				if winner >= 0 {
+					t.Fatalf("Create succeeded for both %d and %d", winner, i)
+				}
+				winner = i
+			case !errors.Is(err, ErrCodeTaken):
+				t.Fatalf("Create #%d: %v, want nil or ErrCodeTaken", i, err)
+			}
+		}
+		if winner < 0 {
+			t.Fatal("no Create succeeded")
+		}
+		got, err := s.Get(ctx, "race")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("https://example.com/%d", winner); got.LongURL != want {
+			t.Errorf("stored LongURL = %q, want the winner's %q", got.LongURL, want)
+		}
+	})
+
+	t.Run("NextBlock", func(t *testing.T) {
+		s, ctx := open(t), ctxFor(t)
+		first, err := s.NextBlock(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first != 1 {
+			t.Errorf("first NextBlock(10) = %d, want 1", first)
+		}
+		if next, err := s.NextBlock(ctx, 1); err != nil || next != 11 {
+			t.Errorf("NextBlock(1) = %d, %v, want 11", next, err)
+		}
+		for _, size := range []int64{0, -5} {
+			if got, err := s.NextBlock(ctx, size); err == nil {
+				t.Errorf("NextBlock(%d) = %d, want an error", size, got)
+			}
+		}
+		if next, err := s.NextBlock(ctx, 1); err != nil || next != 12 {
+			t.Errorf("NextBlock(1) after refused sizes = %d, %v, want 12", next, err)
+		}
+	})
+
+	t.Run("ConcurrentNextBlock", func(t *testing.T) {
+		s, ctx := open(t), ctxFor(t)
+		type block struct{ first, size int64 }
+		sizes := []int64{1, 7, 1000, 64, 3}
+		const workers, each = 100, 4
+		var (
+			mu     sync.Mutex
+			blocks []block
+			wg     sync.WaitGroup
+		)
+		for w := range workers {
+			wg.Go(func() {
+				for i := range each {
+					size := sizes[(w+i)%len(sizes)]
+					first, err := s.NextBlock(ctx, size)
+					if err != nil {
+						t.Errorf("NextBlock(%d): %v", size, err)
+						return
+					}
+					mu.Lock()
+					blocks = append(blocks, block{first, size})
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		sort.Slice(blocks, func(i, j int) bool { return blocks[i].first < blocks[j].first })
+		// The blocks tile [1, total] exactly: no overlap, and (nothing
+		// failed) no gap.
+		next := int64(1)
+		for _, b := range blocks {
+			if b.first != next {
+				t.Fatalf("block [%d, %d) follows ID %d: want it to start at %d", b.first, b.first+b.size, next-1, next)
+			}
+			next += b.size
+		}
+		if len(blocks) != workers*each {
+			t.Errorf("%d blocks, want %d", len(blocks), workers*each)
+		}
+	})
+}
+
+func assertLink(t *testing.T, got, want Link) {
+	t.Helper()
+	if got.Code != want.Code || got.LongURL != want.LongURL ||
+		!got.CreatedAt.Equal(want.CreatedAt) || !got.ExpiresAt.Equal(want.ExpiresAt) || !got.RevokedAt.Equal(want.RevokedAt) {
+		t.Errorf("Get(%q) = %+v, want %+v", want.Code, got, want)
+	}
+	for name, tm := range map[string]time.Time{"CreatedAt": got.CreatedAt, "ExpiresAt": got.ExpiresAt, "RevokedAt": got.RevokedAt} {
+		if !tm.IsZero() && tm.Location() != time.UTC {
+			t.Errorf("Get(%q).%s is in %v, want UTC", want.Code, name, tm.Location())
+		}
+	}
+}
