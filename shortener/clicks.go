@@ -103,19 +103,26 @@ func ClassifyRequest(r *http.Request, code string, now time.Time) (Click, bool) 
 }
 
 // botMarkers are lowercase substrings of crawler, previewer and script
-// user agents, indexed by their first byte so one pass over the user agent
-// checks them all.
-var botMarkers = func() (t [256][]string) {
+// user agents, indexed by their first byte; botBigrams has a bit set for
+// the first two bytes of each, so one pass over the user agent with one
+// table test per byte finds the few places worth comparing.
+var (
+	botMarkers [256][]string
+	botBigrams [65536 / 64]uint64
+)
+
+func init() {
 	for _, m := range []string{
 		"bot", "crawl", "spider", "slurp", "preview", "facebookexternalhit", "embedly",
 		"curl/", "wget/", "python", "go-http-client", "java/", "libwww", "httpclient", "http_request",
 		"axios/", "node-fetch", "undici", "okhttp/", "headless", "lighthouse", "pingdom", "monitor",
 		"scanner", "archiver", "whatsapp", "vkshare", "postman", "feed", "validator",
 	} {
-		t[m[0]] = append(t[m[0]], m)
+		botMarkers[m[0]] = append(botMarkers[m[0]], m)
+		bg := uint16(m[0])<<8 | uint16(m[1])
+		botBigrams[bg/64] |= 1 << (bg % 64)
 	}
-	return t
-}()
+}
 
 // ClassifyUserAgent sorts a User-Agent into browser, bot or other, without
 // regular expressions or allocation. An empty user agent is a bot (scripts
@@ -124,7 +131,11 @@ func ClassifyUserAgent(ua string) UAClass {
 	if ua == "" {
 		return ClassBot
 	}
-	for i := 0; i < len(ua); i++ {
+	for i := 0; i+1 < len(ua); i++ {
+		bg := uint16(lowerASCII(ua[i]))<<8 | uint16(lowerASCII(ua[i+1]))
+		if botBigrams[bg/64]&(1<<(bg%64)) == 0 {
+			continue
+		}
 		for _, m := range botMarkers[lowerASCII(ua[i])] {
 			if hasPrefixFold(ua[i:], m) {
 				return ClassBot
@@ -137,12 +148,17 @@ func ClassifyUserAgent(ua string) UAClass {
 	return ClassOther
 }
 
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
+func lowerASCII(c byte) byte { return lowerTable[c] }
+
+var lowerTable = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if 'A' <= i && i <= 'Z' {
+			t[i] = byte(i) + 'a' - 'A'
+		}
 	}
-	return c
-}
+	return t
+}()
 
 // hasPrefixFold reports whether s starts with lower, ASCII case-insensitively.
 func hasPrefixFold(s, lower string) bool {
@@ -271,6 +287,7 @@ type ClickRecorder struct {
 	seq      atomic.Uint64
 	replayed atomic.Int64 // batches a sink had already applied
 	lost     atomic.Int64 // clicks given up at Close (also in drops)
+	killed   bool         // the consumer died in a test hook
 	stream   string
 	group    string
 	logger   *zap.Logger
@@ -639,6 +656,7 @@ func decodeClicks(s string) ([]Click, error) {
 func (r *ClickRecorder) consume() {
 	defer close(r.consumed)
 	consumer := r.cfg.InstanceID
+	defer r.leaveGroup(consumer)
 	block := min(r.cfg.BatchInterval, time.Second)
 	backoff := 50 * time.Millisecond
 	ownPending := true // read our own pending entries first ("0"), then new ones (">")
@@ -694,6 +712,7 @@ func (r *ClickRecorder) consume() {
 			return r.apply(ctx, msgs)
 		}()
 		if errors.Is(err, errConsumerKilled) {
+			r.killed = true
 			return
 		}
 		if err == nil {
@@ -718,6 +737,24 @@ func (r *ClickRecorder) consume() {
 }
 
 var errConsumerKilled = errors.New("consumer killed by test hook")
+
+// leaveGroup removes this consumer from the group when it stops with
+// nothing pending, so reloads do not pile up consumers. With entries still
+// pending it stays: another instance claims them.
+func (r *ClickRecorder) leaveGroup(consumer string) {
+	if r.killed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	pending, err := r.cfg.Redis.XPendingExt(ctx, &redis.XPendingExtArgs{
+		Stream: r.stream, Group: r.group, Consumer: consumer, Start: "-", End: "+", Count: 1,
+	}).Result()
+	if err != nil || len(pending) > 0 {
+		return
+	}
+	_ = r.cfg.Redis.XGroupDelConsumer(ctx, r.stream, r.group, consumer).Err()
+}
 
 // claim takes over entries left pending by dead consumers and applies them.
 func (r *ClickRecorder) claim(ctx context.Context, consumer string) error {

@@ -1,6 +1,7 @@
 package shortener
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -226,3 +227,33 @@ func TestClickStatsJSON(t *testing.T) {
 		t.Errorf("json = %s, want %s", b, want)
 	}
 }
+
+// BenchmarkClickHotPath is what a counted redirect pays: classification
+// and Record into the buffer (drained concurrently, as in production).
+func BenchmarkClickHotPath(b *testing.B) {
+	rec, err := NewClickRecorder(ClickConfig{Sink: discardSink{}, BatchInterval: 10 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rec.Close(context.Background())
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		r := httptest.NewRequest("GET", "/abc1234", nil)
+		r.Header.Set("User-Agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")
+		r.Header.Set("Referer", "https://news.example.com/a")
+		for pb.Next() {
+			if c, ok := ClassifyRequest(r, "abc1234", time.Now()); ok {
+				rec.Record(c)
+			}
+		}
+	})
+}
+
+// discardSink accepts every batch.
+type discardSink struct{}
+
+func (discardSink) ApplyClicks(_ context.Context, b []ClickBatch) (int, error) { return len(b), nil }
+func (discardSink) ClickStats(context.Context, string, time.Time, time.Time) (ClickStats, error) {
+	return ClickStats{}, nil
+}
+func (discardSink) ClickTotal(context.Context, string) (int64, error) { return 0, nil }

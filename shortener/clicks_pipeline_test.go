@@ -189,6 +189,15 @@ func assertStreamDrained(t *testing.T, rdb redis.UniversalClient, prefix string)
 	}
 }
 
+// assertConsumers checks the group's consumers: closed recorders left.
+func assertConsumers(t *testing.T, rdb redis.UniversalClient, prefix string, want int) {
+	t.Helper()
+	cs, err := rdb.XInfoConsumers(context.Background(), prefix+":clicks", clickGroup).Result()
+	if err != nil || len(cs) != want {
+		t.Errorf("XINFO CONSUMERS = %+v, %v; want %d consumers", cs, err, want)
+	}
+}
+
 // Acceptance 1: 10,000 redirects over three nodes sharing Redis and
 // PostgreSQL are counted exactly; HEAD and prefetch add nothing.
 func TestClicksThreeNodesRedisPostgres(t *testing.T) {
@@ -237,6 +246,7 @@ func TestClicksThreeNodesRedisPostgres(t *testing.T) {
 		t.Errorf("dropped = %v, want 0", d)
 	}
 	assertStreamDrained(t, rdb, prefix)
+	assertConsumers(t, rdb, prefix, 0)
 }
 
 // Acceptance 2: a consumer killed between its commit and its XACK, and
@@ -274,6 +284,8 @@ func TestClicksConsumerCrashRecovery(t *testing.T) {
 		closeRecorder(t, r)
 	}
 	assertStreamDrained(t, rdb, prefix)
+	// The killed consumers stay listed (with nothing pending); the live one left.
+	assertConsumers(t, rdb, prefix, 2)
 }
 
 // Acceptance 3: Redis restarted during the run (losing its data): clicks

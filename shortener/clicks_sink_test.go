@@ -80,7 +80,7 @@ func TestClickSinkStats(t *testing.T) {
 			add(2, day.Add(10*time.Hour+59*time.Minute), "", ClassBot)
 			add(1, day.Add(11*time.Hour), "b.example", ClassOther)
 			add(4, day.Add(24*time.Hour+time.Hour), "b.example", ClassBrowser) // next day
-			for i := range 12 {                                                 // 12 hosts with i+1 clicks: top 10 kept
+			for i := range 12 {                                                // 12 hosts with i+1 clicks: top 10 kept
 				add(i+1, day.Add(-48*time.Hour), fmt.Sprintf("h%02d.example", i), ClassBrowser)
 			}
 			clicks = append(clicks, Click{Code: "other12", At: day.Add(10 * time.Hour), Class: ClassBrowser})
