@@ -33,9 +33,10 @@ func (c *testClock) Set(t time.Time) {
 // clockedStore is a Store whose clock the test sets: the memory store, or
 // the Redis script on miniredis.
 type clockedStore struct {
-	name  string
-	store Store
-	set   func(time.Time)
+	name   string
+	store  Store
+	set    func(time.Time) // no-op on a real Redis
+	prefix string          // key prefix (test isolation on a real Redis)
 }
 
 // traceBase is a whole second, so windows of 1s start on it.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -13,33 +12,32 @@ import (
 func TestMemoryConcurrentExact(t *testing.T) {
 	s := NewMemoryStore(nil, 0)
 	a := Ask{Key: "api-key", Limit: Limit{Algorithm: TokenBucket, Events: 100, Window: time.Minute}, Cost: 1}
-	if got := concurrentAllowed(t, []Store{s}, a, 500); got != 100 {
-		t.Errorf("500 concurrent asks: %d allowed, want 100", got)
-	}
+	checkExactQuota(t, "500 concurrent asks", concurrentResults(t, []Store{s}, [][]Ask{{a}}, 500), a.Limit)
 }
 
-// concurrentAllowed sends n asks from n goroutines spread over the stores
-// and returns how many passed.
-func concurrentAllowed(t *testing.T, stores []Store, a Ask, n int) int {
+// concurrentResults sends n decisions (asks[i%len(asks)]) from n goroutines
+// spread over the stores, and returns the results.
+func concurrentResults(t *testing.T, stores []Store, asks [][]Ask, n int) [][]Result {
 	t.Helper()
-	var allowed atomic.Int64
+	var mu sync.Mutex
+	var all [][]Result
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	errs := make(chan error, n)
 	for i := range n {
-		s := stores[i%len(stores)]
+		s, a := stores[i%len(stores)], asks[i%len(asks)]
 		wg.Go(func() {
 			<-start
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			res, err := s.Decide(ctx, []Ask{a})
+			res, err := s.Decide(ctx, a)
 			if err != nil {
 				errs <- err
 				return
 			}
-			if res[0].Allowed {
-				allowed.Add(1)
-			}
+			mu.Lock()
+			all = append(all, res)
+			mu.Unlock()
 		})
 	}
 	close(start)
@@ -48,7 +46,44 @@ func concurrentAllowed(t *testing.T, stores []Store, a Ask, n int) int {
 	for err := range errs {
 		t.Fatalf("Decide: %v", err)
 	}
-	return int(allowed.Load())
+	return all
+}
+
+// checkExactQuota requires that exactly the quota of a full token bucket
+// passed (every ask of a decision allowed): Events, plus what refilled
+// (Events per Window) between the first and the last decision — nothing
+// when they took less than Window/Events, as they normally do.
+func checkExactQuota(t *testing.T, what string, results [][]Result, l Limit) int {
+	t.Helper()
+	allowed := 0
+	first, last := results[0][0].Now, results[0][0].Now
+	for _, res := range results {
+		if allAllowed(res) {
+			allowed++
+		}
+		for _, r := range res {
+			first, last = minTime(first, r.Now), maxTime(last, r.Now)
+		}
+	}
+	refilled := int(int64(last.Sub(first)) * l.Events / int64(l.Window))
+	if allowed < int(l.Events) || allowed > int(l.Events)+refilled {
+		t.Errorf("%s: %d allowed, want %d (+%d refilled in %s)", what, allowed, l.Events, refilled, last.Sub(first))
+	}
+	return allowed
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func TestAlgorithmAllOrNothingMemory(t *testing.T) {
@@ -61,8 +96,8 @@ func testAllOrNothing(t *testing.T, newStore func(t *testing.T) clockedStore) {
 		t.Run(alg, func(t *testing.T) {
 			cs := newStore(t)
 			cs.set(traceBase.Add(100 * time.Millisecond))
-			open := Ask{Key: "zone-a:" + alg, Limit: Limit{Algorithm: alg, Events: 5, Window: time.Minute, Burst: 5}, Cost: 1}
-			full := Ask{Key: "zone-b:" + alg, Limit: Limit{Algorithm: alg, Events: 1, Window: time.Minute}, Cost: 1}
+			open := Ask{Key: cs.prefix + "zone-a:" + alg, Limit: Limit{Algorithm: alg, Events: 5, Window: time.Hour, Burst: 5}, Cost: 1}
+			full := Ask{Key: cs.prefix + "zone-b:" + alg, Limit: Limit{Algorithm: alg, Events: 1, Window: time.Hour}, Cost: 1}
 			if !ask1(t, cs.store, full).Allowed {
 				t.Fatal("first ask on zone b refused")
 			}
@@ -95,11 +130,11 @@ func testCost(t *testing.T, newStore func(t *testing.T) clockedStore) {
 		t.Run(alg, func(t *testing.T) {
 			cs := newStore(t)
 			cs.set(traceBase.Add(10 * time.Millisecond))
-			l := Limit{Algorithm: alg, Events: 10, Window: time.Minute}
+			l := Limit{Algorithm: alg, Events: 10, Window: time.Hour}
 			if alg == LeakyBucket {
 				l.Burst = 9 // 10 may queue
 			}
-			check := Ask{Key: "cost:" + alg, Limit: l}
+			check := Ask{Key: cs.prefix + "cost:" + alg, Limit: l}
 			for range 20 {
 				if r := ask1(t, cs.store, check); !r.Allowed || r.Remaining != 10 {
 					t.Fatalf("cost 0 on a fresh key: %+v, want allowed with 10 remaining", r)
@@ -124,7 +159,7 @@ func testCost(t *testing.T, newStore func(t *testing.T) clockedStore) {
 			if r := ask1(t, cs.store, check); r.Allowed || r.RetryAfter <= 0 {
 				t.Fatalf("cost 0 with nothing left: %+v, want refused with a RetryAfter", r)
 			}
-			if r := ask1(t, cs.store, Ask{Key: "cost-big:" + alg, Limit: l, Cost: 11}); r.Allowed {
+			if r := ask1(t, cs.store, Ask{Key: cs.prefix + "cost-big:" + alg, Limit: l, Cost: 11}); r.Allowed {
 				t.Fatalf("cost 11 > events 10: allowed")
 			}
 		})

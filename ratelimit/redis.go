@@ -1,0 +1,237 @@
+package ratelimit
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed scripts/decide.lua
+var decideLua string
+
+// decideScript decides (and charges, or refunds) every zone of one request
+// in one atomic call; run with EVALSHA, EVAL on NOSCRIPT.
+var decideScript = redis.NewScript(decideLua)
+
+// refundTimeout bounds the refund of slots already charged when another
+// slot refused (Redis Cluster across slots). It is detached from the
+// request's deadline: a charge must not stay behind because the request's
+// short store timeout ran out.
+const refundTimeout = time.Second
+
+// RedisStore is the Store on Redis: every decision is one call of an
+// embedded Lua script that reads Redis TIME, so any number of Caddy
+// instances sharing the Redis agree exactly.
+//
+// On Redis Cluster the asks of one request are grouped by hash slot: one
+// slot is one atomic call; several slots are one call per slot, sent
+// concurrently, and when any slot refuses the slots that charged are
+// refunded, so no zone stays charged. Between the charge and the refund
+// another request may briefly see the charged units: strict atomicity
+// across zones on Cluster needs hash_tag, which puts all of a request's
+// keys in one slot (see StoreKey).
+type RedisStore struct {
+	c redis.UniversalClient
+}
+
+// NewRedisStore returns a store deciding on c (a Client, a failover client
+// or a ClusterClient).
+func NewRedisStore(c redis.UniversalClient) *RedisStore {
+	return &RedisStore{c: c}
+}
+
+// Decide implements Store.
+func (s *RedisStore) Decide(ctx context.Context, asks []Ask) ([]Result, error) {
+	if len(asks) == 0 {
+		return nil, nil
+	}
+	ps := make([]params, len(asks))
+	for i := range asks {
+		p, err := paramsOf(asks[i])
+		if err != nil {
+			return nil, fmt.Errorf("zone key %d: %w", i, err)
+		}
+		ps[i] = p
+	}
+	groups := s.slotGroups(asks)
+	if len(groups) == 1 {
+		res, _, err := s.decide(ctx, asks, ps)
+		return res, err
+	}
+	return s.decideSlots(ctx, asks, ps, groups)
+}
+
+// slotGroups returns the indexes of the asks per Redis Cluster slot, in
+// order of first appearance; a single group when not on a cluster.
+func (s *RedisStore) slotGroups(asks []Ask) [][]int {
+	if _, ok := s.c.(*redis.ClusterClient); !ok || len(asks) == 1 {
+		return [][]int{nil}
+	}
+	var groups [][]int
+	var slots []int
+	for i := range asks {
+		slot := keySlot(asks[i].Key)
+		g := 0
+		for g < len(slots) && slots[g] != slot {
+			g++
+		}
+		if g == len(slots) {
+			slots = append(slots, slot)
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	if len(groups) == 1 {
+		return [][]int{nil}
+	}
+	return groups
+}
+
+// decideSlots decides asks spread over several cluster slots: one call per
+// slot, concurrently, then refunds of the charged slots if any refused.
+func (s *RedisStore) decideSlots(ctx context.Context, asks []Ask, ps []params, groups [][]int) ([]Result, error) {
+	type outcome struct {
+		asks []Ask
+		ps   []params
+		res  []Result
+		now  int64
+		err  error
+	}
+	outs := make([]outcome, len(groups))
+	var wg sync.WaitGroup
+	for g, idx := range groups {
+		o := &outs[g]
+		for _, i := range idx {
+			o.asks = append(o.asks, asks[i])
+			o.ps = append(o.ps, ps[i])
+		}
+		wg.Go(func() { o.res, o.now, o.err = s.decide(ctx, o.asks, o.ps) })
+	}
+	wg.Wait()
+
+	results := make([]Result, len(asks))
+	all := true
+	var errs []error
+	for g, idx := range groups {
+		o := &outs[g]
+		if o.err != nil {
+			errs = append(errs, o.err)
+			all = false
+			continue
+		}
+		for j, i := range idx {
+			results[i] = o.res[j]
+			all = all && o.res[j].Allowed
+		}
+	}
+	if all {
+		return results, nil
+	}
+	// Refund every slot that charged (all of its asks passed).
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refundTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	for g := range outs {
+		o := &outs[g]
+		if o.err != nil || !allAllowed(o.res) {
+			continue
+		}
+		wg.Go(func() {
+			if err := s.refund(rctx, o.asks, o.ps, o.now); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return results, nil
+}
+
+func allAllowed(res []Result) bool {
+	for _, r := range res {
+		if !r.Allowed {
+			return false
+		}
+	}
+	return true
+}
+
+// decide runs the script on asks that share a slot; it returns the results
+// and the Redis TIME (µs) of the decision.
+func (s *RedisStore) decide(ctx context.Context, asks []Ask, ps []params) ([]Result, int64, error) {
+	keys, args := scriptArgs(asks, ps, "d", 0)
+	v, err := decideScript.Run(ctx, s.c, keys, args...).Result()
+	if err != nil {
+		return nil, 0, fmt.Errorf("ratelimit script: %w", err)
+	}
+	return decodeReply(v, len(asks))
+}
+
+// refund gives back what a decide call at now (µs) charged for asks.
+func (s *RedisStore) refund(ctx context.Context, asks []Ask, ps []params, now int64) error {
+	keys, args := scriptArgs(asks, ps, "r", now)
+	if err := decideScript.Run(ctx, s.c, keys, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("ratelimit refund: %w", err)
+	}
+	return nil
+}
+
+// scriptArgs builds KEYS and ARGV for the script.
+func scriptArgs(asks []Ask, ps []params, mode string, now int64) ([]string, []any) {
+	keys := make([]string, len(asks))
+	args := make([]any, 0, 2+5*len(asks))
+	args = append(args, mode, strconv.FormatInt(now, 10))
+	for i := range asks {
+		keys[i] = asks[i].Key
+		p := ps[i]
+		args = append(args, p.code, p.events, p.windowUs/1000, p.burst, p.cost)
+	}
+	return keys, args
+}
+
+// decodeReply checks and converts the script's reply: {now_us, then per
+// ask allowed, remaining, retry_us, reset_us, delay_us}.
+func decodeReply(v any, n int) ([]Result, int64, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) != 1+5*n {
+		return nil, 0, fmt.Errorf("ratelimit script: unexpected reply %T of %d items for %d asks", v, lenOf(v), n)
+	}
+	ints := make([]int64, len(arr))
+	for i, x := range arr {
+		xi, ok := x.(int64)
+		if !ok {
+			return nil, 0, fmt.Errorf("ratelimit script: unexpected reply item %d: %T", i, x)
+		}
+		ints[i] = xi
+	}
+	now := ints[0]
+	results := make([]Result, n)
+	for i := range results {
+		f := ints[1+5*i:]
+		if f[0] != 0 && f[0] != 1 {
+			return nil, 0, fmt.Errorf("ratelimit script: unexpected verdict %d", f[0])
+		}
+		d := decision{allowed: f[0] == 1, remaining: f[1], retryUs: f[2], resetUs: f[3], delayUs: f[4]}
+		results[i] = d.result(now)
+	}
+	return results, now, nil
+}
+
+func lenOf(v any) int {
+	if arr, ok := v.([]any); ok {
+		return len(arr)
+	}
+	return 0
+}
+
+var _ Store = (*RedisStore)(nil)

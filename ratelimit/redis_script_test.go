@@ -1,0 +1,122 @@
+package ratelimit
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// The script's arithmetic on miniredis, whose TIME the test sets: the same
+// traces as the memory store, and the same results.
+
+func newMiniredisClocked(t *testing.T) clockedStore {
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { c.Close() })
+	cur := traceBase
+	m.SetTime(cur)
+	return clockedStore{name: "miniredis", store: NewRedisStore(c), set: func(at time.Time) {
+		if d := at.Sub(cur); d > 0 {
+			m.FastForward(d) // expire keys as time passes
+		}
+		cur = at
+		m.SetTime(at)
+	}}
+}
+
+func TestRedisScriptBoundaryTrace(t *testing.T)    { testBoundaryTrace(t, newMiniredisClocked) }
+func TestRedisScriptRetryAfterExact(t *testing.T)  { testRetryAfterExact(t, newMiniredisClocked) }
+func TestRedisScriptAllOrNothing(t *testing.T)     { testAllOrNothing(t, newMiniredisClocked) }
+func TestRedisScriptCost(t *testing.T)             { testCost(t, newMiniredisClocked) }
+func TestRedisScriptLoweredBurst(t *testing.T)     { testLoweredBurst(t, newMiniredisClocked) }
+func TestRedisScriptLeakyBucketQueue(t *testing.T) { testLeakyQueue(t, newMiniredisClocked) }
+
+// TestRedisScriptMatchesMemory drives the memory store and the script with
+// the same random trace — every algorithm, several keys, several asks per
+// decision, costs 0 to 3, odd limits — and requires identical results.
+func TestRedisScriptMatchesMemory(t *testing.T) {
+	for seed := range uint64(3) {
+		t.Run("seed"+strconv.FormatUint(seed, 10), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			mem, lua := newMemoryClocked(t), newMiniredisClocked(t)
+			type zone struct {
+				name  string
+				limit Limit
+			}
+			var zones []zone
+			for i, alg := range allAlgorithms {
+				for j := range 2 {
+					l := Limit{
+						Algorithm: alg,
+						Events:    int64(1 + rng.IntN(12)),
+						Window:    time.Duration(1+rng.IntN(3000)) * time.Millisecond,
+						Burst:     int64(rng.IntN(6)),
+					}
+					zones = append(zones, zone{name: alg + strconv.Itoa(i*2+j), limit: l})
+				}
+			}
+			outcomes := map[bool]int{}
+			now := traceBase.Add(time.Duration(rng.IntN(1_000_000)) * time.Microsecond)
+			for step := range 300 {
+				now = now.Add(time.Duration(rng.ExpFloat64() * 30_000 * float64(time.Microsecond)))
+				mem.set(now)
+				lua.set(now)
+				var asks []Ask
+				for _, zi := range rng.Perm(len(zones))[:1+rng.IntN(3)] {
+					z := zones[zi]
+					asks = append(asks, Ask{
+						Key:   "k:" + z.name + ":" + strconv.Itoa(rng.IntN(2)),
+						Limit: z.limit,
+						Cost:  int64(rng.IntN(4)),
+					})
+				}
+				want, err := mem.store.Decide(context.Background(), asks)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := lua.store.Decide(context.Background(), asks)
+				if err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				for i := range asks {
+					outcomes[want[i].Allowed]++
+					if got[i] != want[i] {
+						t.Fatalf("step %d ask %d %+v:\n script %+v\n memory %+v", step, i, asks[i], got[i], want[i])
+					}
+				}
+			}
+			if outcomes[true] < 60 || outcomes[false] < 60 {
+				t.Errorf("trace decided %d allowed and %d refused asks: too one-sided to compare", outcomes[true], outcomes[false])
+			}
+		})
+	}
+}
+
+func TestRedisDecodeReply(t *testing.T) {
+	bad := []any{
+		nil,
+		"OK",
+		[]any{int64(1)},
+		[]any{int64(1), int64(1), int64(2), int64(3), int64(4)},
+		[]any{int64(1), int64(1), int64(2), int64(3), int64(4), "5"},
+		[]any{int64(1), int64(2), int64(2), int64(3), int64(4), int64(5)},
+	}
+	for _, v := range bad {
+		if _, _, err := decodeReply(v, 1); err == nil {
+			t.Errorf("decodeReply(%#v) = nil error, want an error", v)
+		}
+	}
+	res, now, err := decodeReply([]any{int64(1_800_000_000_000_000), int64(1), int64(-3), int64(0), int64(5), int64(7)}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Result{Allowed: true, Remaining: 0, Reset: 5 * time.Microsecond, Delay: 7 * time.Microsecond, Now: time.UnixMicro(now)}
+	if res[0] != want {
+		t.Errorf("decodeReply = %+v, want %+v", res[0], want)
+	}
+}
