@@ -1,0 +1,275 @@
+package shortener
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// PostgresStore keeps links in PostgreSQL, in the tables of the
+// connection's search_path. Several Caddy instances may share one database.
+type PostgresStore struct {
+	pool *pgxpool.Pool
+}
+
+// OpenPostgres applies the pending migrations and returns a store on pool.
+// The pool stays the caller's: Close does not close it. The pool should set
+// statement_timeout (internal/pgpool does); ctx bounds the migrations.
+func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (*PostgresStore, error) {
+	if pool == nil {
+		return nil, errors.New("opening postgres store: nil pool")
+	}
+	if err := migrate(ctx, pool); err != nil {
+		return nil, fmt.Errorf("opening postgres store: %w", err)
+	}
+	return &PostgresStore{pool: pool}, nil
+}
+
+// Get implements Store.
+func (s *PostgresStore) Get(ctx context.Context, code string) (Link, error) {
+	l := Link{Code: code}
+	var expires, revoked *time.Time
+	err := s.pool.QueryRow(ctx,
+		`SELECT long_url, created_at, expires_at, revoked_at FROM shortener_links WHERE code = $1`,
+		code).Scan(&l.LongURL, &l.CreatedAt, &expires, &revoked)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Link{}, ErrNotFound
+	}
+	if err != nil {
+		return Link{}, fmt.Errorf("getting link: %w", err)
+	}
+	l.CreatedAt = l.CreatedAt.UTC()
+	if expires != nil {
+		l.ExpiresAt = expires.UTC()
+	}
+	if revoked != nil {
+		l.RevokedAt = revoked.UTC()
+	}
+	return l, nil
+}
+
+// Create implements Store: one INSERT ... ON CONFLICT DO NOTHING, so a
+// taken code (a 0-row insert) never raises and never overwrites. A zero
+// CreatedAt is stored as now.
+func (s *PostgresStore) Create(ctx context.Context, l Link) error {
+	if err := checkNewLink(l); err != nil {
+		return err
+	}
+	if l.CreatedAt.IsZero() {
+		l.CreatedAt = time.Now()
+	}
+	tag, err := s.pool.Exec(ctx,
+		`INSERT INTO shortener_links (code, long_url, created_at, expires_at, revoked_at)
+		 VALUES ($1, $2, $3, $4, $5)
+		 ON CONFLICT (code) DO NOTHING`,
+		l.Code, l.LongURL, l.CreatedAt, nullTime(l.ExpiresAt), nullTime(l.RevokedAt))
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
+			return ErrCodeTaken
+		}
+		return fmt.Errorf("creating link: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrCodeTaken
+	}
+	return nil
+}
+
+// Revoke implements Store; COALESCE keeps the first revocation time.
+func (s *PostgresStore) Revoke(ctx context.Context, code string, at time.Time) error {
+	if at.IsZero() {
+		return errors.New("revoking link: zero time")
+	}
+	tag, err := s.pool.Exec(ctx,
+		`UPDATE shortener_links SET revoked_at = COALESCE(revoked_at, $2) WHERE code = $1`,
+		code, at)
+	if err != nil {
+		return fmt.Errorf("revoking link: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// NextBlock implements Store.
+//
+// IDs come from a one-row counter, advanced by one autocommitted
+// UPDATE ... RETURNING: the row lock makes concurrent callers on any number
+// of instances take turns, each block is exactly [first, first+size) for
+// whatever size that caller asks, and a failed statement reserves nothing.
+// A sequence would not do: nextval hands out one INCREMENT BY step, fixed
+// for every caller, so instances configured with different block sizes
+// would reserve overlapping ranges, and calling nextval size times gives
+// interleaved, non-consecutive IDs. The counter costs a row lock held for
+// one statement per block (1000 codes by default), far below any contention.
+func (s *PostgresStore) NextBlock(ctx context.Context, size int64) (int64, error) {
+	if size < 1 {
+		return 0, fmt.Errorf("reserving IDs: block size %d, want at least 1", size)
+	}
+	var first int64
+	err := s.pool.QueryRow(ctx,
+		`UPDATE shortener_id_blocks SET next_id = next_id + $1 RETURNING next_id - $1`,
+		size).Scan(&first)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, errors.New("reserving IDs: the shortener_id_blocks row is missing")
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reserving IDs: %w", err)
+	}
+	return first, nil
+}
+
+// Close implements Store. The pool belongs to the caller and stays open.
+func (s *PostgresStore) Close() error { return nil }
+
+// nullTime maps the zero time to SQL NULL.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// Migrations: numbered files migrations/NNN_name.up.sql, applied in order,
+// each in its own transaction that also records its version in
+// shortener_schema_migrations. New schema (clicks, ...) comes as a new
+// file with the next number; applied files are never edited.
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrationLockKey is the pg_advisory_lock key held while migrating: the
+// bytes "edgekit" + 's' (shortener). Advisory locks are per database, so
+// instances on different schemas of one database merely take turns.
+const migrationLockKey int64 = 0x65646765_6b697473
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+var migrationName = regexp.MustCompile(`^([0-9]+)_([a-z0-9_]+)\.up\.sql$`)
+
+// loadMigrations returns the embedded migrations by version, numbered from
+// 1 without gaps.
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, p := range entries {
+		m := migrationName.FindStringSubmatch(path.Base(p))
+		if m == nil {
+			return nil, fmt.Errorf("migration file %s: name is not NNN_name.up.sql", p)
+		}
+		v, err := strconv.Atoi(m[1])
+		if err != nil {
+			return nil, fmt.Errorf("migration file %s: %w", p, err)
+		}
+		b, err := migrationFiles.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: m[2], sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %03d_%s: want version %d (versions must run 1, 2, 3, ...)", m.version, m.name, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// migrate applies the pending migrations while holding the advisory lock
+// on one dedicated connection, so concurrent instances apply each exactly
+// once and wait for one another.
+func migrate(ctx context.Context, pool *pgxpool.Pool) (err error) {
+	ms, err := loadMigrations()
+	if err != nil {
+		return fmt.Errorf("loading migrations: %w", err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connecting: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLockKey); err != nil {
+		return fmt.Errorf("taking the migration lock: %w", err)
+	}
+	defer func() {
+		// Unlock even if ctx is done; a connection that cannot unlock is
+		// closed (ending its session frees the lock), not returned to the pool.
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, uerr := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, migrationLockKey); uerr != nil {
+			_ = conn.Conn().Close(uctx)
+			if err == nil {
+				err = fmt.Errorf("releasing the migration lock: %w", uerr)
+			}
+		}
+	}()
+
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS shortener_schema_migrations (
+		version    integer PRIMARY KEY,
+		name       text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now()
+	)`); err != nil {
+		return fmt.Errorf("creating shortener_schema_migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	rows, err := conn.Query(ctx, `SELECT version FROM shortener_schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("reading shortener_schema_migrations: %w", err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return fmt.Errorf("reading shortener_schema_migrations: %w", err)
+	}
+	for _, v := range versions {
+		applied[int(v)] = true
+	}
+	for _, m := range ms {
+		if applied[m.version] {
+			continue
+		}
+		if err := applyMigration(ctx, conn.Conn(), m); err != nil {
+			return fmt.Errorf("migration %03d_%s: %w", m.version, m.name, err)
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	// Without arguments, Exec uses the simple protocol: a file may hold
+	// several statements.
+	if _, err := tx.Exec(ctx, m.sql); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO shortener_schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+var _ Store = (*PostgresStore)(nil)
