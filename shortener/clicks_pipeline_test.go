@@ -202,6 +202,17 @@ func assertConsumers(t *testing.T, rdb redis.UniversalClient, prefix string, wan
 // PostgreSQL are counted exactly; HEAD and prefetch add nothing.
 func TestClicksThreeNodesRedisPostgres(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
+	testClicksThreeNodes(t, rdb, prefix)
+}
+
+// The same against a Redis Cluster: the stream is one key, so every
+// command of the pipeline is single-slot.
+func TestClicksThreeNodesRedisCluster(t *testing.T) {
+	rdb, prefix := testenv.RedisCluster(t)
+	testClicksThreeNodes(t, rdb, prefix)
+}
+
+func testClicksThreeNodes(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	dsn := testenv.Postgres(t)
 	reg := prometheus.NewRegistry()
 	var recs []*ClickRecorder
