@@ -18,7 +18,7 @@ const (
 type Limit struct {
 	Algorithm string        // one of the names above
 	Events    int64         // quota per window (> 0)
-	Window    time.Duration // (> 0)
+	Window    time.Duration // (>= 1ms; stores work in whole milliseconds)
 	// Burst: token_bucket capacity (0 = Events); leaky_bucket queue length
 	// (requests that may wait their turn; 0 = none). Unused otherwise.
 	Burst int64
@@ -30,14 +30,19 @@ type Ask struct {
 	// (see StoreKey); on Redis Cluster it may carry a {hash tag}.
 	Key   string
 	Limit Limit
-	// Cost in units; 0 checks without taking (refused only when nothing is left).
+	// Cost in units; 0 checks without taking (allowed while at least one
+	// unit is left; charges nothing). A cost larger than the capacity
+	// (Events, token_bucket Burst, leaky_bucket Burst+1) is always refused,
+	// with RetryAfter = Window.
 	Cost int64
 }
 
 // Result is the outcome of one Ask.
 type Result struct {
 	Allowed bool
-	// Remaining units after this decision (never negative).
+	// Remaining units after this decision (never negative). For an Ask
+	// that passed within a refused decision it is counted as if charged,
+	// though nothing was.
 	Remaining int64
 	// RetryAfter: when refused, the wait until this Ask could succeed
 	// (never shorter than the real wait). Zero when allowed.
@@ -58,5 +63,7 @@ type Result struct {
 type Store interface {
 	// Decide decides every Ask of one request atomically and all-or-nothing:
 	// if any Ask is refused, no Ask is charged. Results are in Ask order.
+	// The keys of one call must be distinct (one per zone). An error means
+	// no decision (invalid Ask, store unreachable or too slow).
 	Decide(ctx context.Context, asks []Ask) ([]Result, error)
 }

@@ -13,6 +13,12 @@
 -- reset_us, delay_us}. Every written key gets a TTL (PEXPIREAT) in the same
 -- call; a refusal writes nothing (sliding_log only drops expired entries).
 
+-- Redis < 5 replicates scripts verbatim, which TIME forbids; later
+-- versions replicate effects already (and keep this as a no-op).
+if redis.replicate_commands then
+  redis.replicate_commands()
+end
+
 local MAX_STEPS = 16
 local SECOND = 1000000
 
