@@ -1,10 +1,15 @@
 package ratelimit
 
 import (
+	"strconv"
+	"strings"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/edgekit/caddy-edgekit/internal/redispool"
 )
 
 func init() {
@@ -19,13 +24,272 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 	return &m, err
 }
 
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens.
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	ratelimit [<matcher>] {
+//	    zone <name> {
+//	        key          <template>
+//	        events       <n>
+//	        window       <duration>
+//	        algorithm    token_bucket|sliding_window|fixed_window|sliding_log|leaky_bucket
+//	        burst        <n>
+//	        cost         <n|template>
+//	        match        { <request matchers> }
+//	        count_status <code...>
+//	        on_error     open|closed|local
+//	        dry_run
+//	    }
+//	    redis      <url> | redis { ... }
+//	    timeout    <duration>
+//	    on_error   open|closed|local
+//	    instances  <n>
+//	    hash_tag   <template>
+//	    headers    ietf|legacy|both|none
+//	    status     <code>
+//	    log_keys
+//	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
 	for d.NextBlock(0) {
-		return d.Errf("unrecognized subdirective '%s'", d.Val())
+		name := d.Val()
+		if name != "zone" {
+			if seen[name] {
+				return d.Errf("duplicate subdirective '%s'", name)
+			}
+			seen[name] = true
+		}
+		switch name {
+		case "zone":
+			z, err := parseZone(d)
+			if err != nil {
+				return err
+			}
+			for _, other := range h.Zones {
+				if other.Name == z.Name {
+					return d.Errf("duplicate zone '%s'", z.Name)
+				}
+			}
+			h.Zones = append(h.Zones, z)
+		case "redis":
+			h.Redis = new(redispool.Config)
+			if err := h.Redis.UnmarshalCaddyfile(d); err != nil {
+				return err
+			}
+		case "timeout":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			dur, err := caddy.ParseDuration(v)
+			if err != nil {
+				return d.Errf("invalid timeout '%s': %v", v, err)
+			}
+			if dur <= 0 {
+				return d.Errf("invalid timeout '%s': must be positive", v)
+			}
+			h.Timeout = caddy.Duration(dur)
+		case "on_error":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			if _, err := parseFailureMode(v); err != nil {
+				return d.Err(err.Error())
+			}
+			h.OnError = v
+		case "instances":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return d.Errf("invalid instances '%s': must be a positive integer", v)
+			}
+			h.Instances = n
+		case "hash_tag":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			h.HashTag = v
+		case "headers":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			if _, err := parseHeaderMode(v); err != nil {
+				return d.Err(err.Error())
+			}
+			h.Headers = v
+		case "status":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 400 || n > 599 {
+				return d.Errf("invalid status '%s': must be an HTTP error status (400-599)", v)
+			}
+			h.Status = n
+		case "log_keys":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			h.LogKeys = true
+		default:
+			return d.Errf("unrecognized subdirective '%s'", name)
+		}
+	}
+	if len(h.Zones) == 0 {
+		return d.Err("ratelimit needs at least one zone")
 	}
 	return nil
+}
+
+// parseZone reads `zone <name> { ... }` at the dispenser's current token.
+func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
+	if !d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	z := &Zone{Name: d.Val()}
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	if !zoneNameRE.MatchString(z.Name) {
+		return nil, d.Errf("invalid zone name '%s': use letters, digits, '_' and '-'", z.Name)
+	}
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		if seen[name] {
+			return nil, d.Errf("zone '%s': duplicate subdirective '%s'", z.Name, name)
+		}
+		seen[name] = true
+		switch name {
+		case "key":
+			v, err := oneArg(d)
+			if err != nil {
+				return nil, err
+			}
+			z.Key = v
+		case "events", "burst":
+			v, err := oneArg(d)
+			if err != nil {
+				return nil, err
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if name == "events" && (err != nil || n <= 0) {
+				return nil, d.Errf("invalid events '%s': must be a positive integer", v)
+			}
+			if name == "burst" && (err != nil || n < 0) {
+				return nil, d.Errf("invalid burst '%s': must be a non-negative integer", v)
+			}
+			if name == "events" {
+				z.Events = n
+			} else {
+				z.Burst = n
+			}
+		case "window":
+			v, err := oneArg(d)
+			if err != nil {
+				return nil, err
+			}
+			dur, err := caddy.ParseDuration(v)
+			if err != nil {
+				return nil, d.Errf("invalid window '%s': %v", v, err)
+			}
+			if dur <= 0 {
+				return nil, d.Errf("invalid window '%s': must be positive", v)
+			}
+			z.Window = caddy.Duration(dur)
+		case "algorithm":
+			v, err := oneArg(d)
+			if err != nil {
+				return nil, err
+			}
+			if !validAlgorithm(v) {
+				return nil, d.Errf("unknown algorithm '%s': must be token_bucket, sliding_window, fixed_window, sliding_log or leaky_bucket", v)
+			}
+			z.Algorithm = v
+		case "cost":
+			v, err := oneArg(d)
+			if err != nil {
+				return nil, err
+			}
+			if !strings.Contains(v, "{") {
+				if _, err := parseCost(v); err != nil {
+					return nil, d.Err(err.Error())
+				}
+			}
+			z.Cost = caddyhttp.WeakString(v)
+		case "match":
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			set, err := caddyhttp.ParseCaddyfileNestedMatcherSet(d)
+			if err != nil {
+				return nil, err
+			}
+			if len(set) == 0 {
+				return nil, d.Errf("zone '%s': match needs at least one matcher", z.Name)
+			}
+			z.MatchRaw = set
+		case "count_status":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return nil, d.ArgErr()
+			}
+			for _, a := range args {
+				n, err := strconv.Atoi(a)
+				if err != nil || n < 100 || n > 599 {
+					return nil, d.Errf("invalid count_status '%s': must be an HTTP status (100-599)", a)
+				}
+				z.CountStatus = append(z.CountStatus, n)
+			}
+		case "on_error":
+			v, err := oneArg(d)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := parseFailureMode(v); err != nil {
+				return nil, d.Err(err.Error())
+			}
+			z.OnError = v
+		case "dry_run":
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			z.DryRun = true
+		default:
+			return nil, d.Errf("zone '%s': unrecognized subdirective '%s'", z.Name, name)
+		}
+	}
+	switch {
+	case z.Key == "":
+		return nil, d.Errf("zone '%s': key is required", z.Name)
+	case z.Events == 0:
+		return nil, d.Errf("zone '%s': events is required", z.Name)
+	case z.Window == 0:
+		return nil, d.Errf("zone '%s': window is required", z.Name)
+	}
+	return z, nil
+}
+
+// oneArg returns the single argument of the current subdirective.
+func oneArg(d *caddyfile.Dispenser) (string, error) {
+	if !d.NextArg() {
+		return "", d.ArgErr()
+	}
+	v := d.Val()
+	if d.NextArg() {
+		return "", d.ArgErr()
+	}
+	return v, nil
 }
 
 var _ caddyfile.Unmarshaler = (*Handler)(nil)

@@ -3,14 +3,103 @@
 package ratelimit
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/edgekit/caddy-edgekit/internal/redispool"
 )
 
-// Handler limits the rate of requests.
-type Handler struct{}
+// Handler limits the rate of requests. Each request is counted in every
+// zone that applies to it; all zones are decided in one call to the store,
+// all or nothing: when one zone refuses, no zone is charged. A refused
+// request gets `status` (429) with `Retry-After`, so `handle_errors` can
+// shape the page, and sets the placeholders `{http.ratelimit.zone}` (the
+// refusing zone) and `{http.ratelimit.retry_after}` (seconds).
+type Handler struct {
+	// The quotas. At least one.
+	Zones []*Zone `json:"zones,omitempty"`
+
+	// The Redis server or cluster that holds the quotas, shared by every
+	// Caddy instance. Keys are `<key_prefix>:<zone>:<digest of the key>`;
+	// `key_prefix` defaults to `ratelimit`. Without it, quotas live in this
+	// process only: correct for a single Caddy instance, but every instance
+	// then counts on its own.
+	Redis *redispool.Config `json:"redis,omitempty"`
+
+	// The deadline of one decision on the store; past it the store has
+	// failed and `on_error` applies. Default: `10ms`.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+
+	// What to do when the store fails (an error, a refused connection or no
+	// answer within `timeout`): `open` lets the request through and logs a
+	// warning (at most one a second); `closed` refuses it with 503 and
+	// `Retry-After: 1`; `local` decides with an in-process limiter of the
+	// same algorithm at `events/instances`. A zone's `on_error` overrides
+	// it. After 5 consecutive failures the store is skipped for 1s, then
+	// probed again. Default: `open`.
+	OnError string `json:"on_error,omitempty"`
+
+	// How many Caddy instances share the quotas: the `local` fallback gives
+	// each instance ⌈events/instances⌉. Default: `1`.
+	Instances int `json:"instances,omitempty"`
+
+	// A template expanded per request, such as
+	// `{http.request.header.X-Tenant}`: all of a request's keys then share
+	// one Redis Cluster slot, so their decision is one atomic call. Without
+	// it, zones in different slots are decided with one call per slot.
+	HashTag string `json:"hash_tag,omitempty"`
+
+	// Which response headers to send: `ietf` (`RateLimit-Policy`,
+	// `RateLimit`), `legacy` (`X-RateLimit-Limit`, `X-RateLimit-Remaining`,
+	// `X-RateLimit-Reset`), `both` or `none`. `Retry-After` is always sent
+	// on a refusal. Default: `both`.
+	Headers string `json:"headers,omitempty"`
+
+	// The status of a refused request (400-599). Default: `429`.
+	Status int `json:"status,omitempty"`
+
+	// Log the expanded key of refused requests. Off by default: keys are
+	// often secrets (API keys) or personal data (IP addresses).
+	LogKeys bool `json:"log_keys,omitempty"`
+
+	store   Store        // the quotas: Redis or in-process
+	local   *MemoryStore // the `local` fallback, nil when no zone uses it
+	client  *redispool.Client
+	prefix  string
+	timeout time.Duration
+	onError failureMode
+	headers headerMode
+	status  int
+
+	policyAll string // RateLimit-Policy when every zone applies
+	breaker   *breaker
+	warn      *warnLimiter
+	logger    *zap.Logger
+	now       func() time.Time
+}
+
+// Defaults.
+const (
+	DefaultTimeout   = 10 * time.Millisecond
+	DefaultStatus    = http.StatusTooManyRequests
+	DefaultKeyPrefix = "ratelimit"
+
+	// pingTimeout bounds the Redis check at provision.
+	pingTimeout = 500 * time.Millisecond
+	// statusClientClosed is the status of a request whose client left
+	// while it waited in a leaky bucket (nginx's 499, as reverse_proxy uses).
+	statusClientClosed = 499
+)
 
 // CaddyModule returns the Caddy module information.
 func (Handler) CaddyModule() caddy.ModuleInfo {
@@ -20,9 +109,531 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// ServeHTTP implements caddyhttp.MiddlewareHandler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	return next.ServeHTTP(w, r)
+// Provision sets up the zones and the store. A Redis that does not answer
+// at start is logged, not an error: it may come up later, and `on_error`
+// applies meanwhile.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	if h.logger == nil { // set by tests
+		h.logger = ctx.Logger()
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	h.breaker = &breaker{now: h.now}
+	h.warn = new(warnLimiter)
+	if err := initMetrics(ctx.GetMetricsRegistry()); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+
+	var err error
+	if h.onError, err = parseFailureMode(h.OnError); err != nil {
+		return err
+	}
+	if h.headers, err = parseHeaderMode(h.Headers); err != nil {
+		return err
+	}
+	h.timeout = time.Duration(h.Timeout)
+	if h.timeout <= 0 {
+		h.timeout = DefaultTimeout
+	}
+	h.status = h.Status
+	if h.status == 0 {
+		h.status = DefaultStatus
+	}
+	if err := h.checkZones(); err != nil {
+		return err
+	}
+	needLocal := false
+	for _, z := range h.Zones {
+		if err := z.provision(ctx, h.onError, max(h.Instances, 1)); err != nil {
+			return err
+		}
+		needLocal = needLocal || z.onError == failLocal
+	}
+	h.policyAll = policyHeader(h.Zones)
+	if needLocal {
+		h.local = NewMemoryStore(h.now, 0)
+	}
+
+	h.prefix = DefaultKeyPrefix
+	if h.store != nil { // set by tests
+		return nil
+	}
+	if h.Redis == nil {
+		h.store = NewMemoryStore(h.now, 0)
+		return nil
+	}
+	cfg := h.Redis.Expand()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.KeyPrefix != "" {
+		h.prefix = cfg.KeyPrefix
+	}
+	h.client, err = redispool.Get(cfg)
+	if err != nil {
+		return fmt.Errorf("redis %s: %w", cfg.Describe(), err)
+	}
+	h.store = NewRedisStore(h.client.UniversalClient)
+	if err := redispool.Ping(ctx, h.client, cfg, pingTimeout); err != nil {
+		h.logger.Warn("rate limit store unreachable at start; on_error applies until it answers",
+			zap.Error(err))
+	}
+	return nil
 }
 
-var _ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+// Validate checks the configuration.
+func (h *Handler) Validate() error {
+	if err := h.checkZones(); err != nil {
+		return err
+	}
+	if _, err := parseFailureMode(h.OnError); err != nil {
+		return err
+	}
+	if _, err := parseHeaderMode(h.Headers); err != nil {
+		return err
+	}
+	if h.Status != 0 && (h.Status < 400 || h.Status > 599) {
+		return fmt.Errorf("invalid status %d: must be 400-599", h.Status)
+	}
+	if h.Instances < 0 {
+		return fmt.Errorf("invalid instances %d: must be >= 1", h.Instances)
+	}
+	if h.Timeout < 0 {
+		return fmt.Errorf("invalid timeout %s: must be > 0", time.Duration(h.Timeout))
+	}
+	return nil
+}
+
+func (h *Handler) checkZones() error {
+	if len(h.Zones) == 0 {
+		return errors.New("at least one zone is required")
+	}
+	seen := make(map[string]bool, len(h.Zones))
+	for i, z := range h.Zones {
+		if z == nil {
+			return fmt.Errorf("zone %d: empty", i)
+		}
+		if seen[z.Name] {
+			return fmt.Errorf("duplicate zone %q", z.Name)
+		}
+		seen[z.Name] = true
+		if err := z.validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Cleanup releases the Redis client.
+func (h *Handler) Cleanup() error {
+	return h.client.Release()
+}
+
+// zoneDecision is one zone's part of one request.
+type zoneDecision struct {
+	zone  *Zone
+	key   string // the expanded key, for logs (log_keys)
+	cost  int64  // units the request takes
+	ask   Ask
+	res   Result
+	state decisionState
+}
+
+type decisionState uint8
+
+const (
+	stateStore       decisionState = iota // res came from the store
+	stateLocal                            // res came from the local fallback
+	stateFailOpen                         // the store failed; no decision
+	stateFailClosed                       // the store failed; refuse with 503
+	stateUnavailable                      // the store failed while charging after the response
+)
+
+func (d *zoneDecision) decided() bool { return d.state == stateStore || d.state == stateLocal }
+
+// refused reports whether the zone refuses the request (dry_run zones never do).
+func (d *zoneDecision) refused() bool { return d.decided() && !d.res.Allowed && !d.zone.DryRun }
+
+// ServeHTTP implements caddyhttp.MiddlewareHandler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if !ok {
+		repl = caddy.NewReplacer()
+	}
+	var buf [4]zoneDecision
+	ds := buf[:0]
+	var hashTag string
+	if h.HashTag != "" {
+		if hashTag = repl.ReplaceAll(h.HashTag, ""); hashTag == "" {
+			hashTag = h.HashTag // still one slot for all such requests
+		}
+	}
+	for _, z := range h.Zones {
+		match, err := z.matches(r)
+		if err != nil {
+			return err
+		}
+		if !match {
+			continue
+		}
+		cost, err := z.requestCost(repl)
+		if err != nil {
+			h.logger.Error("rate limit cost", zap.String("zone", z.Name), zap.Error(err))
+			return caddyhttp.Error(http.StatusInternalServerError, err)
+		}
+		key := repl.ReplaceAll(z.Key, "")
+		d := zoneDecision{zone: z, key: key, cost: cost, ask: Ask{
+			Key: StoreKey(h.prefix, z.Name, hashTag, key), Limit: z.limit, Cost: cost,
+		}}
+		if len(z.CountStatus) > 0 {
+			d.ask.Cost = 0 // checked now, charged after the response
+		}
+		ds = append(ds, d)
+	}
+	if len(ds) == 0 {
+		return next.ServeHTTP(w, r)
+	}
+
+	storeErr := h.decide(r.Context(), ds)
+	h.rechargeAfterDryRun(r.Context(), ds)
+
+	// A fail-closed zone refuses with 503.
+	for i := range ds {
+		if ds[i].state == stateFailClosed {
+			return h.failClosed(w, repl, ds, i, storeErr)
+		}
+	}
+	if storeErr != nil {
+		h.warnFailOpen(ds, storeErr)
+	}
+
+	// A refusal: the zone refusing longest names it.
+	pick := -1
+	for i := range ds {
+		if ds[i].refused() && (pick < 0 || ds[i].res.RetryAfter > ds[pick].res.RetryAfter) {
+			pick = i
+		}
+	}
+	if pick >= 0 {
+		return h.refuse(w, repl, ds, pick)
+	}
+
+	// Allowed: headers for the zone with the least left.
+	var delay time.Duration
+	for i := range ds {
+		d := &ds[i]
+		switch {
+		case d.state == stateFailOpen:
+			d.zone.counters[outcomeFailOpen].Inc()
+			continue
+		case !d.res.Allowed: // dry_run
+			d.zone.counters[outcomeDryRunRefused].Inc()
+			h.logRefusal("rate limit exceeded (dry run)", d)
+		case d.state == stateLocal:
+			d.zone.counters[outcomeFallback].Inc()
+		default:
+			d.zone.counters[outcomeAllowed].Inc()
+		}
+		delay = max(delay, d.res.Delay)
+		if pick < 0 || d.res.Remaining < ds[pick].res.Remaining {
+			pick = i
+		}
+	}
+	if pick >= 0 {
+		h.setHeaders(w.Header(), ds, pick)
+	}
+
+	if delay > 0 { // leaky_bucket: wait for the request's turn
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return caddyhttp.Error(statusClientClosed, r.Context().Err())
+		}
+	}
+
+	if !hasCountStatus(ds) {
+		return next.ServeHTTP(w, r)
+	}
+	rec := caddyhttp.NewResponseRecorder(w, nil, nil)
+	err := next.ServeHTTP(rec, r)
+	status := rec.Status()
+	var he caddyhttp.HandlerError
+	switch {
+	case errors.As(err, &he):
+		status = he.StatusCode
+		if status == 0 {
+			status = http.StatusInternalServerError
+		}
+	case err != nil:
+		status = http.StatusInternalServerError
+	case status == 0:
+		status = http.StatusOK
+	}
+	h.chargeAfter(r.Context(), ds, status)
+	return err
+}
+
+func hasCountStatus(ds []zoneDecision) bool {
+	for i := range ds {
+		if len(ds[i].zone.CountStatus) > 0 && ds[i].decided() {
+			return true
+		}
+	}
+	return false
+}
+
+// decide asks the store for every zone; when it fails, each zone follows
+// its failure mode. It returns the store's error, if any.
+func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
+	asks := make([]Ask, len(ds))
+	for i := range ds {
+		asks[i] = ds[i].ask
+	}
+	results, err := h.callStore(ctx, asks)
+	if err == nil {
+		for i := range ds {
+			ds[i].res, ds[i].state = results[i], stateStore
+		}
+		return nil
+	}
+	var local []int
+	for i := range ds {
+		switch ds[i].zone.onError {
+		case failOpen:
+			ds[i].state = stateFailOpen
+		case failClosed:
+			if ds[i].zone.DryRun {
+				ds[i].state = stateFailOpen
+			} else {
+				ds[i].state = stateFailClosed
+			}
+		case failLocal:
+			local = append(local, i)
+		}
+	}
+	h.decideLocal(ctx, ds, local, func(i int) Ask { return ds[i].ask })
+	return err
+}
+
+// decideLocal decides ds[idx...] with the in-process fallback at
+// events/instances. The asks are built by ask.
+func (h *Handler) decideLocal(ctx context.Context, ds []zoneDecision, idx []int, ask func(int) Ask) {
+	if len(idx) == 0 {
+		return
+	}
+	asks := make([]Ask, len(idx))
+	for j, i := range idx {
+		asks[j] = ask(i)
+		asks[j].Limit = ds[i].zone.local
+	}
+	results, err := h.local.Decide(ctx, asks)
+	if err != nil || len(results) != len(asks) { // the memory store does not fail; be safe
+		for _, i := range idx {
+			ds[i].state = stateFailOpen
+		}
+		return
+	}
+	for j, i := range idx {
+		ds[i].res, ds[i].state = results[j], stateLocal
+	}
+}
+
+// callStore makes one decision on the store under the timeout and the
+// circuit breaker, and records its latency and failure.
+func (h *Handler) callStore(ctx context.Context, asks []Ask) ([]Result, error) {
+	if !h.breaker.allow() {
+		return nil, errBreakerOpen
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	start := time.Now()
+	results, err := h.store.Decide(ctx, asks)
+	metrics.storeDuration.Observe(time.Since(start).Seconds())
+	if err == nil && len(results) != len(asks) {
+		err = fmt.Errorf("store returned %d results for %d zones", len(results), len(asks))
+	}
+	if err != nil {
+		metrics.storeErrors.Inc()
+		h.breaker.failure()
+		return nil, fmt.Errorf("rate limit store: %w", err)
+	}
+	h.breaker.success()
+	return results, nil
+}
+
+// rechargeAfterDryRun: the store is all or nothing, so a dry_run zone that
+// would refuse left the other zones uncharged. When no enforcing zone
+// refused, decide again without the dry_run zones that refused, so the
+// request takes its quota as if they were absent.
+func (h *Handler) rechargeAfterDryRun(ctx context.Context, ds []zoneDecision) {
+	dry, enforcing := false, false
+	for i := range ds {
+		d := &ds[i]
+		if d.decided() && !d.res.Allowed {
+			if d.zone.DryRun {
+				dry = true
+			} else {
+				enforcing = true
+			}
+		}
+	}
+	if !dry || enforcing {
+		return
+	}
+	var store, local []int
+	for i := range ds {
+		d := &ds[i]
+		if !d.res.Allowed || d.ask.Cost == 0 {
+			continue
+		}
+		if d.state == stateStore {
+			store = append(store, i)
+		} else if d.state == stateLocal {
+			local = append(local, i)
+		}
+	}
+	h.decideLocal(ctx, ds, local, func(i int) Ask { return ds[i].ask })
+	if len(store) == 0 {
+		return
+	}
+	asks := make([]Ask, len(store))
+	for j, i := range store {
+		asks[j] = ds[i].ask
+	}
+	results, err := h.callStore(ctx, asks)
+	if err != nil {
+		h.warnFailOpen(ds, err) // the first decision stands
+		return
+	}
+	for j, i := range store {
+		ds[i].res = results[j]
+	}
+}
+
+// chargeAfter takes the quota of count_status zones whose status counts.
+func (h *Handler) chargeAfter(ctx context.Context, ds []zoneDecision, status int) {
+	var store, local []int
+	for i := range ds {
+		d := &ds[i]
+		if len(d.zone.CountStatus) == 0 || d.cost == 0 || !d.zone.counts(status) {
+			continue
+		}
+		switch d.state {
+		case stateStore:
+			store = append(store, i)
+		case stateLocal:
+			local = append(local, i)
+		}
+	}
+	if len(store)+len(local) == 0 {
+		return
+	}
+	// The response is written: the client may be gone, the charge is not.
+	ctx = context.WithoutCancel(ctx)
+	charge := func(i int) Ask { a := ds[i].ask; a.Cost = ds[i].cost; return a }
+	h.decideLocal(ctx, ds, local, charge)
+	if len(store) == 0 {
+		return
+	}
+	asks := make([]Ask, len(store))
+	for j, i := range store {
+		asks[j] = charge(i)
+	}
+	if _, err := h.callStore(ctx, asks); err != nil {
+		var fallback []int
+		for _, i := range store {
+			if ds[i].zone.onError == failLocal {
+				fallback = append(fallback, i)
+			} else {
+				ds[i].state = stateUnavailable
+			}
+		}
+		h.decideLocal(ctx, ds, fallback, charge)
+		h.warnFailOpen(ds, err)
+	}
+}
+
+// failClosed refuses with 503 because the store failed for ds[i].
+func (h *Handler) failClosed(w http.ResponseWriter, repl *caddy.Replacer, ds []zoneDecision, i int, err error) error {
+	for j := range ds {
+		switch ds[j].state {
+		case stateFailClosed:
+			ds[j].zone.counters[outcomeFailClosed].Inc()
+		case stateFailOpen:
+			ds[j].zone.counters[outcomeFailOpen].Inc()
+		}
+	}
+	w.Header().Set("Retry-After", "1")
+	repl.Set("http.ratelimit.zone", ds[i].zone.Name)
+	repl.Set("http.ratelimit.retry_after", "1")
+	if c := h.logger.Check(zapcore.WarnLevel, "rate limit store failed; refusing (on_error closed)"); c != nil {
+		c.Write(zap.String("zone", ds[i].zone.Name), zap.Error(err))
+	}
+	return caddyhttp.Error(http.StatusServiceUnavailable, err)
+}
+
+// refuse refuses the request because ds[pick] (and maybe others) refused.
+func (h *Handler) refuse(w http.ResponseWriter, repl *caddy.Replacer, ds []zoneDecision, pick int) error {
+	for i := range ds {
+		d := &ds[i]
+		switch {
+		case d.refused():
+			d.zone.counters[outcomeRefused].Inc()
+		case d.decided() && !d.res.Allowed: // dry_run
+			d.zone.counters[outcomeDryRunRefused].Inc()
+		}
+	}
+	d := &ds[pick]
+	h.setHeaders(w.Header(), ds, pick)
+	retry := strconv.FormatInt(retryAfterSeconds(d.res.RetryAfter), 10)
+	w.Header().Set("Retry-After", retry)
+	repl.Set("http.ratelimit.zone", d.zone.Name)
+	repl.Set("http.ratelimit.retry_after", retry)
+	h.logRefusal("rate limit exceeded", d)
+	return caddyhttp.Error(h.status, fmt.Errorf("rate limit exceeded in zone %q", d.zone.Name))
+}
+
+func (h *Handler) logRefusal(msg string, d *zoneDecision) {
+	c := h.logger.Check(zapcore.InfoLevel, msg)
+	if c == nil {
+		return
+	}
+	fields := []zap.Field{
+		zap.String("zone", d.zone.Name),
+		zap.Duration("retry_after", d.res.RetryAfter),
+	}
+	if h.LogKeys {
+		fields = append(fields, zap.String("key", d.key))
+	}
+	c.Write(fields...)
+}
+
+// warnFailOpen logs a store failure, at most once per warnEvery.
+func (h *Handler) warnFailOpen(ds []zoneDecision, err error) {
+	suppressed, ok := h.warn.allow(h.now())
+	if !ok {
+		return
+	}
+	c := h.logger.Check(zapcore.WarnLevel, "rate limit store failed; on_error applies")
+	if c == nil {
+		return
+	}
+	zones := make([]string, 0, len(ds))
+	for i := range ds {
+		zones = append(zones, ds[i].zone.Name)
+	}
+	c.Write(zap.String("zones", strings.Join(zones, ",")), zap.Error(err),
+		zap.String("breaker", h.breaker.state()),
+		zap.Int64("suppressed", suppressed))
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)

@@ -1,0 +1,83 @@
+package ratelimit
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// outcome is a decision's outcome for one zone: the `outcome` label.
+type outcome uint8
+
+const (
+	outcomeAllowed       outcome = iota // the zone allowed the request
+	outcomeRefused                      // the zone refused it (store or local fallback)
+	outcomeDryRunRefused                // a dry_run zone would have refused it
+	outcomeFailOpen                     // the store failed; passed without a decision
+	outcomeFailClosed                   // the store failed; refused with 503
+	outcomeFallback                     // the store failed; the local limiter allowed it
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"allowed", "refused", "dry_run_refused", "fail_open", "fail_closed", "fallback"}
+
+// metrics are the module's collectors. Like Caddy's own handlers, they are
+// created once per process and registered on each config's registry.
+var metrics = struct {
+	once          sync.Once
+	decisions     *prometheus.CounterVec
+	storeDuration prometheus.Histogram
+	storeErrors   prometheus.Counter
+}{}
+
+func initMetrics(registry *prometheus.Registry) error {
+	const ns, sub = "caddy", "ratelimit"
+	metrics.once.Do(func() {
+		metrics.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns,
+			Subsystem: sub,
+			Name:      "decisions_total",
+			Help:      "Rate limit decisions per zone and outcome.",
+		}, []string{"zone", "outcome"})
+		metrics.storeDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: ns,
+			Subsystem: sub,
+			Name:      "store_duration_seconds",
+			Help:      "Latency of one decision call to the rate limit store.",
+			Buckets:   []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25},
+		})
+		metrics.storeErrors = prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns,
+			Subsystem: sub,
+			Name:      "store_errors_total",
+			Help:      "Rate limit store calls that failed or timed out.",
+		})
+	})
+	if registry == nil {
+		return nil
+	}
+	// Several ratelimit handlers in one config share the registry; the
+	// second registration of the same collector is not an error.
+	for _, c := range []prometheus.Collector{metrics.decisions, metrics.storeDuration, metrics.storeErrors} {
+		if err := registry.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) || are.ExistingCollector != c {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// zoneCounters are one zone's decision counters, looked up once at
+// provision so the request path does no label hashing.
+type zoneCounters [numOutcomes]prometheus.Counter
+
+func newZoneCounters(zone string) zoneCounters {
+	var c zoneCounters
+	for o := range c {
+		c[o] = metrics.decisions.WithLabelValues(zone, outcomeNames[o])
+	}
+	return c
+}

@@ -1,0 +1,228 @@
+package ratelimit
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+// Zone is one quota: requests that match it are counted per expanded key.
+type Zone struct {
+	// The zone's name: unique in the handler, letters, digits, `_` and `-`.
+	// It names the zone in response headers, logs, metrics and store keys.
+	Name string `json:"name"`
+
+	// What is counted: a template expanded per request, such as `{client_ip}`
+	// or `{http.request.header.X-API-Key}`. Unknown placeholders expand to
+	// the empty string, and an empty key is still a key: all requests that
+	// expand to it share one quota (an absent header never bypasses the
+	// limit). Required.
+	Key string `json:"key"`
+
+	// The quota: how many units (requests at cost 1) a key may take per
+	// window. Required, > 0.
+	Events int64 `json:"events"`
+
+	// The length of the window over which `events` are allowed. Required.
+	Window caddy.Duration `json:"window"`
+
+	// `token_bucket`, `sliding_window`, `fixed_window`, `sliding_log` or
+	// `leaky_bucket`. Default: `token_bucket`.
+	Algorithm string `json:"algorithm,omitempty"`
+
+	// token_bucket: the bucket's capacity (default: `events`). leaky_bucket:
+	// how many requests may wait for their turn, each held by the handler
+	// until it leaves (default: `0`, no waiting). Unused by the others.
+	Burst int64 `json:"burst,omitempty"`
+
+	// Units one request takes: a non-negative integer or a placeholder
+	// template expanded per request (such as
+	// `{http.request.header.X-Cost}`); a template that does not expand to a
+	// non-negative integer fails the request with status 500, it never
+	// bypasses the limit. `0` checks the quota without taking any.
+	// Default: `1`.
+	Cost caddyhttp.WeakString `json:"cost,omitempty"`
+
+	// The zone applies only to requests matching this matcher set. Default:
+	// every request the handler sees.
+	MatchRaw caddy.ModuleMap `json:"match,omitempty" caddy:"namespace=http.matchers"`
+
+	// Only responses with one of these statuses take quota, after the
+	// response (for example `401` to limit failed logins). Before the
+	// request goes on, the zone is checked without taking: a request is
+	// still refused when the key has nothing left. Default: every response
+	// takes quota.
+	CountStatus []int `json:"count_status,omitempty"`
+
+	// What to do when the store fails for this zone: `open`, `closed` or
+	// `local` (see the handler's `on_error`). Default: the handler's.
+	OnError string `json:"on_error,omitempty"`
+
+	// Decide, set headers, log and count, but never refuse a request.
+	DryRun bool `json:"dry_run,omitempty"`
+
+	matchers caddyhttp.MatcherSets
+	limit    Limit // as asked of the store
+	local    Limit // at events/instances, for the local fallback
+	cost     int64 // when costTmpl is false
+	costTmpl bool
+	onError  failureMode
+	policy   string // the zone's RateLimit-Policy item
+	quoted   string // `"<name>"`, the RateLimit item's start
+	limitStr string // Events as a string, for X-RateLimit-Limit
+	counters zoneCounters
+}
+
+// DefaultAlgorithm is a zone's algorithm when none is set.
+const DefaultAlgorithm = TokenBucket
+
+var zoneNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// validAlgorithm reports whether name is one of the five algorithms.
+func validAlgorithm(name string) bool {
+	switch name {
+	case TokenBucket, SlidingWindow, FixedWindow, SlidingLog, LeakyBucket:
+		return true
+	}
+	return false
+}
+
+// validate checks the zone's own fields, without loading modules.
+func (z *Zone) validate() error {
+	if !zoneNameRE.MatchString(z.Name) {
+		return fmt.Errorf("zone name %q: must be letters, digits, '_' or '-'", z.Name)
+	}
+	if z.Key == "" {
+		return fmt.Errorf("zone %q: key is required", z.Name)
+	}
+	if z.Events <= 0 {
+		return fmt.Errorf("zone %q: events must be > 0, got %d", z.Name, z.Events)
+	}
+	if z.Window <= 0 {
+		return fmt.Errorf("zone %q: window must be > 0", z.Name)
+	}
+	if z.Algorithm != "" && !validAlgorithm(z.Algorithm) {
+		return fmt.Errorf("zone %q: unknown algorithm %q", z.Name, z.Algorithm)
+	}
+	if z.Burst < 0 {
+		return fmt.Errorf("zone %q: burst must be >= 0, got %d", z.Name, z.Burst)
+	}
+	if c := string(z.Cost); c != "" && !strings.Contains(c, "{") {
+		if _, err := parseCost(c); err != nil {
+			return fmt.Errorf("zone %q: %w", z.Name, err)
+		}
+	}
+	for _, s := range z.CountStatus {
+		if s < 100 || s > 599 {
+			return fmt.Errorf("zone %q: invalid count_status %d", z.Name, s)
+		}
+	}
+	if z.OnError != "" {
+		if _, err := parseFailureMode(z.OnError); err != nil {
+			return fmt.Errorf("zone %q: %w", z.Name, err)
+		}
+	}
+	return nil
+}
+
+// provision loads the zone's matchers and precomputes what each request
+// needs. instances divides the quota of the local fallback.
+func (z *Zone) provision(ctx caddy.Context, def failureMode, instances int) error {
+	if err := z.validate(); err != nil {
+		return err
+	}
+	if z.MatchRaw != nil {
+		mods, err := ctx.LoadModule(z, "MatchRaw")
+		if err != nil {
+			return fmt.Errorf("zone %q: loading matchers: %w", z.Name, err)
+		}
+		if err := z.matchers.FromInterface([]map[string]any{mods.(map[string]any)}); err != nil {
+			return fmt.Errorf("zone %q: %w", z.Name, err)
+		}
+	}
+	alg := z.Algorithm
+	if alg == "" {
+		alg = DefaultAlgorithm
+	}
+	z.limit = Limit{Algorithm: alg, Events: z.Events, Window: time.Duration(z.Window), Burst: z.Burst}
+	z.local = z.limit
+	z.local.Events = ceilDiv(z.Events, int64(instances))
+	if alg == TokenBucket && z.Burst > 0 {
+		z.local.Burst = ceilDiv(z.Burst, int64(instances))
+	}
+
+	z.cost, z.costTmpl = 1, false
+	if c := string(z.Cost); c != "" {
+		if strings.Contains(c, "{") {
+			z.costTmpl = true
+		} else {
+			z.cost, _ = parseCost(c) // validated above
+		}
+	}
+	z.onError = def
+	if z.OnError != "" {
+		z.onError, _ = parseFailureMode(z.OnError) // validated above
+	}
+	z.quoted = strconv.Quote(z.Name) // names are [A-Za-z0-9_-]+: no escapes
+	z.policy = z.quoted + ";q=" + strconv.FormatInt(z.Events, 10) + ";w=" + strconv.FormatInt(ceilSeconds(time.Duration(z.Window)), 10)
+	z.limitStr = strconv.FormatInt(z.Events, 10)
+	z.counters = newZoneCounters(z.Name)
+	return nil
+}
+
+// matches reports whether the zone applies to r.
+func (z *Zone) matches(r *http.Request) (bool, error) {
+	if len(z.matchers) == 0 {
+		return true, nil
+	}
+	return z.matchers.AnyMatchWithError(r)
+}
+
+// counts reports whether a response with status takes the zone's quota.
+func (z *Zone) counts(status int) bool {
+	return len(z.CountStatus) == 0 || slices.Contains(z.CountStatus, status)
+}
+
+// requestCost is the units this request takes from the zone.
+func (z *Zone) requestCost(repl *caddy.Replacer) (int64, error) {
+	if !z.costTmpl {
+		return z.cost, nil
+	}
+	v := repl.ReplaceAll(string(z.Cost), "")
+	n, err := parseCost(v)
+	if err != nil {
+		return 0, fmt.Errorf("zone %q: %w", z.Name, err)
+	}
+	return n, nil
+}
+
+func parseCost(s string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("invalid cost %q: must be a non-negative integer", s)
+	}
+	return n, nil
+}
+
+// ceilDiv is ⌈a/b⌉, at least 1.
+func ceilDiv(a, b int64) int64 {
+	if b <= 1 {
+		return max(a, 1)
+	}
+	return max((a+b-1)/b, 1)
+}
+
+// ceilSeconds is d in whole seconds, rounded up.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
