@@ -354,3 +354,30 @@ func FuzzValidCustomCode(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkRandomCode(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := RandomCode(7); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidLookupCode(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if !ValidLookupCode("my-link_2024") {
+			b.Fatal("rejected a valid code")
+		}
+	}
+}
+
+func BenchmarkSequentialCode(b *testing.B) {
+	b.ReportAllocs()
+	var id int64
+	for b.Loop() {
+		id++
+		_ = SequentialCode(id)
+	}
+}
