@@ -1,10 +1,14 @@
 package shortener
 
 import (
+	"strconv"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/edgekit/caddy-edgekit/internal/redispool"
 )
 
 func init() {
@@ -19,13 +23,202 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 	return &m, err
 }
 
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens.
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	shortener [<matcher>] {
+//	    store         postgres <dsn> | embedded [<path>]
+//	    redis         <url> | redis { ... }
+//	    status        301|302|307|308
+//	    cache_control <value>
+//	    local_cache   <entries> <ttl> | off
+//	    cache_ttl     <duration>
+//	    negative_ttl  <duration>
+//	    codes         random|sequential
+//	    code_length   <n>
+//	    block_size    <n>
+//	    base_url      <url>
+//	    allow_schemes <scheme...>
+//	    deny_hosts    <host...>
+//	    api           <path>
+//	    api_key       <key...>
+//	    source_header
+//	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
 	for d.NextBlock(0) {
-		return d.Errf("unrecognized subdirective '%s'", d.Val())
+		name := d.Val()
+		if seen[name] && name != "api_key" && name != "deny_hosts" {
+			return d.Errf("duplicate subdirective '%s'", name)
+		}
+		seen[name] = true
+		switch name {
+		case "store":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			switch kind := d.Val(); kind {
+			case "postgres":
+				if !d.NextArg() {
+					return d.Err("store postgres needs a dsn")
+				}
+				h.Store, h.DSN = kind, d.Val()
+			case "embedded":
+				h.Store = kind
+				if d.NextArg() {
+					h.Path = d.Val()
+				}
+			default:
+				return d.Errf("unknown store '%s' (want postgres or embedded)", kind)
+			}
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+		case "redis":
+			h.Redis = new(redispool.Config)
+			if err := h.Redis.UnmarshalCaddyfile(d); err != nil {
+				return err
+			}
+		case "status":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.Atoi(v)
+			switch {
+			case err != nil:
+				return d.Errf("invalid status '%s': not a number", v)
+			case n != 301 && n != 302 && n != 307 && n != 308:
+				return d.Errf("invalid status '%s': want 301, 302, 307 or 308", v)
+			}
+			h.Status = n
+		case "cache_control":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			h.CacheControl = v
+		case "local_cache":
+			args := d.RemainingArgs()
+			switch {
+			case len(args) == 1 && args[0] == "off":
+				h.LocalCacheOff = true
+			case len(args) == 2:
+				n, err := strconv.Atoi(args[0])
+				if err != nil || n <= 0 {
+					return d.Errf("invalid local_cache entries '%s': must be a positive integer", args[0])
+				}
+				ttl, err := caddy.ParseDuration(args[1])
+				if err != nil || ttl <= 0 {
+					return d.Errf("invalid local_cache ttl '%s': must be a positive duration", args[1])
+				}
+				h.LocalCacheEntries, h.LocalCacheTTL = n, caddy.Duration(ttl)
+			default:
+				return d.Err("local_cache takes <entries> <ttl> or off")
+			}
+		case "cache_ttl", "negative_ttl":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return d.Errf("invalid %s '%s': must be a positive duration", name, v)
+			}
+			if name == "cache_ttl" {
+				h.CacheTTL = caddy.Duration(dur)
+			} else {
+				h.NegativeTTL = caddy.Duration(dur)
+			}
+		case "codes":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			if v != "random" && v != "sequential" {
+				return d.Errf("invalid codes '%s': want random or sequential", v)
+			}
+			h.Codes = v
+		case "code_length", "block_size":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return d.Errf("invalid %s '%s': must be a positive integer", name, v)
+			}
+			if name == "code_length" {
+				if n < 4 || n > 32 {
+					return d.Errf("invalid code_length '%s': must be 4 to 32", v)
+				}
+				h.CodeLength = n
+			} else {
+				h.BlockSize = n
+			}
+		case "base_url":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			h.BaseURL = v
+		case "allow_schemes":
+			h.AllowSchemes = d.RemainingArgs()
+			if len(h.AllowSchemes) == 0 {
+				return d.ArgErr()
+			}
+		case "deny_hosts":
+			hosts := d.RemainingArgs()
+			if len(hosts) == 0 {
+				return d.ArgErr()
+			}
+			h.DenyHosts = append(h.DenyHosts, hosts...)
+		case "api":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			if v == "" || v[0] != '/' || v == "/" {
+				return d.Errf("invalid api path '%s': must start with / and not be /", v)
+			}
+			h.API = v
+		case "api_key":
+			keys := d.RemainingArgs()
+			if len(keys) == 0 {
+				return d.ArgErr()
+			}
+			h.APIKeys = append(h.APIKeys, keys...)
+		case "source_header":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			h.SourceHeader = true
+		default:
+			return d.Errf("unrecognized subdirective '%s'", name)
+		}
+	}
+	if h.API != "" && len(h.APIKeys) == 0 {
+		return d.Err("api needs at least one api_key")
+	}
+	if h.API == "" && len(h.APIKeys) > 0 {
+		return d.Err("api_key without api")
 	}
 	return nil
+}
+
+// oneArg reads exactly one argument.
+func oneArg(d *caddyfile.Dispenser) (string, error) {
+	if !d.NextArg() {
+		return "", d.ArgErr()
+	}
+	v := d.Val()
+	if d.NextArg() {
+		return "", d.ArgErr()
+	}
+	return v, nil
 }
 
 var _ caddyfile.Unmarshaler = (*Handler)(nil)

@@ -3,14 +3,149 @@
 package shortener
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/edgekit/caddy-edgekit/internal/pgpool"
+	"github.com/edgekit/caddy-edgekit/internal/redispool"
 )
 
-// Handler serves short links.
-type Handler struct{}
+// Defaults of the handler's settings.
+const (
+	DefaultStatus         = http.StatusFound
+	DefaultCacheControl   = "private, max-age=0"
+	DefaultLocalEntries   = 10000
+	DefaultLocalTTL       = 5 * time.Second
+	DefaultCacheTTL       = 24 * time.Hour
+	DefaultNegativeTTL    = 60 * time.Second
+	DefaultCodes          = "random"
+	DefaultCodeLength     = 7
+	DefaultBlockSize      = 1000
+	DefaultRedisKeyPrefix = "shortener"
+)
+
+// Handler serves short links: `GET|HEAD /<code>` answers a redirect to the
+// link's long URL from an in-process cache, Redis or the store, and an
+// optional management API creates, reads and revokes links.
+//
+// Requests the handler does not answer go to the next handler: methods other
+// than GET and HEAD outside the API, and paths ending in "/" (such as the
+// site root). Any other path is treated as a code: its last segment is
+// looked up, and a segment that cannot be a code (wrong characters, longer
+// than 64) answers 404 without touching any cache or store.
+type Handler struct {
+	// Where links are stored: `postgres` (with `dsn`) for several Caddy
+	// instances, or `embedded` (a bbolt file at `path`) for one instance.
+	// Default: `embedded`.
+	Store string `json:"store,omitempty"`
+
+	// PostgreSQL DSN of the `postgres` store, e.g.
+	// `postgres://user:pass@db:5432/links`. Accepts global placeholders
+	// (`{env.DATABASE_URL}`), expanded at provision; never logged.
+	DSN string `json:"dsn,omitempty"`
+
+	// File of the `embedded` store. Default: `shortener.db` in the `edgekit`
+	// folder of Caddy's data directory.
+	Path string `json:"path,omitempty"`
+
+	// Optional shared Redis: a link cache for every instance, negative
+	// entries for unknown codes, and the pub/sub channel
+	// `<key_prefix>:invalidate` that drops revoked and created codes from
+	// every instance's local cache. Its `key_prefix` defaults to `shortener`.
+	Redis *redispool.Config `json:"redis,omitempty"`
+
+	// Status of a redirect: 301, 302, 307 or 308. 302 keeps every click
+	// coming back to the shortener (analytics, revocation); 301 and 308 may
+	// be cached by browsers forever. Default: `302`.
+	Status int `json:"status,omitempty"`
+
+	// Cache-Control header of redirects. Default: `private, max-age=0`.
+	CacheControl string `json:"cache_control,omitempty"`
+
+	// Entries held by the in-process cache (L1), links and unknown codes
+	// alike. Default: `10000`.
+	LocalCacheEntries int `json:"local_cache_entries,omitempty"`
+
+	// How long an L1 entry lives; it bounds how stale an instance can be if
+	// an invalidation is missed. Default: `5s`.
+	LocalCacheTTL caddy.Duration `json:"local_cache_ttl,omitempty"`
+
+	// Disables the in-process cache (`local_cache off`).
+	LocalCacheOff bool `json:"local_cache_off,omitempty"`
+
+	// Lifetime of a link in Redis, never past the link's expiry.
+	// Default: `24h`.
+	CacheTTL caddy.Duration `json:"cache_ttl,omitempty"`
+
+	// Lifetime of an unknown-code entry in Redis and (at most the L1 TTL) in
+	// the in-process cache: a scanner reaches the store at most once per
+	// code per negative_ttl. Default: `60s`.
+	NegativeTTL caddy.Duration `json:"negative_ttl,omitempty"`
+
+	// How new codes are made: `random` (code_length base62 characters from
+	// crypto/rand, unguessable) or `sequential` (IDs from a store sequence in
+	// blocks, base62, 7 characters; short but guessable: anyone can
+	// enumerate them). Default: `random`.
+	Codes string `json:"codes,omitempty"`
+
+	// Length of random codes. After 5 taken draws the length grows by one.
+	// Default: `7`.
+	CodeLength int `json:"code_length,omitempty"`
+
+	// Sequential IDs reserved per store round trip. Default: `1000`.
+	BlockSize int `json:"block_size,omitempty"`
+
+	// Origin (and optional path prefix) of short URLs in API answers, e.g.
+	// `https://sho.rt`. Default: the API request's scheme and host.
+	BaseURL string `json:"base_url,omitempty"`
+
+	// Schemes a long URL may have. Default: `http https`.
+	AllowSchemes []string `json:"allow_schemes,omitempty"`
+
+	// Hosts refused as link targets: an exact host, or `*.example.com` for
+	// every subdomain of example.com (list `example.com` as well to refuse
+	// it too). Case-insensitive; a trailing dot is ignored.
+	DenyHosts []string `json:"deny_hosts,omitempty"`
+
+	// Path the management API is mounted under, e.g. `/api`. Absent: no API.
+	API string `json:"api,omitempty"`
+
+	// Bearer keys of the API (`Authorization: Bearer <key>`). Accepts global
+	// placeholders (`{env.SHORTENER_API_KEY}`), expanded at provision. An API
+	// without keys refuses to load.
+	APIKeys []string `json:"api_keys,omitempty"`
+
+	// Adds `X-Shortener-Source: local|redis|store` to redirects and 404s
+	// (opt-in, for debugging caches).
+	SourceHeader bool `json:"source_header,omitempty"`
+
+	store        Store
+	ownStore     func() error // releases what Provision opened for the store
+	rdb          *redispool.Client
+	cache        *cache
+	flight       *singleflight.Group
+	metrics      *metrics
+	logger       *zap.Logger
+	policy       urlPolicy
+	cacheControl []string
+	apiKeys      [][32]byte
+	baseURL      *url.URL
+	reserved     string // first segment of the API path: not a custom code
+	blocks       *blockAllocator
+	now          func() time.Time
+}
 
 // CaddyModule returns the Caddy module information.
 func (Handler) CaddyModule() caddy.ModuleInfo {
@@ -20,9 +155,286 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// ServeHTTP implements caddyhttp.MiddlewareHandler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	return next.ServeHTTP(w, r)
+// Provision fills defaults, opens the store and Redis, and builds the caches.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	if h.now == nil {
+		h.now = time.Now
+	}
+	h.setDefaults()
+	h.flight = new(singleflight.Group)
+	h.blocks = new(blockAllocator)
+	if err := h.Validate(); err != nil {
+		return err
+	}
+	var err error
+	if h.metrics, err = newMetrics(ctx.GetMetricsRegistry()); err != nil {
+		return fmt.Errorf("shortener metrics: %w", err)
+	}
+	repl := caddy.NewReplacer()
+	if len(h.APIKeys) > 0 {
+		h.apiKeys = h.apiKeys[:0]
+		for i, k := range h.APIKeys {
+			k = repl.ReplaceKnown(k, "")
+			if k == "" {
+				return fmt.Errorf("shortener: api_key #%d is empty after expanding placeholders", i+1)
+			}
+			h.apiKeys = append(h.apiKeys, keyDigest(k))
+		}
+	}
+	if h.BaseURL != "" {
+		if h.baseURL, err = url.Parse(strings.TrimSuffix(h.BaseURL, "/")); err != nil {
+			return fmt.Errorf("shortener: invalid base_url: %w", err)
+		}
+	}
+	localEntries := h.LocalCacheEntries
+	if h.LocalCacheOff {
+		localEntries = 0
+	}
+	if h.cache, err = newCache(localEntries, time.Duration(h.LocalCacheTTL), time.Duration(h.NegativeTTL), time.Duration(h.CacheTTL), h.now); err != nil {
+		return fmt.Errorf("shortener local cache: %w", err)
+	}
+	if h.store == nil {
+		if err := h.openStore(ctx, repl); err != nil {
+			return err
+		}
+	}
+	if h.Redis != nil {
+		cfg := h.Redis.Expand()
+		if cfg.KeyPrefix == "" {
+			cfg.KeyPrefix = DefaultRedisKeyPrefix
+		}
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("shortener: %w", err)
+		}
+		if h.rdb, err = redispool.Get(cfg); err != nil {
+			return fmt.Errorf("shortener: %w", err)
+		}
+		// Redis is a cache: a Redis that is down at start is logged, not
+		// fatal, and lookups go to the store until it answers.
+		if err := redispool.Ping(ctx, h.rdb, cfg, 2*time.Second); err != nil {
+			h.logger.Warn("redis unavailable at start; links are served from the store until it answers", zap.Error(err))
+		}
+		h.cache.useRedis(h.rdb, cfg.KeyPrefix, h.logger)
+	}
+	return nil
 }
 
-var _ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+// embeddedStores shares one open embedded store per file across config
+// reloads: the new config is provisioned before the old one is cleaned up,
+// and bbolt would wait forever on its own file lock.
+var embeddedStores = caddy.NewUsagePool()
+
+type embeddedDestructor struct{ *EmbeddedStore }
+
+func (d embeddedDestructor) Destruct() error { return d.EmbeddedStore.Close() }
+
+// sharedStore hides Close from the handler: the pool closes it.
+type sharedStore struct{ Store }
+
+func (sharedStore) Close() error { return nil }
+
+func (h *Handler) openStore(ctx caddy.Context, repl *caddy.Replacer) error {
+	switch h.Store {
+	case "postgres":
+		dsn := repl.ReplaceKnown(h.DSN, "")
+		pool, err := pgpool.Get(dsn, pgpool.Settings{ApplicationName: "caddy-shortener", StatementTimeout: 2 * time.Second})
+		if err != nil {
+			return fmt.Errorf("shortener store: %w", err)
+		}
+		if err := pgpool.Ping(ctx, pool, dsn, 5*time.Second); err != nil {
+			_ = pool.Release()
+			return fmt.Errorf("shortener store: %w", err)
+		}
+		mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		s, err := OpenPostgres(mctx, pool.Pool)
+		if err != nil {
+			_ = pool.Release()
+			return fmt.Errorf("shortener store %s: %w", pgpool.Redact(dsn), err)
+		}
+		h.store = s
+		h.ownStore = pool.Release
+	default:
+		path := repl.ReplaceKnown(h.Path, "")
+		if path == "" {
+			path = filepath.Join(caddy.AppDataDir(), "edgekit", "shortener.db")
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return fmt.Errorf("shortener store: %w", err)
+		}
+		v, _, err := embeddedStores.LoadOrNew(abs, func() (caddy.Destructor, error) {
+			s, err := OpenEmbedded(abs)
+			if err != nil {
+				return nil, err
+			}
+			return embeddedDestructor{s}, nil
+		})
+		if err != nil {
+			return fmt.Errorf("shortener store %s: %w", abs, err)
+		}
+		h.store = sharedStore{v.(embeddedDestructor).EmbeddedStore}
+		h.ownStore = func() error { _, err := embeddedStores.Delete(abs); return err }
+	}
+	return nil
+}
+
+func (h *Handler) setDefaults() {
+	if h.Store == "" {
+		h.Store = "embedded"
+	}
+	if h.Status == 0 {
+		h.Status = DefaultStatus
+	}
+	if h.CacheControl == "" {
+		h.CacheControl = DefaultCacheControl
+	}
+	h.cacheControl = []string{h.CacheControl}
+	if h.LocalCacheEntries == 0 {
+		h.LocalCacheEntries = DefaultLocalEntries
+	}
+	if h.LocalCacheTTL == 0 {
+		h.LocalCacheTTL = caddy.Duration(DefaultLocalTTL)
+	}
+	if h.CacheTTL == 0 {
+		h.CacheTTL = caddy.Duration(DefaultCacheTTL)
+	}
+	if h.NegativeTTL == 0 {
+		h.NegativeTTL = caddy.Duration(DefaultNegativeTTL)
+	}
+	if h.Codes == "" {
+		h.Codes = DefaultCodes
+	}
+	if h.CodeLength == 0 {
+		h.CodeLength = DefaultCodeLength
+	}
+	if h.BlockSize == 0 {
+		h.BlockSize = DefaultBlockSize
+	}
+	if len(h.AllowSchemes) == 0 {
+		h.AllowSchemes = []string{"http", "https"}
+	}
+	h.policy = newURLPolicy(h.AllowSchemes, h.DenyHosts)
+	if h.API != "" {
+		h.API = "/" + strings.Trim(h.API, "/")
+		h.reserved, _, _ = strings.Cut(h.API[1:], "/")
+	}
+}
+
+// Validate checks the settings without touching the network.
+func (h *Handler) Validate() error {
+	switch h.Store {
+	case "", "embedded":
+		if h.DSN != "" {
+			return errors.New("shortener: dsn is only valid with the postgres store")
+		}
+	case "postgres":
+		if h.DSN == "" {
+			return errors.New("shortener: the postgres store needs a dsn")
+		}
+		if h.Path != "" {
+			return errors.New("shortener: path is only valid with the embedded store")
+		}
+	default:
+		return fmt.Errorf("shortener: unknown store %q (want postgres or embedded)", h.Store)
+	}
+	switch h.Status {
+	case 0, 301, 302, 307, 308:
+	default:
+		return fmt.Errorf("shortener: invalid status %d (want 301, 302, 307 or 308)", h.Status)
+	}
+	switch h.Codes {
+	case "", "random", "sequential":
+	default:
+		return fmt.Errorf("shortener: unknown codes %q (want random or sequential)", h.Codes)
+	}
+	if h.CodeLength < 0 || (h.CodeLength > 0 && (h.CodeLength < 4 || h.CodeLength > 32)) {
+		return fmt.Errorf("shortener: invalid code_length %d (want 4 to 32)", h.CodeLength)
+	}
+	if h.BlockSize < 0 {
+		return fmt.Errorf("shortener: invalid block_size %d", h.BlockSize)
+	}
+	if h.LocalCacheEntries < 0 || h.LocalCacheTTL < 0 || h.CacheTTL < 0 || h.NegativeTTL < 0 {
+		return errors.New("shortener: cache sizes and durations must not be negative")
+	}
+	if h.API != "" && len(h.APIKeys) == 0 {
+		return errors.New("shortener: the api needs at least one api_key")
+	}
+	if h.API == "" && len(h.APIKeys) > 0 {
+		return errors.New("shortener: api_key without api")
+	}
+	if h.API == "/" {
+		return errors.New("shortener: the api cannot be mounted at /")
+	}
+	if h.BaseURL != "" {
+		u, err := url.Parse(h.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("shortener: invalid base_url %q (want an http or https origin)", h.BaseURL)
+		}
+	}
+	return nil
+}
+
+// Cleanup releases what Provision took: Redis subscription and client, the
+// store (or its share of the pooled one).
+func (h *Handler) Cleanup() error {
+	var errs []error
+	if h.cache != nil {
+		h.cache.close()
+	}
+	if h.rdb != nil {
+		errs = append(errs, h.rdb.Release())
+		h.rdb = nil
+	}
+	if h.ownStore != nil {
+		errs = append(errs, h.ownStore())
+		h.ownStore = nil
+	}
+	return errors.Join(errs...)
+}
+
+// ServeHTTP implements caddyhttp.MiddlewareHandler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	path := r.URL.Path
+	if h.API != "" && (path == h.API || strings.HasPrefix(path, h.API) && path[len(h.API)] == '/') {
+		return h.serveAPI(w, r, path[len(h.API):])
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return next.ServeHTTP(w, r)
+	}
+	code, ok := codeOf(path)
+	if !ok {
+		return next.ServeHTTP(w, r)
+	}
+	return h.serveRedirect(w, r, code)
+}
+
+// blockAllocator hands out sequential IDs from blocks reserved in the store.
+type blockAllocator struct {
+	mu        sync.Mutex
+	next, end int64
+}
+
+func (b *blockAllocator) nextID(ctx context.Context, s Store, size int64) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.next >= b.end {
+		first, err := s.NextBlock(ctx, size)
+		if err != nil {
+			return 0, err
+		}
+		b.next, b.end = first, first+size
+	}
+	id := b.next
+	b.next++
+	return id, nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)

@@ -1,0 +1,323 @@
+package shortener
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// maxBody is the largest API request body; larger ones get 413.
+const maxBody = 16 << 10
+
+// maxCodeAttempts is how many random codes of one length are tried before
+// the length grows by one.
+const maxCodeAttempts = 5
+
+// linkRequest is the body of POST <api>/links.
+type linkRequest struct {
+	LongURL   string `json:"long_url"`
+	Code      string `json:"code,omitempty"`
+	Codes     string `json:"codes,omitempty"`
+	ExpiresAt string `json:"expires_at,omitempty"`
+}
+
+// linkResponse is a link as the API shows it.
+type linkResponse struct {
+	Code      string     `json:"code"`
+	ShortURL  string     `json:"short_url"`
+	LongURL   string     `json:"long_url"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+type apiError struct {
+	status int
+	msg    string
+}
+
+func (e apiError) Error() string { return e.msg }
+
+func apiErr(status int, format string, args ...any) error {
+	return apiError{status, fmt.Sprintf(format, args...)}
+}
+
+func keyDigest(k string) [32]byte { return sha256.Sum256([]byte(k)) }
+
+// authorized compares the bearer key with every configured key in constant
+// time (over digests, so the key length leaks nothing either).
+func (h *Handler) authorized(r *http.Request) bool {
+	auth := r.Header.Get("Authorization")
+	scheme, key, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || key == "" {
+		return false
+	}
+	d := keyDigest(strings.TrimSpace(key))
+	match := 0
+	for i := range h.apiKeys {
+		match |= subtle.ConstantTimeCompare(d[:], h.apiKeys[i][:])
+	}
+	return match == 1
+}
+
+// serveAPI answers the management API; rest is the path after the API mount.
+// Every answer is JSON, errors as {"error": "..."}.
+func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rest string) error {
+	err := h.routeAPI(w, r, rest)
+	if err == nil {
+		return nil
+	}
+	var ae apiError
+	if !errors.As(err, &ae) {
+		h.logger.Error("shortener api", zap.Error(err))
+		ae = apiError{http.StatusInternalServerError, "internal error"}
+	}
+	if ae.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="shortener"`)
+	}
+	writeJSON(w, ae.status, map[string]string{"error": ae.msg})
+	return nil
+}
+
+func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) error {
+	if !h.authorized(r) {
+		return apiErr(http.StatusUnauthorized, "missing or invalid API key")
+	}
+	switch {
+	case rest == "/links":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on %s", r.Method, "links")
+		}
+		return h.apiCreate(w, r)
+	case strings.HasPrefix(rest, "/links/") && strings.Count(rest, "/") == 2:
+		code := rest[len("/links/"):]
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			return h.apiGet(w, r, code)
+		case http.MethodDelete:
+			return h.apiDelete(w, r, code)
+		}
+		w.Header().Set("Allow", "GET, HEAD, DELETE")
+		return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on a link", r.Method)
+	}
+	return apiErr(http.StatusNotFound, "no such API endpoint")
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (h *Handler) shortURL(r *http.Request, code string) string {
+	if h.baseURL != nil {
+		return h.baseURL.String() + "/" + code
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + "/" + code
+}
+
+func (h *Handler) response(r *http.Request, l Link) linkResponse {
+	out := linkResponse{Code: l.Code, ShortURL: h.shortURL(r, l.Code), LongURL: l.LongURL, CreatedAt: l.CreatedAt.UTC()}
+	if !l.ExpiresAt.IsZero() {
+		t := l.ExpiresAt.UTC()
+		out.ExpiresAt = &t
+	}
+	if !l.RevokedAt.IsZero() {
+		t := l.RevokedAt.UTC()
+		out.RevokedAt = &t
+	}
+	return out
+}
+
+func storeErr(error) error {
+	return apiError{http.StatusServiceUnavailable, "link store unavailable, nothing was changed"}
+}
+
+// apiCreate answers POST <api>/links.
+func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return apiErr(http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxBody)
+		}
+		return apiErr(http.StatusBadRequest, "reading body: %v", err)
+	}
+	var req linkRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
+	}
+	if _, err := h.policy.check(req.LongURL, h.selfHosts(r)...); err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	now := h.now()
+	l := Link{LongURL: req.LongURL, CreatedAt: now.UTC().Truncate(time.Microsecond)}
+	if req.ExpiresAt != "" {
+		t, err := time.Parse(time.RFC3339, req.ExpiresAt)
+		if err != nil {
+			return apiErr(http.StatusBadRequest, "expires_at must be an RFC 3339 time")
+		}
+		if !t.After(now) {
+			return apiErr(http.StatusBadRequest, "expires_at is in the past")
+		}
+		l.ExpiresAt = t.UTC()
+	}
+	mode := h.Codes
+	switch req.Codes {
+	case "":
+	case "random", "sequential":
+		mode = req.Codes
+	default:
+		return apiErr(http.StatusBadRequest, "codes must be random or sequential")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	defer cancel()
+	switch {
+	case req.Code != "":
+		if err := ValidCustomCode(req.Code); err != nil {
+			return apiErr(http.StatusBadRequest, "code: %v", err)
+		}
+		if strings.EqualFold(req.Code, h.reserved) {
+			return apiErr(http.StatusBadRequest, "code %q is reserved", req.Code)
+		}
+		l.Code = req.Code
+		if err := h.store.Create(ctx, l); errors.Is(err, ErrCodeTaken) {
+			return apiErr(http.StatusConflict, "code %q is already taken", req.Code)
+		} else if err != nil {
+			return storeErr(err)
+		}
+	case mode == "sequential":
+		if err := h.createSequential(ctx, &l); err != nil {
+			return err
+		}
+	default:
+		if err := h.createRandom(ctx, &l); err != nil {
+			return err
+		}
+	}
+	// The link is committed. Write it through to Redis (replacing any
+	// negative entry) and drop it from every L1; a Redis failure here only
+	// delays the first redirect until negative entries expire.
+	if err := h.cache.publishLink(ctx, l); err != nil {
+		h.logger.Warn("writing new link to redis", zap.Error(err))
+	}
+	writeJSON(w, http.StatusCreated, h.response(r, l))
+	return nil
+}
+
+// createRandom draws codes until one is free: maxCodeAttempts per length,
+// then one character longer.
+func (h *Handler) createRandom(ctx context.Context, l *Link) error {
+	n := h.CodeLength
+	for length := n; length < n+3; length++ {
+		for range maxCodeAttempts {
+			code, err := RandomCode(length)
+			if err != nil {
+				return err
+			}
+			l.Code = code
+			err = h.store.Create(ctx, *l)
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, ErrCodeTaken) {
+				return storeErr(err)
+			}
+			h.metrics.retries.Inc()
+		}
+	}
+	return apiErr(http.StatusServiceUnavailable, "no free code found")
+}
+
+// createSequential takes the next ID of the current block; an ID whose code
+// is taken (by a custom code) is skipped.
+func (h *Handler) createSequential(ctx context.Context, l *Link) error {
+	for range maxCodeAttempts {
+		id, err := h.blocks.nextID(ctx, h.store, int64(h.BlockSize))
+		if err != nil {
+			return storeErr(err)
+		}
+		l.Code = SequentialCode(id)
+		err = h.store.Create(ctx, *l)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, ErrCodeTaken) {
+			return storeErr(err)
+		}
+		h.metrics.retries.Inc()
+	}
+	return apiErr(http.StatusServiceUnavailable, "no free code found")
+}
+
+// selfHosts are the hosts a long URL must not point to.
+func (h *Handler) selfHosts(r *http.Request) []string {
+	hosts := []string{hostOnly(r.Host)}
+	if h.baseURL != nil {
+		hosts = append(hosts, h.baseURL.Hostname())
+	}
+	return hosts
+}
+
+// apiGet answers GET <api>/links/<code>.
+func (h *Handler) apiGet(w http.ResponseWriter, r *http.Request, code string) error {
+	if !ValidLookupCode(code) {
+		return apiErr(http.StatusNotFound, "link not found")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	defer cancel()
+	l, err := h.store.Get(ctx, code)
+	if errors.Is(err, ErrNotFound) {
+		return apiErr(http.StatusNotFound, "link not found")
+	}
+	if err != nil {
+		return storeErr(err)
+	}
+	writeJSON(w, http.StatusOK, h.response(r, l))
+	return nil
+}
+
+// apiDelete answers DELETE <api>/links/<code>: the link is revoked in the
+// store, its Redis entry replaced by a gone marker and every instance told
+// to drop it from L1.
+func (h *Handler) apiDelete(w http.ResponseWriter, r *http.Request, code string) error {
+	if !ValidLookupCode(code) {
+		return apiErr(http.StatusNotFound, "link not found")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	defer cancel()
+	now := h.now().UTC()
+	err := h.store.Revoke(ctx, code, now)
+	if errors.Is(err, ErrNotFound) {
+		return apiErr(http.StatusNotFound, "link not found")
+	}
+	if err != nil {
+		return storeErr(err)
+	}
+	if err := h.cache.publishLink(ctx, Link{Code: code, RevokedAt: now}); err != nil {
+		// Other instances would keep redirecting from Redis: say so, so the
+		// client retries (revoking again is harmless).
+		h.logger.Warn("publishing revocation to redis", zap.Error(err))
+		return apiErr(http.StatusServiceUnavailable, "link revoked in the store, but the shared cache could not be updated; retry the DELETE")
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,290 @@
+package shortener
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/maypok86/otter/v2"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// state of a cached code.
+type state uint8
+
+const (
+	stateLive    state = iota + 1 // a link (it may still have expired since)
+	stateUnknown                  // negative entry: no such code
+	stateGone                     // revoked, or expired when cached
+)
+
+// entry is what the caches hold for a code. It is immutable once built, so
+// the hot path can share it between requests without copying.
+type entry struct {
+	state    state
+	location []string // {long URL}: the Location header value, shared
+	expires  int64    // Unix nanoseconds; 0: never
+	ttl      time.Duration
+}
+
+// gone reports whether the entry answers 410 at now (Unix nanoseconds).
+func (e *entry) gone(now int64) bool {
+	return e.state == stateGone || (e.state == stateLive && e.expires != 0 && now >= e.expires)
+}
+
+func liveEntry(longURL string, expires time.Time, ttl time.Duration) *entry {
+	e := &entry{state: stateLive, location: []string{longURL}, ttl: ttl}
+	if !expires.IsZero() {
+		e.expires = expires.UnixNano()
+	}
+	return e
+}
+
+// cache is the read path's memory: an in-process L1 (otter: bounded, TTL,
+// negative entries too) in front of an optional shared Redis L2, plus the
+// Redis pub/sub channel that drops L1 entries on every instance.
+//
+// Redis values at <prefix>:l:<code>:
+//
+//	L<expires unix ms, 0 = never>|<long url>   a link
+//	N                                          unknown code (negative entry)
+//	G                                          revoked or expired
+type cache struct {
+	l1       *otter.Cache[string, *entry] // nil: local_cache off
+	l1TTL    time.Duration
+	negTTL   time.Duration // negative entries in Redis
+	cacheTTL time.Duration // link entries in Redis
+	now      func() time.Time
+
+	rdb     redis.UniversalClient // nil: no Redis
+	prefix  string
+	timeout time.Duration // one Redis call on the read path
+	channel string
+
+	// epochs count local invalidations, striped by code. A lookup that
+	// started before an invalidation of its stripe must not leave its
+	// (maybe stale) answer in L1.
+	epochs [64]atomic.Uint64
+
+	pubsub *redis.PubSub
+	done   chan struct{}
+}
+
+// redisTimeout bounds one Redis call of the read path: Redis down or slow
+// costs at most this before the lookup goes to the store.
+const redisTimeout = 50 * time.Millisecond
+
+func newCache(entries int, l1TTL, negTTL, cacheTTL time.Duration, now func() time.Time) (*cache, error) {
+	c := &cache{l1TTL: l1TTL, negTTL: negTTL, cacheTTL: cacheTTL, now: now, timeout: redisTimeout}
+	if entries > 0 && l1TTL > 0 {
+		l1, err := otter.New(&otter.Options[string, *entry]{
+			MaximumSize: entries,
+			ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[string, *entry]) time.Duration {
+				return e.Value.ttl
+			}),
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.l1 = l1
+	}
+	return c, nil
+}
+
+// useRedis attaches the shared Redis and subscribes to the invalidation
+// channel; the subscription lives until close.
+func (c *cache) useRedis(rdb redis.UniversalClient, prefix string, logger *zap.Logger) {
+	c.rdb = rdb
+	c.prefix = prefix
+	c.channel = prefix + ":invalidate"
+	c.pubsub = rdb.Subscribe(context.Background(), c.channel)
+	c.done = make(chan struct{})
+	ch := c.pubsub.Channel()
+	go func() {
+		defer close(c.done)
+		for msg := range ch {
+			c.dropLocal(msg.Payload)
+		}
+		logger.Debug("invalidation subscription closed")
+	}()
+}
+
+func (c *cache) close() {
+	if c.pubsub != nil {
+		_ = c.pubsub.Close()
+		<-c.done
+	}
+	if c.l1 != nil {
+		c.l1.InvalidateAll()
+		c.l1.StopAllGoroutines()
+	}
+}
+
+func (c *cache) key(code string) string { return c.prefix + ":l:" + code }
+
+// local returns the L1 entry for code.
+func (c *cache) local(code string) (*entry, bool) {
+	if c.l1 == nil {
+		return nil, false
+	}
+	return c.l1.GetIfPresent(code)
+}
+
+func (c *cache) epochOf(code string) *atomic.Uint64 {
+	var h uint32 = 2166136261 // FNV-1a
+	for i := 0; i < len(code); i++ {
+		h = (h ^ uint32(code[i])) * 16777619
+	}
+	return &c.epochs[h%uint32(len(c.epochs))]
+}
+
+// epoch returns the invalidation count of code's stripe, read before a
+// lookup.
+func (c *cache) epoch(code string) uint64 { return c.epochOf(code).Load() }
+
+// setLocal stores e in L1 unless an invalidation of the code's stripe
+// happened since the caller read epoch (its answer may predate a create or
+// delete).
+func (c *cache) setLocal(code string, e *entry, epoch uint64) {
+	if c.l1 == nil || e.ttl <= 0 {
+		return
+	}
+	c.l1.Set(code, e)
+	if c.epoch(code) != epoch {
+		c.l1.Invalidate(code)
+	}
+}
+
+func (c *cache) dropLocal(code string) {
+	c.epochOf(code).Add(1)
+	if c.l1 != nil {
+		c.l1.Invalidate(code)
+	}
+}
+
+// localTTL is how long L1 keeps an entry: l1TTL, shorter for negative
+// entries when negative_ttl is, and never past a link's expiry.
+func (c *cache) localTTL(s state, expires int64) time.Duration {
+	ttl := c.l1TTL
+	if s == stateUnknown && c.negTTL < ttl {
+		ttl = c.negTTL
+	}
+	if expires != 0 {
+		if left := time.Duration(expires - c.now().UnixNano()); left < ttl {
+			ttl = max(left, time.Millisecond)
+		}
+	}
+	return ttl
+}
+
+// fromLink builds the entry for a stored link.
+func (c *cache) fromLink(l Link) *entry {
+	if l.Gone(c.now()) {
+		return &entry{state: stateGone, ttl: c.localTTL(stateGone, 0)}
+	}
+	e := liveEntry(l.LongURL, l.ExpiresAt, 0)
+	e.ttl = c.localTTL(stateLive, e.expires)
+	return e
+}
+
+func (c *cache) unknown() *entry {
+	return &entry{state: stateUnknown, ttl: c.localTTL(stateUnknown, 0)}
+}
+
+// redisGet reads code from Redis within the read deadline. A miss is
+// (nil, nil); an error means "ask the store".
+func (c *cache) redisGet(ctx context.Context, code string) (*entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	v, err := c.rdb.Get(ctx, c.key(code)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.decode(v)
+}
+
+func (c *cache) decode(v string) (*entry, error) {
+	switch {
+	case v == "N":
+		return c.unknown(), nil
+	case v == "G":
+		return &entry{state: stateGone, ttl: c.localTTL(stateGone, 0)}, nil
+	case strings.HasPrefix(v, "L"):
+		ms, long, ok := strings.Cut(v[1:], "|")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if !ok || err != nil || long == "" {
+			return nil, errors.New("malformed cache entry")
+		}
+		var exp time.Time
+		if n != 0 {
+			exp = time.UnixMilli(n)
+		}
+		e := liveEntry(long, exp, 0)
+		e.ttl = c.localTTL(stateLive, e.expires)
+		return e, nil
+	}
+	return nil, errors.New("malformed cache entry")
+}
+
+// encodeLink returns the Redis value and TTL for a stored link: cache_ttl,
+// never beyond its expiry; revoked and expired links become "G".
+func (c *cache) encodeLink(l Link) (string, time.Duration) {
+	now := c.now()
+	if l.Gone(now) {
+		return "G", c.cacheTTL
+	}
+	ttl := c.cacheTTL
+	var ms int64
+	if !l.ExpiresAt.IsZero() {
+		ms = l.ExpiresAt.UnixMilli()
+		if left := l.ExpiresAt.Sub(now); left < ttl {
+			ttl = left
+		}
+	}
+	return "L" + strconv.FormatInt(ms, 10) + "|" + l.LongURL, ttl
+}
+
+// fill writes what a lookup learnt from the store, with SET NX: a value
+// written meanwhile by the API (create, delete) is newer and wins.
+func (c *cache) fill(ctx context.Context, code string, l *Link) {
+	if c.rdb == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if l == nil {
+		c.rdb.SetNX(ctx, c.key(code), "N", c.negTTL)
+		return
+	}
+	v, ttl := c.encodeLink(*l)
+	if ttl > 0 {
+		c.rdb.SetNX(ctx, c.key(code), v, ttl)
+	}
+}
+
+// publishLink writes a created or revoked link through to Redis (replacing
+// any negative entry) and tells every instance to drop its L1 entry. Without
+// Redis only the local L1 is dropped.
+func (c *cache) publishLink(ctx context.Context, l Link) error {
+	defer c.dropLocal(l.Code)
+	if c.rdb == nil {
+		return nil
+	}
+	v, ttl := c.encodeLink(l)
+	pipe := c.rdb.Pipeline()
+	if ttl > 0 {
+		pipe.Set(ctx, c.key(l.Code), v, ttl)
+	} else {
+		pipe.Del(ctx, c.key(l.Code))
+	}
+	pipe.Publish(ctx, c.channel, l.Code)
+	_, err := pipe.Exec(ctx)
+	return err
+}

@@ -1,0 +1,151 @@
+package shortener
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Errors behind the redirect path's caddyhttp.Error answers.
+var (
+	errInvalidCode = errors.New("not a valid short code")
+	errUnknownCode = errors.New("unknown short code")
+	errGoneCode    = errors.New("short link revoked or expired")
+	errStoreDown   = errors.New("link store unavailable")
+)
+
+// storeTimeout bounds one store call (PostgreSQL also has its own
+// statement_timeout).
+const storeTimeout = 3 * time.Second
+
+// Shared, never-modified header values of redirects.
+var (
+	noindex       = []string{"noindex"}
+	sourceHeaders = map[string][]string{
+		sourceLocal: {sourceLocal},
+		sourceRedis: {sourceRedis},
+		sourceStore: {sourceStore},
+	}
+)
+
+// codeOf returns the short code of a redirect request: the last segment of
+// the path, so the handler works at the site root and under a prefix (with
+// or without handle_path). ok is false for a path ending in "/".
+func codeOf(path string) (string, bool) {
+	code := path[strings.LastIndexByte(path, '/')+1:]
+	return code, code != ""
+}
+
+// serveRedirect answers GET and HEAD /<code>. The L1 hit path allocates
+// nothing of its own: the entry carries its Location value.
+func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code string) error {
+	if !ValidLookupCode(code) {
+		h.metrics.count(sourceNone, resultInvalid)
+		return caddyhttp.Error(http.StatusNotFound, errInvalidCode)
+	}
+	if e, ok := h.cache.local(code); ok {
+		return h.answer(w, e, sourceLocal)
+	}
+	e, source, err := h.lookup(r.Context(), code)
+	if err != nil {
+		h.metrics.count(sourceNone, resultError)
+		if c := h.logger.Check(zapcore.WarnLevel, "link lookup failed"); c != nil {
+			c.Write(zap.Error(err))
+		}
+		return caddyhttp.Error(http.StatusServiceUnavailable, errStoreDown)
+	}
+	return h.answer(w, e, source)
+}
+
+// answer writes the response for a cached or looked-up entry.
+func (h *Handler) answer(w http.ResponseWriter, e *entry, source string) error {
+	hdr := w.Header()
+	if h.SourceHeader {
+		hdr["X-Shortener-Source"] = sourceHeaders[source]
+	}
+	switch {
+	case e.state == stateUnknown:
+		h.metrics.count(source, resultNotFound)
+		return caddyhttp.Error(http.StatusNotFound, errUnknownCode)
+	case e.gone(h.now().UnixNano()):
+		h.metrics.count(source, resultGone)
+		return caddyhttp.Error(http.StatusGone, errGoneCode)
+	}
+	hdr["Location"] = e.location
+	hdr["Cache-Control"] = h.cacheControl
+	hdr["X-Robots-Tag"] = noindex
+	w.WriteHeader(h.Status)
+	switch source {
+	case sourceLocal:
+		h.metrics.foundLocal.Inc()
+	case sourceRedis:
+		h.metrics.foundRedis.Inc()
+	default:
+		h.metrics.foundStore.Inc()
+	}
+	return nil
+}
+
+type lookupResult struct {
+	e      *entry
+	source string
+}
+
+// lookup resolves an L1 miss: Redis, then the store. Concurrent misses of
+// one code share a single call (Redis read and store query), detached from
+// any one request's cancellation. A store error is returned, never cached.
+func (h *Handler) lookup(ctx context.Context, code string) (*entry, string, error) {
+	ch := h.flight.DoChan(code, func() (any, error) {
+		// A flight that just ended has filled L1 for requests that missed
+		// it a moment ago.
+		if e, ok := h.cache.local(code); ok {
+			return lookupResult{e, sourceLocal}, nil
+		}
+		ctx := context.WithoutCancel(ctx)
+		epoch := h.cache.epoch(code)
+		if h.cache.rdb != nil {
+			e, err := h.cache.redisGet(ctx, code)
+			if err == nil && e != nil {
+				h.cache.setLocal(code, e, epoch)
+				return lookupResult{e, sourceRedis}, nil
+			}
+			if err != nil {
+				if c := h.logger.Check(zapcore.DebugLevel, "redis lookup failed, asking the store"); c != nil {
+					c.Write(zap.Error(err))
+				}
+			}
+		}
+		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		defer cancel()
+		l, err := h.store.Get(sctx, code)
+		var e *entry
+		switch {
+		case errors.Is(err, ErrNotFound):
+			e = h.cache.unknown()
+			h.cache.fill(ctx, code, nil)
+		case err != nil:
+			return nil, err
+		default:
+			e = h.cache.fromLink(l)
+			h.cache.fill(ctx, code, &l)
+		}
+		h.cache.setLocal(code, e, epoch)
+		return lookupResult{e, sourceStore}, nil
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, "", res.Err
+		}
+		lr := res.Val.(lookupResult)
+		return lr.e, lr.source, nil
+	case <-ctx.Done():
+		return nil, "", ctx.Err()
+	}
+}
