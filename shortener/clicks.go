@@ -240,6 +240,19 @@ type ClickSink interface {
 	ClickTotal(ctx context.Context, code string) (int64, error)
 }
 
+// clickSinkFor returns the click sink kept in the link store's own
+// database: the tables of migrations/002_clicks.up.sql (applied by
+// OpenPostgres) or buckets in the embedded store's bbolt file.
+func clickSinkFor(s Store) (ClickSink, error) {
+	switch s := s.(type) {
+	case *PostgresStore:
+		return newPostgresClickSink(s.pool), nil
+	case *EmbeddedStore:
+		return newEmbeddedClickSink(s.db)
+	}
+	return nil, fmt.Errorf("click counting needs the postgres or embedded store, not %T", s)
+}
+
 // ClickConfig configures a ClickRecorder.
 type ClickConfig struct {
 	// Sink receives the clicks (required).

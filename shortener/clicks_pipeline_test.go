@@ -500,6 +500,9 @@ func TestClickCloseFlushes(t *testing.T) {
 
 func TestClickRecorderConfig(t *testing.T) {
 	sink := newTestEmbeddedClickSink(t)
+	if _, err := clickSinkFor(nil); err == nil {
+		t.Error("clickSinkFor(nil) = nil error")
+	}
 	if _, err := NewClickRecorder(ClickConfig{}); err == nil {
 		t.Error("NewClickRecorder without a sink: nil error")
 	}

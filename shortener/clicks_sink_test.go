@@ -3,7 +3,6 @@ package shortener
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -11,46 +10,46 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.etcd.io/bbolt"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 )
 
-// newTestPostgresClickSink returns a click sink on a fresh schema with the
-// click tables of migrations/002_clicks.up.sql.
+// newTestPostgresClickSink returns a click sink on a fresh schema migrated
+// by OpenPostgres (with the click tables of 002_clicks.up.sql).
 func newTestPostgresClickSink(t *testing.T) *postgresClickSink {
 	t.Helper()
 	return newPostgresClickSink(testClickPool(t, testenv.Postgres(t)))
 }
 
+// testClickPool opens a pool on dsn and migrates it as the handler does.
 func testClickPool(t *testing.T, dsn string) *pgxpool.Pool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		t.Fatalf("pgxpool: %v", err)
 	}
 	t.Cleanup(pool.Close)
-	sql, err := os.ReadFile(filepath.Join("migrations", "002_clicks.up.sql"))
+	st, err := OpenPostgres(ctx, pool)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("OpenPostgres: %v", err)
 	}
-	if _, err := pool.Exec(ctx, string(sql)); err != nil {
-		t.Fatalf("applying 002_clicks.up.sql: %v", err)
+	if _, err := clickSinkFor(st); err != nil {
+		t.Fatal(err)
 	}
 	return pool
 }
 
-func newTestEmbeddedClickSink(t *testing.T) *embeddedClickSink {
+// newTestEmbeddedClickSink returns the click sink of a fresh embedded store.
+func newTestEmbeddedClickSink(t *testing.T) ClickSink {
 	t.Helper()
-	// NoSync: test speed; the sink's correctness does not depend on fsync.
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "clicks.db"), 0o600, &bbolt.Options{Timeout: time.Second, NoSync: true})
+	st, err := OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	s, err := newEmbeddedClickSink(db)
+	t.Cleanup(func() { st.Close() })
+	s, err := clickSinkFor(st)
 	if err != nil {
 		t.Fatal(err)
 	}
