@@ -175,7 +175,7 @@ func TestAlgorithmLoweredBurstMemory(t *testing.T) {
 func testLoweredBurst(t *testing.T, newStore func(t *testing.T) clockedStore) {
 	cs := newStore(t)
 	cs.set(traceBase)
-	a := Ask{Key: "burst", Limit: Limit{Algorithm: TokenBucket, Events: 1, Window: time.Hour, Burst: 10}, Cost: 2}
+	a := Ask{Key: cs.prefix + "burst", Limit: Limit{Algorithm: TokenBucket, Events: 1, Window: time.Hour, Burst: 10}, Cost: 2}
 	if r := ask1(t, cs.store, a); !r.Allowed || r.Remaining != 8 {
 		t.Fatalf("burst 10, cost 2: %+v, want 8 remaining", r)
 	}
@@ -185,6 +185,25 @@ func testLoweredBurst(t *testing.T, newStore func(t *testing.T) clockedStore) {
 	}
 	if got := burst(t, cs.store, a, 10); got != 4 {
 		t.Errorf("after lowering burst: %d allowed, want 4", got)
+	}
+}
+
+func TestAlgorithmChangeMemory(t *testing.T) {
+	testAlgorithmChange(t, newMemoryClocked)
+}
+
+// testAlgorithmChange: a zone whose algorithm changes (a config reload)
+// keeps working on the same key: state of another algorithm reads as
+// absent.
+func testAlgorithmChange(t *testing.T, newStore func(t *testing.T) clockedStore) {
+	cs := newStore(t)
+	cs.set(traceBase.Add(time.Millisecond))
+	key := cs.prefix + "changing"
+	for _, alg := range []string{SlidingLog, TokenBucket, SlidingLog, LeakyBucket, SlidingLog, FixedWindow, SlidingLog, SlidingWindow} {
+		a := Ask{Key: key, Limit: Limit{Algorithm: alg, Events: 10, Window: time.Hour}, Cost: 1}
+		if r := ask1(t, cs.store, a); !r.Allowed {
+			t.Fatalf("%s after a change of algorithm: %+v, want allowed", alg, r)
+		}
 	}
 }
 

@@ -35,6 +35,7 @@ func TestRedisScriptAllOrNothing(t *testing.T)     { testAllOrNothing(t, newMini
 func TestRedisScriptCost(t *testing.T)             { testCost(t, newMiniredisClocked) }
 func TestRedisScriptLoweredBurst(t *testing.T)     { testLoweredBurst(t, newMiniredisClocked) }
 func TestRedisScriptLeakyBucketQueue(t *testing.T) { testLeakyQueue(t, newMiniredisClocked) }
+func TestRedisScriptAlgorithmChange(t *testing.T)  { testAlgorithmChange(t, newMiniredisClocked) }
 
 // TestRedisScriptMatchesMemory drives the memory store and the script with
 // the same random trace — every algorithm, several keys, several asks per

@@ -227,6 +227,16 @@ func TestRedisAllOrNothing(t *testing.T) {
 	t.Run("cluster cross slot", func(t *testing.T) { testAllOrNothing(t, realCluster(false)) })
 }
 
+func TestRedisLoweredBurst(t *testing.T) {
+	t.Run("single", func(t *testing.T) { testLoweredBurst(t, realRedis) })
+	t.Run("cluster", func(t *testing.T) { testLoweredBurst(t, realCluster(false)) })
+}
+
+func TestRedisAlgorithmChange(t *testing.T) {
+	t.Run("single", func(t *testing.T) { testAlgorithmChange(t, realRedis) })
+	t.Run("cluster", func(t *testing.T) { testAlgorithmChange(t, realCluster(false)) })
+}
+
 func TestRedisCost(t *testing.T) {
 	t.Run("single", func(t *testing.T) { testCost(t, realRedis) })
 	t.Run("cluster", func(t *testing.T) { testCost(t, realCluster(false)) })

@@ -30,6 +30,18 @@ local function num(x)
   return string.format('%.17g', x)
 end
 
+-- hmget reads a state hash. A key holding another algorithm's sorted set
+-- (the zone changed algorithm across a reload) is dropped and reads as
+-- absent, as the memory store forgets state of another algorithm.
+local function hmget(key, ...)
+  local v = redis.pcall('HMGET', key, ...)
+  if type(v) == 'table' and v.err then
+    redis.call('DEL', key)
+    return {}
+  end
+  return v
+end
+
 local function expire_at(key, at_us)
   redis.call('PEXPIREAT', key, num(math.ceil(at_us / 1000)))
 end
@@ -55,7 +67,7 @@ local function token_bucket(key, events, w, burst, cost)
     capacity = burst
   end
   local rate = events / w
-  local v = redis.call('HMGET', key, 'tk', 'ts')
+  local v = hmget(key, 'tk', 'ts')
   local tokens, ts = capacity, now
   if v[1] and v[2] then
     tokens, ts = tonumber(v[1]), tonumber(v[2])
@@ -94,7 +106,7 @@ local function token_bucket_refund(key, events, w, burst, cost)
   if burst > 0 then
     capacity = burst
   end
-  local v = redis.call('HGET', key, 'tk')
+  local v = hmget(key, 'tk')[1]
   if v then
     redis.call('HSET', key, 'tk', num(math.min(tonumber(v) + cost, capacity)))
   end
@@ -105,7 +117,7 @@ end
 local function fixed_window(key, events, w, burst, cost)
   local start = window_start(now, w)
   local finish = start + w
-  local v = redis.call('HMGET', key, 'w', 'c')
+  local v = hmget(key, 'w', 'c')
   local count = 0
   if v[1] and v[2] and tonumber(v[1]) == start then
     count = tonumber(v[2])
@@ -150,7 +162,7 @@ local function sliding_at(ok, sw, sc, sp, at, w)
 end
 
 local function sliding_window(key, events, w, burst, cost)
-  local v = redis.call('HMGET', key, 'w', 'c', 'p')
+  local v = hmget(key, 'w', 'c', 'p')
   local ok = false
   local sw, sc, sp = 0, 0, 0
   if v[1] and v[2] and v[3] then
@@ -211,7 +223,7 @@ local function sliding_window(key, events, w, burst, cost)
 end
 
 local function window_refund(key, events, w, burst, cost, at)
-  local v = redis.call('HMGET', key, 'w', 'c', 'p')
+  local v = hmget(key, 'w', 'c', 'p')
   if not (v[1] and v[2]) then
     return
   end
@@ -227,7 +239,10 @@ end
 -- sliding_log ---------------------------------------------------------------
 
 local function sliding_log(key, events, w, burst, cost)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now - w))
+  local trimmed = redis.pcall('ZREMRANGEBYSCORE', key, '-inf', num(now - w))
+  if type(trimmed) == 'table' and trimmed.err then
+    redis.call('DEL', key) -- another algorithm's hash: absent
+  end
   local count = redis.call('ZCARD', key)
   if count > events then
     redis.call('ZREMRANGEBYRANK', key, 0, num(count - events - 1))
@@ -286,7 +301,7 @@ local function leaky_bucket(key, events, w, burst, cost)
   local interval = w / events
   local limit = burst * interval
   local slack = limit - (math.max(cost, 1) - 1) * interval
-  local v = redis.call('HGET', key, 'tat')
+  local v = hmget(key, 'tat')[1]
   local stored = nil
   local tat = now
   if v then
@@ -327,7 +342,7 @@ local function leaky_bucket(key, events, w, burst, cost)
 end
 
 local function leaky_bucket_refund(key, events, w, burst, cost)
-  local v = redis.call('HGET', key, 'tat')
+  local v = hmget(key, 'tat')[1]
   if v then
     redis.call('HSET', key, 'tat', num(tonumber(v) - cost * (w / events)))
   end
