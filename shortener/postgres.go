@@ -210,6 +210,13 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) (err error) {
 	}
 	defer conn.Release()
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLockKey); err != nil {
+		// Given up by ctx, the session may still be waiting for the lock
+		// (or have just got it): cancel the wait and end the session
+		// rather than pool it with the lock held or pending.
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Conn().PgConn().CancelRequest(cctx)
+		_ = conn.Conn().Close(cctx)
 		return fmt.Errorf("taking the migration lock: %w", err)
 	}
 	defer func() {

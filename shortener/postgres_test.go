@@ -272,3 +272,55 @@ func TestPostgresMigrationsIdempotent(t *testing.T) {
 		t.Errorf("NextBlock after reopen = %d, %v, want 43", first, err)
 	}
 }
+
+// TestPostgresMigrationLockWait: while another session holds the migration
+// lock, OpenPostgres waits; given up by its context, it fails without
+// leaving the lock behind, and succeeds once the lock is free.
+func TestPostgresMigrationLockWait(t *testing.T) {
+	pool := testPool(t, testenv.Postgres(t), pgpool.Settings{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	holder, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLockKey); err != nil {
+		t.Fatal(err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = OpenPostgres(short, pool)
+	cancelShort()
+	if err == nil {
+		t.Fatal("OpenPostgres succeeded while another session held the migration lock")
+	}
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, migrationLockKey); err != nil {
+		t.Fatal(err)
+	}
+	holder.Release()
+
+	s, err := OpenPostgres(ctx, pool)
+	if err != nil {
+		t.Fatalf("OpenPostgres after the lock was freed: %v", err)
+	}
+	if _, err := s.NextBlock(ctx, 1); err != nil {
+		t.Errorf("NextBlock: %v", err)
+	}
+	// No session holds or awaits the lock any more (the abandoned wait is
+	// canceled server-side, asynchronously: allow it a moment).
+	key := migrationLockKey
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objid = $2`,
+			uint32(key>>32), uint32(key)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions still hold or await the migration lock", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
