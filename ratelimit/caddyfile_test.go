@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
+	"github.com/edgekit/caddy-edgekit/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -372,4 +375,99 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestExamples adapts each ratelimit example in caddyfile_examples/,
+// provisions its handlers against the test Redis (the cluster example
+// against the test cluster), and sends a request through each.
+func TestExamples(t *testing.T) {
+	tests := []struct {
+		file    string
+		cluster bool
+		zones   []string // of each handler, in order
+	}{
+		{"ratelimit-api.Caddyfile", false, []string{"per_key,per_ip"}},
+		{"ratelimit-login.Caddyfile", false, []string{"per_session", "login"}},
+		{"ratelimit-cluster.Caddyfile", true, []string{"per_key,per_tenant"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			body, err := os.ReadFile(filepath.Join("..", "caddyfile_examples", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt(body, map[string]any{"filename": tt.file})
+			if err != nil {
+				t.Fatalf("Adapt: %v", err)
+			}
+			if len(warnings) > 0 {
+				t.Errorf("Adapt warnings: %v", warnings)
+			}
+			var cfg any
+			if err := json.Unmarshal(out, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			raws := findHandlers(cfg, "ratelimit")
+			if len(raws) != len(tt.zones) {
+				t.Fatalf("found %d ratelimit handlers, want %d", len(raws), len(tt.zones))
+			}
+			t.Setenv("REDIS_URL", testenv.RedisURL(t))
+			t.Setenv("REDIS_PASSWORD", "")
+			for i, raw := range raws {
+				var h Handler
+				if err := json.Unmarshal(raw, &h); err != nil {
+					t.Fatalf("handler %d: %v", i, err)
+				}
+				var names []string
+				for _, z := range h.Zones {
+					names = append(names, z.Name)
+				}
+				if got := strings.Join(names, ","); got != tt.zones[i] {
+					t.Errorf("handler %d zones = %s, want %s", i, got, tt.zones[i])
+				}
+				if tt.cluster {
+					_, prefix := testenv.RedisCluster(t)
+					h.Redis.Addresses, h.Redis.KeyPrefix = testenv.RedisClusterAddrs(t), prefix
+				} else {
+					_, prefix := testenv.Redis(t)
+					h.Redis.KeyPrefix = prefix
+				}
+				h.Timeout = caddy.Duration(5 * time.Second) // -race on shared cores
+				provision(t, &h)
+				req := get("/v1/items", "X-API-Key", "k", "X-Tenant", "t")
+				req.AddCookie(&http.Cookie{Name: "session", Value: "s"})
+				res := do(&h, new(statusHandler), req)
+				if res.status != http.StatusOK || res.header.Get("RateLimit-Policy") == "" {
+					t.Errorf("handler %d: status %d RateLimit-Policy %q, want 200 with headers",
+						i, res.status, res.header.Get("RateLimit-Policy"))
+				}
+			}
+		})
+	}
+}
+
+// findHandlers returns the JSON of every handler named name in an adapted
+// config, at any depth (subroutes included).
+func findHandlers(v any, name string) []json.RawMessage {
+	var out []json.RawMessage
+	switch v := v.(type) {
+	case map[string]any:
+		if v["handler"] == name {
+			b, _ := json.Marshal(v)
+			return []json.RawMessage{b}
+		}
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			out = append(out, findHandlers(v[k], name)...)
+		}
+	case []any:
+		for _, e := range v {
+			out = append(out, findHandlers(e, name)...)
+		}
+	}
+	return out
 }
