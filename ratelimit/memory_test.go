@@ -199,10 +199,19 @@ func testAlgorithmChange(t *testing.T, newStore func(t *testing.T) clockedStore)
 	cs := newStore(t)
 	cs.set(traceBase.Add(time.Millisecond))
 	key := cs.prefix + "changing"
-	for _, alg := range []string{SlidingLog, TokenBucket, SlidingLog, LeakyBucket, SlidingLog, FixedWindow, SlidingLog, SlidingWindow} {
-		a := Ask{Key: key, Limit: Limit{Algorithm: alg, Events: 10, Window: time.Hour}, Cost: 1}
-		if r := ask1(t, cs.store, a); !r.Allowed {
-			t.Fatalf("%s after a change of algorithm: %+v, want allowed", alg, r)
+	sequence := []string{
+		SlidingLog, TokenBucket, SlidingLog, LeakyBucket, SlidingLog, FixedWindow, SlidingLog, SlidingWindow,
+		TokenBucket, LeakyBucket, FixedWindow, SlidingWindow, FixedWindow, TokenBucket,
+	}
+	for i, alg := range sequence {
+		a := Ask{Key: key, Limit: Limit{Algorithm: alg, Events: 10, Window: time.Hour, Burst: 4}, Cost: 3}
+		fresh := ask1(t, NewMemoryStore(func() time.Time { return traceBase }, 0), a)
+		if i > 0 {
+			// the previous algorithm's state, charged twice
+			ask1(t, cs.store, Ask{Key: key, Limit: Limit{Algorithm: sequence[i-1], Events: 10, Window: time.Hour, Burst: 4}, Cost: 3})
+		}
+		if r := ask1(t, cs.store, a); !r.Allowed || r.Remaining != fresh.Remaining {
+			t.Fatalf("%s after %s: %+v, want allowed with %d remaining as on a fresh key", alg, sequence[max(i-1, 0)], r, fresh.Remaining)
 		}
 	}
 }

@@ -2,7 +2,8 @@
 -- Mirrors algorithm*.go line by line (same units, same float expressions),
 -- so the memory store and Redis agree on every trace. Lua 5.1.
 --
--- KEYS[i]: the state of ask i (a hash, or a sorted set for sliding_log).
+-- KEYS[i]: the state of ask i (a hash naming its algorithm in field a, or a
+--          sorted set for sliding_log).
 -- ARGV[1]: 'd' (decide and, if every ask passes, charge every ask) or
 --          'r' (refund asks charged by an earlier 'd' on this slot: Redis
 --          Cluster, when another slot refused).
@@ -30,16 +31,23 @@ local function num(x)
   return string.format('%.17g', x)
 end
 
--- hmget reads a state hash. A key holding another algorithm's sorted set
--- (the zone changed algorithm across a reload) is dropped and reads as
--- absent, as the memory store forgets state of another algorithm.
-local function hmget(key, ...)
-  local v = redis.pcall('HMGET', key, ...)
+-- hmget reads fields of the state hash of algorithm code. The hash names
+-- its algorithm in field a; a key holding another algorithm's state (the
+-- zone changed algorithm across a reload) is dropped and reads as absent,
+-- as the memory store forgets state of another algorithm.
+local function hmget(key, code, ...)
+  local v = redis.pcall('HMGET', key, 'a', ...)
   if type(v) == 'table' and v.err then
-    redis.call('DEL', key)
+    redis.call('DEL', key) -- a sorted set (sliding_log)
     return {}
   end
-  return v
+  if v[1] ~= tostring(code) then
+    if v[1] then
+      redis.call('DEL', key)
+    end
+    return {}
+  end
+  return {unpack(v, 2)}
 end
 
 local function expire_at(key, at_us)
@@ -61,13 +69,13 @@ local function token_level(tokens, ts, at, capacity, rate)
   return level
 end
 
-local function token_bucket(key, events, w, burst, cost)
+local function token_bucket(key, code, events, w, burst, cost)
   local capacity = events
   if burst > 0 then
     capacity = burst
   end
   local rate = events / w
-  local v = hmget(key, 'tk', 'ts')
+  local v = hmget(key, code, 'tk', 'ts')
   local tokens, ts = capacity, now
   if v[1] and v[2] then
     tokens, ts = tonumber(v[1]), tonumber(v[2])
@@ -78,7 +86,7 @@ local function token_bucket(key, events, w, burst, cost)
     local after = level - cost
     local reset = math.ceil((capacity - after) / rate)
     local write = function()
-      redis.call('HSET', key, 'tk', num(after), 'ts', num(now))
+      redis.call('HSET', key, 'a', code, 'tk', num(after), 'ts', num(now))
       expire_at(key, now + reset + SECOND)
     end
     return {1, math.floor(after), 0, reset, 0}, write
@@ -101,12 +109,12 @@ local function token_bucket(key, events, w, burst, cost)
   return {0, math.floor(level), retry, math.ceil((capacity - level) / rate), 0}
 end
 
-local function token_bucket_refund(key, events, w, burst, cost)
+local function token_bucket_refund(key, code, events, w, burst, cost)
   local capacity = events
   if burst > 0 then
     capacity = burst
   end
-  local v = hmget(key, 'tk')[1]
+  local v = hmget(key, code, 'tk')[1]
   if v then
     redis.call('HSET', key, 'tk', num(math.min(tonumber(v) + cost, capacity)))
   end
@@ -114,10 +122,10 @@ end
 
 -- fixed_window --------------------------------------------------------------
 
-local function fixed_window(key, events, w, burst, cost)
+local function fixed_window(key, code, events, w, burst, cost)
   local start = window_start(now, w)
   local finish = start + w
-  local v = hmget(key, 'w', 'c')
+  local v = hmget(key, code, 'w', 'c')
   local count = 0
   if v[1] and v[2] and tonumber(v[1]) == start then
     count = tonumber(v[2])
@@ -125,7 +133,7 @@ local function fixed_window(key, events, w, burst, cost)
   local need = math.max(cost, 1)
   if count + need <= events then
     local write = function()
-      redis.call('HSET', key, 'w', num(start), 'c', num(count + cost))
+      redis.call('HSET', key, 'a', code, 'w', num(start), 'c', num(count + cost))
       expire_at(key, finish)
     end
     return {1, events - count - cost, 0, finish - now, 0}, write
@@ -161,8 +169,8 @@ local function sliding_at(ok, sw, sc, sp, at, w)
   return sliding_estimate(cur, prev, at - start, w)
 end
 
-local function sliding_window(key, events, w, burst, cost)
-  local v = hmget(key, 'w', 'c', 'p')
+local function sliding_window(key, code, events, w, burst, cost)
+  local v = hmget(key, code, 'w', 'c', 'p')
   local ok = false
   local sw, sc, sp = 0, 0, 0
   if v[1] and v[2] and v[3] then
@@ -180,7 +188,7 @@ local function sliding_window(key, events, w, burst, cost)
       reset = start + w - now
     end
     local write = function()
-      redis.call('HSET', key, 'w', num(start), 'c', num(cur + cost), 'p', num(prev))
+      redis.call('HSET', key, 'a', code, 'w', num(start), 'c', num(cur + cost), 'p', num(prev))
       expire_at(key, start + 2 * w)
     end
     return {1, math.floor(events - estimate - cost), 0, reset, 0}, write
@@ -222,8 +230,8 @@ local function sliding_window(key, events, w, burst, cost)
   return {0, math.floor(events - estimate), math.max(at - now, 1), reset, 0}
 end
 
-local function window_refund(key, events, w, burst, cost, at)
-  local v = hmget(key, 'w', 'c', 'p')
+local function window_refund(key, code, events, w, burst, cost, at)
+  local v = hmget(key, code, 'w', 'c', 'p')
   if not (v[1] and v[2]) then
     return
   end
@@ -238,7 +246,7 @@ end
 
 -- sliding_log ---------------------------------------------------------------
 
-local function sliding_log(key, events, w, burst, cost)
+local function sliding_log(key, code, events, w, burst, cost)
   local trimmed = redis.pcall('ZREMRANGEBYSCORE', key, '-inf', num(now - w))
   if type(trimmed) == 'table' and trimmed.err then
     redis.call('DEL', key) -- another algorithm's hash: absent
@@ -288,7 +296,7 @@ local function sliding_log(key, events, w, burst, cost)
   return {0, events - count, retry, reset, 0}
 end
 
-local function sliding_log_refund(key, events, w, burst, cost, at)
+local function sliding_log_refund(key, code, events, w, burst, cost, at)
   local members = redis.call('ZRANGEBYSCORE', key, num(at), num(at), 'LIMIT', 0, num(cost))
   for _, m in ipairs(members) do
     redis.call('ZREM', key, m)
@@ -297,11 +305,11 @@ end
 
 -- leaky_bucket --------------------------------------------------------------
 
-local function leaky_bucket(key, events, w, burst, cost)
+local function leaky_bucket(key, code, events, w, burst, cost)
   local interval = w / events
   local limit = burst * interval
   local slack = limit - (math.max(cost, 1) - 1) * interval
-  local v = hmget(key, 'tat')[1]
+  local v = hmget(key, code, 'tat')[1]
   local stored = nil
   local tat = now
   if v then
@@ -318,7 +326,7 @@ local function leaky_bucket(key, events, w, burst, cost)
       delay = math.ceil(wait)
     end
     local write = function()
-      redis.call('HSET', key, 'tat', num(after))
+      redis.call('HSET', key, 'a', code, 'tat', num(after))
       expire_at(key, math.ceil(after) + SECOND)
     end
     return {1, math.floor((limit - (after - now)) / interval) + 1, 0, math.ceil(after - now), delay}, write
@@ -341,8 +349,8 @@ local function leaky_bucket(key, events, w, burst, cost)
   return {0, math.floor((limit - wait) / interval) + 1, retry, math.ceil(wait), 0}
 end
 
-local function leaky_bucket_refund(key, events, w, burst, cost)
-  local v = hmget(key, 'tat')[1]
+local function leaky_bucket_refund(key, code, events, w, burst, cost)
+  local v = hmget(key, code, 'tat')[1]
   if v then
     redis.call('HSET', key, 'tat', num(tonumber(v) - cost * (w / events)))
   end
@@ -366,10 +374,10 @@ for i = 1, #KEYS do
   local cost = tonumber(ARGV[b + 4])
   if mode == 'r' then
     if cost > 0 then
-      refund[code](KEYS[i], events, w, burst, cost, tonumber(ARGV[2]))
+      refund[code](KEYS[i], code, events, w, burst, cost, tonumber(ARGV[2]))
     end
   else
-    local r, write = decide[code](KEYS[i], events, w, burst, cost)
+    local r, write = decide[code](KEYS[i], code, events, w, burst, cost)
     for j = 1, 5 do
       reply[#reply + 1] = r[j]
     end
