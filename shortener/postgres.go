@@ -198,7 +198,8 @@ func loadMigrations() ([]migration, error) {
 
 // migrate applies the pending migrations while holding the advisory lock
 // on one dedicated connection, so concurrent instances apply each exactly
-// once and wait for one another.
+// once and wait for one another. The wait, like each migration statement,
+// is bounded by ctx and by the pool's statement_timeout.
 func migrate(ctx context.Context, pool *pgxpool.Pool) (err error) {
 	ms, err := loadMigrations()
 	if err != nil {
