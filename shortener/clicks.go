@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -277,8 +278,8 @@ type ClickConfig struct {
 	// registered.
 	Registerer prometheus.Registerer
 	Logger     *zap.Logger
-	// InstanceID names this recorder's batches and its consumer. Default:
-	// random.
+	// InstanceID names this recorder's batches and its consumer; it must be
+	// unique per recorder. Default: host name and random hex.
 	InstanceID string
 
 	// Test hooks: called with a consumer's batches; returning true makes the
@@ -344,9 +345,7 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 		cfg.Logger = zap.NewNop()
 	}
 	if cfg.InstanceID == "" {
-		b := make([]byte, 8)
-		_, _ = rand.Read(b)
-		cfg.InstanceID = hex.EncodeToString(b)
+		cfg.InstanceID = newInstanceID()
 	}
 	dropped := prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "caddy",
@@ -388,6 +387,29 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 		close(r.consumed)
 	}
 	return r, nil
+}
+
+// newInstanceID names a recorder: the host name (for XINFO CONSUMERS
+// readers) and random hex, unique per recorder, so a reload or a restart
+// is a new consumer and its batch IDs never collide with earlier ones.
+func newInstanceID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if r < 0x80 && (r == '-' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return r
+		}
+		return -1
+	}, host)
+	if len(host) > 32 {
+		host = host[:32]
+	}
+	if host == "" {
+		return id
+	}
+	return host + "-" + id
 }
 
 // Record queues a click. It never blocks and does no I/O: with the buffer

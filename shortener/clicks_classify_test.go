@@ -102,6 +102,19 @@ func TestReferrerHost(t *testing.T) {
 	}
 }
 
+func FuzzReferrerHost(f *testing.F) {
+	f.Add("https://News.Example.com:8443/a?b")
+	f.Add("http://[2001:db8::1]:80/")
+	f.Add("http://u:p@h/")
+	f.Fuzz(func(t *testing.T, ref string) {
+		h := ReferrerHost(ref)
+		if len(h) > 253 || strings.ContainsAny(h, "\t\n/?#@ ") || h != strings.ToLower(h) {
+			t.Fatalf("ReferrerHost(%q) = %q: not a lowercase host", ref, h)
+		}
+		ClassifyUserAgent(ref) // must not panic
+	})
+}
+
 func TestClassifyRequest(t *testing.T) {
 	now := time.Date(2026, 11, 30, 10, 30, 0, 0, time.UTC)
 	r := httptest.NewRequest("GET", "/abc1234", nil)

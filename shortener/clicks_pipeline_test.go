@@ -299,6 +299,35 @@ func TestClicksConsumerCrashRecovery(t *testing.T) {
 	assertConsumers(t, rdb, prefix, 2)
 }
 
+// A batch appended twice (a writer resending after a lost XADD reply) is
+// counted once.
+func TestClicksDuplicateStreamEntry(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	sink := newTestPostgresClickSink(t)
+	clicks := make([]Click, 42)
+	for i := range clicks {
+		clicks[i] = Click{Code: testClickCodes[i%5], At: time.Now(), Class: ClassBrowser}
+	}
+	for range 2 {
+		err := rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: prefix + ":clicks",
+			Values: []string{fieldBatch, "writer-1", fieldClicks, encodeClicks(clicks)}}).Err()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := newTestRecorder(t, ClickConfig{Sink: sink, Redis: rdb, KeyPrefix: prefix})
+	waitTotal(t, sink, 42, 10*time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for rec.replayed.Load() != 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if rec.replayed.Load() != 1 {
+		t.Errorf("replayed = %d, want 1", rec.replayed.Load())
+	}
+	closeRecorder(t, rec)
+	assertStreamDrained(t, rdb, prefix)
+}
+
 // Acceptance 3: Redis restarted during the run (losing its data): clicks
 // buffered meanwhile are delivered when it returns; drops equal the metric.
 func TestClicksRedisRestart(t *testing.T) {
