@@ -42,6 +42,17 @@ func policyHeader(zones []*Zone) string {
 	return strings.Join(items, ", ")
 }
 
+// Header names in canonical form, set directly: http.Header.Set would
+// canonicalise (and allocate) on every request.
+const (
+	hdrPolicy     = "Ratelimit-Policy" // RateLimit-Policy
+	hdrRateLimit  = "Ratelimit"        // RateLimit
+	hdrLimit      = "X-Ratelimit-Limit"
+	hdrRemaining  = "X-Ratelimit-Remaining"
+	hdrReset      = "X-Ratelimit-Reset"
+	hdrRetryAfter = "Retry-After"
+)
+
 // setHeaders writes the rate limit headers of one request: the policy of
 // every zone decided for it, and the state of ds[pick], the zone with the
 // least left (or, on a refusal, the one refusing longest).
@@ -51,18 +62,24 @@ func (h *Handler) setHeaders(hdr http.Header, ds []zoneDecision, pick int) {
 	}
 	d := &ds[pick]
 	wait := untilMore(d.res)
+	remaining := strconv.FormatInt(d.res.Remaining, 10)
+	vals := make([]string, 5) // one allocation for every header's value slice
+	set := func(i int, name, v string) {
+		vals[i] = v
+		hdr[name] = vals[i : i+1 : i+1]
+	}
 	if h.headers != headersLegacy {
-		hdr.Set("RateLimit-Policy", h.policyOf(ds))
-		hdr.Set("RateLimit", d.zone.quoted+";r="+strconv.FormatInt(d.res.Remaining, 10)+";t="+strconv.FormatInt(wait, 10))
+		set(0, hdrPolicy, h.policyOf(ds))
+		set(1, hdrRateLimit, d.zone.quoted+";r="+remaining+";t="+strconv.FormatInt(wait, 10))
 	}
 	if h.headers != headersIETF {
 		now := d.res.Now
 		if now.IsZero() {
 			now = h.now()
 		}
-		hdr.Set("X-RateLimit-Limit", d.zone.limitStr)
-		hdr.Set("X-RateLimit-Remaining", strconv.FormatInt(d.res.Remaining, 10))
-		hdr.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(now)+wait, 10))
+		set(2, hdrLimit, d.zone.limitStr)
+		set(3, hdrRemaining, remaining)
+		set(4, hdrReset, strconv.FormatInt(ceilUnix(now)+wait, 10))
 	}
 }
 

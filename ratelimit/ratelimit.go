@@ -72,14 +72,16 @@ type Handler struct {
 	// often secrets (API keys) or personal data (IP addresses).
 	LogKeys bool `json:"log_keys,omitempty"`
 
-	store   Store        // the quotas: Redis or in-process
-	local   *MemoryStore // the `local` fallback, nil when no zone uses it
-	client  *redispool.Client
-	prefix  string
-	timeout time.Duration
-	onError failureMode
-	headers headerMode
-	status  int
+	store  Store        // the quotas: Redis or in-process
+	local  *MemoryStore // the `local` fallback, nil when no zone uses it
+	client *redispool.Client
+	// inProcess: store is the memory store (no timeout needed)
+	inProcess bool
+	prefix    string
+	timeout   time.Duration
+	onError   failureMode
+	headers   headerMode
+	status    int
 
 	policyAll string // RateLimit-Policy when every zone applies
 	breaker   *breaker
@@ -161,6 +163,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if h.Redis == nil {
 		h.store = NewMemoryStore(h.now, 0)
+		h.inProcess = true
 		return nil
 	}
 	cfg := h.Redis.Expand()
@@ -443,12 +446,16 @@ func (h *Handler) decideLocal(ctx context.Context, ds []zoneDecision, idx []int,
 
 // callStore makes one decision on the store under the timeout and the
 // circuit breaker, and records its latency and failure.
-func (h *Handler) callStore(ctx context.Context, asks []Ask) ([]Result, error) {
+func (h *Handler) callStore(parent context.Context, asks []Ask) ([]Result, error) {
 	if !h.breaker.allow() {
 		return nil, errBreakerOpen
 	}
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
-	defer cancel()
+	ctx := parent
+	if !h.inProcess { // the memory store does no I/O: no deadline to arm
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(parent, h.timeout)
+		defer cancel()
+	}
 	start := time.Now()
 	results, err := h.store.Decide(ctx, asks)
 	metrics.storeDuration.Observe(time.Since(start).Seconds())
@@ -456,8 +463,11 @@ func (h *Handler) callStore(ctx context.Context, asks []Ask) ([]Result, error) {
 		err = fmt.Errorf("store returned %d results for %d zones", len(results), len(asks))
 	}
 	if err != nil {
-		metrics.storeErrors.Inc()
-		h.breaker.failure()
+		// A client that went away is not a store failure.
+		if parent.Err() == nil {
+			metrics.storeErrors.Inc()
+			h.breaker.failure()
+		}
 		return nil, fmt.Errorf("rate limit store: %w", err)
 	}
 	h.breaker.success()
@@ -566,7 +576,7 @@ func (h *Handler) failClosed(w http.ResponseWriter, repl *caddy.Replacer, ds []z
 			ds[j].zone.counters[outcomeFailOpen].Inc()
 		}
 	}
-	w.Header().Set("Retry-After", "1")
+	w.Header()[hdrRetryAfter] = []string{"1"}
 	repl.Set("http.ratelimit.zone", ds[i].zone.Name)
 	repl.Set("http.ratelimit.retry_after", "1")
 	if c := h.logger.Check(zapcore.WarnLevel, "rate limit store failed; refusing (on_error closed)"); c != nil {
@@ -589,7 +599,7 @@ func (h *Handler) refuse(w http.ResponseWriter, repl *caddy.Replacer, ds []zoneD
 	d := &ds[pick]
 	h.setHeaders(w.Header(), ds, pick)
 	retry := strconv.FormatInt(retryAfterSeconds(d.res.RetryAfter), 10)
-	w.Header().Set("Retry-After", retry)
+	w.Header()[hdrRetryAfter] = []string{retry}
 	repl.Set("http.ratelimit.zone", d.zone.Name)
 	repl.Set("http.ratelimit.retry_after", retry)
 	h.logRefusal("rate limit exceeded", d)
