@@ -141,6 +141,16 @@ func TestHandlerTwoZonesClusterHashTag(t *testing.T) {
 	twoZones(t, h)
 }
 
+// Two zones on a cluster without a hash tag: one call per slot, and the
+// slots that charged are refunded when another refuses.
+func TestHandlerTwoZonesClusterNoHashTag(t *testing.T) {
+	_, prefix := testenv.RedisCluster(t)
+	h := twoZoneHandler()
+	h.Redis = &redispool.Config{Addresses: testenv.RedisClusterAddrs(t), KeyPrefix: prefix}
+	provision(t, h)
+	twoZones(t, h)
+}
+
 // Acceptance 2: after the bucket is empty, Retry-After and the RateLimit t
 // parameter are the real wait, rounded up: 2 per 10s is one token every 5s.
 func TestHandlerRetryAfterIsRealWaitRedis(t *testing.T) {
