@@ -6,7 +6,10 @@ cd "$(dirname "$0")/.."
 . scripts/services.sh
 trap services_stop EXIT
 services_start || exit 1
-echo "TEST_REDIS_URL=$TEST_REDIS_URL TEST_REDIS_CLUSTER=${TEST_REDIS_CLUSTER:-} TEST_DATABASE_URL=${TEST_DATABASE_URL:-}" | sed -E 's#://([^:@/]+):[^@]*@#://\1:xxxxx@#g'
+echo "TEST_REDIS_URL=$TEST_REDIS_URL TEST_REDIS_CLUSTER=${TEST_REDIS_CLUSTER:-} TEST_DATABASE_URL=${TEST_DATABASE_URL:-}" | sed -E 's#://([^:@/ ]+):[^@/ ]*@#://\1:xxxxx@#g'
 set -e
 go vet ./...
+STATICCHECK=$(go env GOPATH)/bin/staticcheck
+[ -x "$STATICCHECK" ] || go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+"$STATICCHECK" ./...
 go test -race -count=1 -timeout 20m "$@" ./...
