@@ -481,8 +481,10 @@ func TestClicksStraightToSink(t *testing.T) {
 					t.Errorf("dropped %d", r.Dropped())
 				}
 			}
-			if replayed < 3 {
-				t.Errorf("replayed batches = %d, want >= 3 (one per lost commit reply)", replayed)
+			// A resend may itself "fail", so three lost replies give at least
+			// one skipped batch, not necessarily three.
+			if replayed == 0 || sink.fails.Load() >= 0 {
+				t.Errorf("replayed batches = %d, lost replies left %d; want some replayed and all 3 lost", replayed, sink.fails.Load()+1)
 			}
 		})
 	}
