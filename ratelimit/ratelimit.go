@@ -308,7 +308,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		}
 	}
 	if storeErr != nil {
-		h.warnFailOpen(ds, storeErr)
+		h.warnStoreFailure(ds, storeErr)
 	}
 
 	// A refusal: the zone refusing longest names it.
@@ -515,7 +515,7 @@ func (h *Handler) rechargeAfterDryRun(ctx context.Context, ds []zoneDecision) {
 	}
 	results, err := h.callStore(ctx, asks)
 	if err != nil {
-		h.warnFailOpen(ds, err) // the first decision stands
+		h.warnStoreFailure(ds, err) // the first decision stands
 		return
 	}
 	for j, i := range store {
@@ -562,7 +562,7 @@ func (h *Handler) chargeAfter(ctx context.Context, ds []zoneDecision, status int
 			}
 		}
 		h.decideLocal(ctx, ds, fallback, charge)
-		h.warnFailOpen(ds, err)
+		h.warnStoreFailure(ds, err)
 	}
 }
 
@@ -579,9 +579,7 @@ func (h *Handler) failClosed(w http.ResponseWriter, repl *caddy.Replacer, ds []z
 	w.Header()[hdrRetryAfter] = []string{"1"}
 	repl.Set("http.ratelimit.zone", ds[i].zone.Name)
 	repl.Set("http.ratelimit.retry_after", "1")
-	if c := h.logger.Check(zapcore.WarnLevel, "rate limit store failed; refusing (on_error closed)"); c != nil {
-		c.Write(zap.String("zone", ds[i].zone.Name), zap.Error(err))
-	}
+	h.warnStoreFailure(ds, err)
 	return caddyhttp.Error(http.StatusServiceUnavailable, err)
 }
 
@@ -621,8 +619,9 @@ func (h *Handler) logRefusal(msg string, d *zoneDecision) {
 	c.Write(fields...)
 }
 
-// warnFailOpen logs a store failure, at most once per warnEvery.
-func (h *Handler) warnFailOpen(ds []zoneDecision, err error) {
+// warnStoreFailure logs a store failure, at most once per warnEvery: an
+// outage must not flood the logs.
+func (h *Handler) warnStoreFailure(ds []zoneDecision, err error) {
 	suppressed, ok := h.warn.allow(h.now())
 	if !ok {
 		return
