@@ -481,6 +481,13 @@ func (r *ClickRecorder) Close(ctx context.Context) error {
 		case <-done:
 		case <-time.After(time.Second):
 		}
+		select {
+		case <-r.flushed:
+			if r.lost.Load() == 0 {
+				return fmt.Errorf("clicks: the consumer did not stop before the shutdown deadline (its entries stay pending for another instance): %w", ctx.Err())
+			}
+		default:
+		}
 		return fmt.Errorf("clicks: shutdown deadline passed before buffered clicks were flushed (%d lost so far): %w", r.lost.Load(), ctx.Err())
 	}
 }
