@@ -2,7 +2,9 @@ package ratelimit
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -358,5 +360,52 @@ func TestHandlerLeakyBucketDelay(t *testing.T) {
 	}
 	if d := time.Since(begin); d > 5*time.Second {
 		t.Errorf("cancelled waiter returned after %v, want soon after its 50ms deadline", d)
+	}
+}
+
+// The status-capturing wrapper of count_status zones keeps flushing
+// (http.ResponseController) working for streaming responses.
+func TestHandlerCountStatusKeepsFlusher(t *testing.T) {
+	h := &Handler{Zones: []*Zone{{Name: "stream", Key: "k", Events: 5, Window: caddy.Duration(time.Minute), CountStatus: []int{500}}}}
+	memoryHandler(t, h)
+	rec := httptest.NewRecorder()
+	req := caddyhttp.PrepareRequest(get("/"), caddy.NewReplacer(), rec, nil)
+	var flushErr error
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		_, _ = w.Write([]byte("event: 1\n\n"))
+		flushErr = http.NewResponseController(w).Flush()
+		return nil
+	})
+	if err := h.ServeHTTP(rec, req, next); err != nil {
+		t.Fatalf("ServeHTTP: %v", err)
+	}
+	if flushErr != nil || !rec.Flushed {
+		t.Errorf("Flush through the wrapper: err %v, flushed %v; want nil, true", flushErr, rec.Flushed)
+	}
+}
+
+// JSON configs may give cost as a number or as a template string.
+func TestHandlerJSONConfig(t *testing.T) {
+	var h Handler
+	err := json.Unmarshal([]byte(`{
+		"zones": [
+			{"name": "n", "key": "{http.request.header.X-API-Key}", "events": 5, "window": "1m", "cost": 2},
+			{"name": "t", "key": "{http.request.header.X-API-Key}", "events": 50, "window": 60000000000,
+			 "cost": "{http.request.header.X-Cost}", "match": {"path": ["/api/*"]}}
+		],
+		"timeout": "20ms",
+		"headers": "legacy"
+	}`), &h)
+	if err != nil {
+		t.Fatalf("unmarshal: %v", err)
+	}
+	memoryHandler(t, &h)
+	res := do(&h, new(statusHandler), get("/api/x", "X-API-Key", "k", "X-Cost", "10"))
+	if res.status != http.StatusOK || res.header.Get("X-RateLimit-Remaining") != "3" || res.header.Get("X-RateLimit-Limit") != "5" {
+		t.Errorf("status %d limit %q remaining %q, want 200, 5 and 3", res.status,
+			res.header.Get("X-RateLimit-Limit"), res.header.Get("X-RateLimit-Remaining"))
+	}
+	if h.timeout != 20*time.Millisecond {
+		t.Errorf("timeout = %v, want 20ms", h.timeout)
 	}
 }
