@@ -192,4 +192,20 @@ func (e *memoryEntry) take(now int64, p params, d decision) {
 	e.expireAt = d.expireAt
 }
 
-var _ Store = (*MemoryStore)(nil)
+// Reset implements Resetter.
+func (s *MemoryStore) Reset(ctx context.Context, keys ...string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		s.keys.Remove(k)
+	}
+	return nil
+}
+
+var (
+	_ Store    = (*MemoryStore)(nil)
+	_ Resetter = (*MemoryStore)(nil)
+)

@@ -234,4 +234,18 @@ func lenOf(v any) int {
 	return 0
 }
 
-var _ Store = (*RedisStore)(nil)
+// Reset implements Resetter: one DEL per key, so keys in different
+// Redis Cluster slots need no shared slot.
+func (s *RedisStore) Reset(ctx context.Context, keys ...string) error {
+	for _, k := range keys {
+		if err := s.c.Del(ctx, k).Err(); err != nil {
+			return fmt.Errorf("ratelimit reset: %w", err)
+		}
+	}
+	return nil
+}
+
+var (
+	_ Store    = (*RedisStore)(nil)
+	_ Resetter = (*RedisStore)(nil)
+)

@@ -67,3 +67,12 @@ type Store interface {
 	// no decision (invalid Ask, store unreachable or too slow).
 	Decide(ctx context.Context, asks []Ask) ([]Result, error)
 }
+
+// Resetter is implemented by stores that can forget keys: the admin API's
+// reset. A reset key reads as absent, so its next request finds the full
+// quota.
+type Resetter interface {
+	// Reset deletes the state of keys (full store keys, see StoreKey).
+	// Absent keys are not an error.
+	Reset(ctx context.Context, keys ...string) error
+}

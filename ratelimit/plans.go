@@ -1,0 +1,302 @@
+package ratelimit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/internal/pgpool"
+)
+
+// Plans reads a zone's quotas per plan from a PostgreSQL table with the
+// columns `plan_key` (text), `events` (integer), `window_seconds` (number)
+// and `burst` (integer, may be NULL). The table is read at load and again
+// every `refresh` in the background, so a changed plan applies without a
+// reload, and a request only looks its plan up in memory. A request whose
+// plan key is not in the table gets the zone's own quota. When PostgreSQL
+// fails, the last plans read keep applying (and the failure is logged).
+type Plans struct {
+	// The PostgreSQL connection string, a URL or key=value pairs;
+	// `{env.*}` placeholders are expanded once at load. Its password never
+	// appears in logs or errors. Required.
+	Postgres string `json:"postgres"`
+
+	// The table (optionally `schema.table`). Default: `ratelimit_plans`.
+	Table string `json:"table,omitempty"`
+
+	// How often the table is read again. Default: `30s`.
+	Refresh caddy.Duration `json:"refresh,omitempty"`
+
+	// A template expanded per request to the plan key looked up in the
+	// table, such as `{http.request.header.X-Plan}` or a `map` output.
+	// Default: the zone's `key`, so the table holds a quota per key.
+	PlanKey string `json:"plan_key,omitempty"`
+}
+
+// Plan defaults.
+const (
+	DefaultPlansTable   = "ratelimit_plans"
+	DefaultPlansRefresh = 30 * time.Second
+
+	// plansLoadTimeout bounds one read of the plans table.
+	plansLoadTimeout = 5 * time.Second
+)
+
+var planTableRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
+
+// validate checks the plans source of zone.
+func (p *Plans) validate(zone string) error {
+	if p.Postgres == "" {
+		return fmt.Errorf("zone %q: plans: a postgres connection string is required", zone)
+	}
+	if p.Table != "" && !planTableRE.MatchString(p.Table) {
+		return fmt.Errorf("zone %q: plans: invalid table %q: must be an identifier or schema.identifier", zone, p.Table)
+	}
+	if p.Refresh < 0 {
+		return fmt.Errorf("zone %q: plans: refresh must be > 0", zone)
+	}
+	return nil
+}
+
+// parsePlans reads `plans postgres <dsn> { table <name>; refresh <interval>;
+// plan_key <template> }` at the dispenser's `plans` token.
+func parsePlans(d *caddyfile.Dispenser) (*Plans, error) {
+	args := d.RemainingArgs()
+	if len(args) != 2 {
+		return nil, d.ArgErr()
+	}
+	if args[0] != "postgres" {
+		return nil, d.Errf("unknown plans source '%s': must be postgres", args[0])
+	}
+	p := &Plans{Postgres: args[1]}
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		if seen[name] {
+			return nil, d.Errf("plans: duplicate subdirective '%s'", name)
+		}
+		seen[name] = true
+		v, err := oneArg(d)
+		if err != nil {
+			return nil, err
+		}
+		switch name {
+		case "table":
+			if !planTableRE.MatchString(v) {
+				return nil, d.Errf("invalid table '%s': must be an identifier or schema.identifier", v)
+			}
+			p.Table = v
+		case "refresh":
+			dur, err := caddy.ParseDuration(v)
+			if err != nil {
+				return nil, d.Errf("invalid refresh '%s': %v", v, err)
+			}
+			if dur <= 0 {
+				return nil, d.Errf("invalid refresh '%s': must be positive", v)
+			}
+			p.Refresh = caddy.Duration(dur)
+		case "plan_key":
+			p.PlanKey = v
+		default:
+			return nil, d.Errf("plans: unrecognized subdirective '%s'", name)
+		}
+	}
+	return p, nil
+}
+
+// plan is one row of the plans table, as a zone applies it.
+type plan struct {
+	events int64
+	window time.Duration
+	burst  int64
+}
+
+// planTable is one read of the plans table: immutable once published.
+type planTable struct {
+	byKey  map[string]plan
+	loaded time.Time
+}
+
+// planLoader holds the plans of one table, read at start and every
+// refresh in the background. Loaders are shared through a UsagePool by
+// every zone and every config that reads the same table with the same
+// refresh: a reload keeps the plans already read, even while PostgreSQL
+// is down.
+type planLoader struct {
+	pool    *pgpool.Pool
+	query   string
+	name    string // redacted DSN and table, for logs
+	refresh time.Duration
+	logger  *zap.Logger
+
+	table  atomic.Pointer[planTable]
+	loads  atomic.Int64 // successful reads, for tests and the admin API
+	fails  atomic.Int64 // failed reads in a row
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var planLoaders = caddy.NewUsagePool()
+
+// planHandle is one zone's use of a shared loader; release it in Cleanup.
+type planHandle struct {
+	*planLoader
+	key string
+}
+
+func (h *planHandle) release() error {
+	if h == nil || h.key == "" {
+		return nil
+	}
+	_, err := planLoaders.Delete(h.key)
+	h.key = ""
+	return err
+}
+
+// Destruct stops the refresh and releases the PostgreSQL pool.
+func (l *planLoader) Destruct() error {
+	l.cancel()
+	<-l.done
+	return l.pool.Release()
+}
+
+// loadPlans returns the shared loader of p (placeholders of the DSN
+// expanded). A new loader reads the table once before returning; when that
+// fails the error is logged and the zone's own quota applies until a
+// refresh succeeds.
+func loadPlans(p *Plans, logger *zap.Logger) (*planHandle, error) {
+	dsn := caddy.NewReplacer().ReplaceKnown(p.Postgres, "")
+	table := p.Table
+	if table == "" {
+		table = DefaultPlansTable
+	}
+	refresh := time.Duration(p.Refresh)
+	if refresh <= 0 {
+		refresh = DefaultPlansRefresh
+	}
+	sum := sha256.Sum256([]byte(dsn + "\x00" + table + "\x00" + refresh.String()))
+	key := hex.EncodeToString(sum[:])
+	v, _, err := planLoaders.LoadOrNew(key, func() (caddy.Destructor, error) {
+		pool, err := pgpool.Get(dsn, pgpool.Settings{
+			ApplicationName:  "caddy-edgekit-ratelimit",
+			StatementTimeout: plansLoadTimeout,
+		})
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		l := &planLoader{
+			pool:    pool,
+			query:   plansQuery(table),
+			name:    pgpool.Redact(dsn) + " table " + table,
+			refresh: refresh,
+			logger:  logger,
+			cancel:  cancel,
+			done:    make(chan struct{}),
+		}
+		l.table.Store(&planTable{byKey: map[string]plan{}})
+		if err := l.load(ctx); err != nil {
+			logger.Warn("rate limit plans not loaded; zone quotas apply until a refresh succeeds",
+				zap.String("plans", l.name), zap.Error(err))
+		}
+		go l.run(ctx)
+		return l, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &planHandle{planLoader: v.(*planLoader), key: key}, nil
+}
+
+// plansQuery is the query reading table (validated by planTableRE).
+func plansQuery(table string) string {
+	ident := pgx.Identifier(strings.Split(table, ".")).Sanitize()
+	return "SELECT plan_key::text, events::bigint, window_seconds::float8, COALESCE(burst, 0)::bigint FROM " + ident
+}
+
+// run reads the table every refresh until ctx ends.
+func (l *planLoader) run(ctx context.Context) {
+	defer close(l.done)
+	t := time.NewTicker(l.refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := l.load(ctx); err != nil && ctx.Err() == nil {
+			l.logger.Warn("rate limit plans refresh failed; the last plans read keep applying",
+				zap.String("plans", l.name), zap.Int64("failures", l.fails.Load()), zap.Error(err))
+		}
+	}
+}
+
+// load reads the whole table and publishes it. Rows with an invalid quota
+// are skipped and logged; a failed read keeps the published table.
+func (l *planLoader) load(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, plansLoadTimeout)
+	defer cancel()
+	t, skipped, err := l.read(ctx)
+	if err != nil {
+		l.fails.Add(1)
+		return err
+	}
+	l.fails.Store(0)
+	l.table.Store(t)
+	l.loads.Add(1)
+	if skipped > 0 {
+		l.logger.Warn("rate limit plans: rows with an invalid quota skipped",
+			zap.String("plans", l.name), zap.Int("skipped", skipped))
+	}
+	return nil
+}
+
+func (l *planLoader) read(ctx context.Context) (*planTable, int, error) {
+	rows, err := l.pool.Query(ctx, l.query)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading plans: %w", err)
+	}
+	defer rows.Close()
+	t := &planTable{byKey: map[string]plan{}, loaded: time.Now()}
+	skipped := 0
+	for rows.Next() {
+		var (
+			key           string
+			events, burst int64
+			seconds       float64
+		)
+		if err := rows.Scan(&key, &events, &seconds, &burst); err != nil {
+			return nil, 0, fmt.Errorf("reading plans: %w", err)
+		}
+		window := time.Duration(math.Round(seconds * float64(time.Second)))
+		if events <= 0 || burst < 0 || window < time.Millisecond || seconds > 1<<40 {
+			skipped++
+			continue
+		}
+		t.byKey[key] = plan{events: events, window: window, burst: burst}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("reading plans: %w", err)
+	}
+	return t, skipped, nil
+}
+
+// lookup returns the plan of key, if the table has one.
+func (l *planLoader) lookup(key string) (plan, bool) {
+	p, ok := l.table.Load().byKey[key]
+	return p, ok
+}
+
+var _ caddy.Destructor = (*planLoader)(nil)

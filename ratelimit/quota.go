@@ -1,0 +1,167 @@
+package ratelimit
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// DynamicQuota holds the placeholders of a zone's `events`, `burst` and
+// `window`, expanded per request (for example the outputs of a `map` that
+// assigns a plan per API key). A value that does not expand to a valid
+// number fails the request with status 500 (logged); it never bypasses
+// the limit.
+type DynamicQuota struct {
+	// Expands to the quota, a positive integer.
+	Events string `json:"events,omitempty"`
+	// Expands to the burst, a non-negative integer.
+	Burst string `json:"burst,omitempty"`
+	// Expands to the window, a duration such as `1m` or `30s`.
+	Window string `json:"window,omitempty"`
+}
+
+// isTemplate reports whether a Caddyfile value is a placeholder template
+// rather than a static value.
+func isTemplate(v string) bool { return strings.Contains(v, "{") }
+
+// quotaSource says where a request's quota came from (logs, admin API).
+type quotaSource uint8
+
+const (
+	sourceStatic  quotaSource = iota // the zone's events/burst/window
+	sourcePlan                       // a row of the zone's plans table
+	sourceDynamic                    // the zone's placeholders
+)
+
+var quotaSourceNames = [...]string{"static", "plan", "dynamic"}
+
+func (s quotaSource) String() string { return quotaSourceNames[s] }
+
+// zoneQuota is what a zone with plans or placeholders needs per request;
+// a zone with a static quota has none, and reads its precomputed limit.
+type zoneQuota struct {
+	zone    string        // the zone's name, for errors
+	base    Limit         // the zone's static quota (placeholder fields zero)
+	dynamic *DynamicQuota // nil: no placeholders
+	planKey string        // template of the plan key (plans only)
+	plans   *planHandle   // nil: no plans
+}
+
+// limitFor is the zone's quota for one request, before the brake: the
+// plan of the request's plan key if the plans table has it, else the
+// zone's quota with its placeholders expanded.
+func (q *zoneQuota) limitFor(repl *caddy.Replacer) (Limit, quotaSource, error) {
+	if q.plans != nil {
+		if p, ok := q.plans.lookup(repl.ReplaceAll(q.planKey, "")); ok {
+			return q.planLimit(p), sourcePlan, nil
+		}
+	}
+	if q.dynamic == nil {
+		return q.base, sourceStatic, nil
+	}
+	l, err := q.expandLimit(func(tmpl string) string { return repl.ReplaceAll(tmpl, "") })
+	return l, sourceDynamic, err
+}
+
+// planLimit is the zone's limit under plan p.
+func (q *zoneQuota) planLimit(p plan) Limit {
+	return Limit{Algorithm: q.base.Algorithm, Events: p.events, Window: p.window, Burst: p.burst}
+}
+
+// expandLimit is the zone's limit with each placeholder field replaced by
+// expand(template), parsed and checked.
+func (q *zoneQuota) expandLimit(expand func(string) string) (Limit, error) {
+	l := q.base
+	dq := q.dynamic
+	if dq.Events != "" {
+		v := expand(dq.Events)
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n <= 0 {
+			return l, fmt.Errorf("zone %q: events %s expanded to %q: must be a positive integer", q.zone, dq.Events, v)
+		}
+		l.Events = n
+	}
+	if dq.Burst != "" {
+		v := expand(dq.Burst)
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 {
+			return l, fmt.Errorf("zone %q: burst %s expanded to %q: must be a non-negative integer", q.zone, dq.Burst, v)
+		}
+		l.Burst = n
+	}
+	if dq.Window != "" {
+		v := expand(dq.Window)
+		d, err := caddy.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < time.Millisecond {
+			return l, fmt.Errorf("zone %q: window %s expanded to %q: must be a duration of at least 1ms", q.zone, dq.Window, v)
+		}
+		l.Window = d
+	}
+	if l.Events > 1<<50 || l.Burst > 1<<50 || l.Window > 1<<50*time.Microsecond {
+		return l, fmt.Errorf("zone %q: expanded quota too large", q.zone)
+	}
+	return l, nil
+}
+
+// validate checks the placeholders of zone, whose static fields are
+// events, burst and window: each placeholder must be a template (a
+// static value belongs in the static field, where it is checked at load),
+// and a field is either static or dynamic, not both.
+func (dq *DynamicQuota) validate(zone string, events, burst int64, window caddy.Duration) error {
+	for _, f := range []struct {
+		name, tmpl string
+		static     bool
+	}{
+		{"events", dq.Events, events != 0},
+		{"burst", dq.Burst, burst != 0},
+		{"window", dq.Window, window != 0},
+	} {
+		if f.tmpl == "" {
+			continue
+		}
+		if !isTemplate(f.tmpl) {
+			return fmt.Errorf("zone %q: dynamic %s %q is not a placeholder template; set %s itself", zone, f.name, f.tmpl, f.name)
+		}
+		if f.static {
+			return fmt.Errorf("zone %q: %s is both static and dynamic", zone, f.name)
+		}
+	}
+	return nil
+}
+
+// braked is l under the brake factor f (0 < f < 1): the quota and the
+// token bucket's capacity become ⌈n·f⌉, at least 1. The window, and the
+// leaky bucket's queue, are unchanged.
+func braked(l Limit, f float64) Limit {
+	l.Events = brakeUnits(l.Events, f)
+	if l.Burst > 0 && (l.Algorithm == TokenBucket || l.Algorithm == "") {
+		l.Burst = brakeUnits(l.Burst, f)
+	}
+	return l
+}
+
+// brakeUnits is ⌈n·f⌉, at least 1; the epsilon keeps 0.7·100 at 70.
+func brakeUnits(n int64, f float64) int64 {
+	return max(int64(math.Ceil(float64(n)*f-1e-9)), 1)
+}
+
+// localLimit is l for the `local` fallback of one of instances Caddy
+// instances: ⌈events/instances⌉ (and a token bucket's burst likewise).
+func localLimit(l Limit, instances int64) Limit {
+	alg := l.Algorithm
+	l.Events = ceilDiv(l.Events, instances)
+	if (alg == TokenBucket || alg == "") && l.Burst > 0 {
+		l.Burst = ceilDiv(l.Burst, instances)
+	}
+	return l
+}
+
+// policyItem is a zone's RateLimit-Policy item under limit l:
+// `"<zone>";q=<events>;w=<window seconds>`.
+func policyItem(quoted string, l Limit) string {
+	return quoted + ";q=" + strconv.FormatInt(l.Events, 10) + ";w=" + strconv.FormatInt(ceilSeconds(l.Window), 10)
+}

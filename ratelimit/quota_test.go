@@ -1,0 +1,109 @@
+package ratelimit
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// staticPlans is a plans handle holding table, without PostgreSQL.
+func staticPlans(table map[string]plan) *planHandle {
+	l := new(planLoader)
+	l.table.Store(&planTable{byKey: table})
+	return &planHandle{planLoader: l}
+}
+
+func TestZoneQuotaLimitFor(t *testing.T) {
+	base := Limit{Algorithm: TokenBucket, Events: 100, Window: time.Minute}
+	plans := staticPlans(map[string]plan{"gold": {events: 1000, window: time.Hour, burst: 50}})
+	tests := []struct {
+		name    string
+		q       zoneQuota
+		vars    map[string]any
+		want    Limit
+		source  quotaSource
+		wantErr string
+	}{
+		{name: "plan", q: zoneQuota{base: base, plans: plans, planKey: "{plan}"}, vars: map[string]any{"plan": "gold"},
+			want: Limit{Algorithm: TokenBucket, Events: 1000, Window: time.Hour, Burst: 50}, source: sourcePlan},
+		{name: "unknown plan: static quota", q: zoneQuota{base: base, plans: plans, planKey: "{plan}"}, vars: map[string]any{"plan": "tin"},
+			want: base, source: sourceStatic},
+		{name: "empty plan key: static quota", q: zoneQuota{base: base, plans: plans, planKey: "{plan}"},
+			want: base, source: sourceStatic},
+		{name: "dynamic", q: zoneQuota{zone: "api", base: Limit{Algorithm: TokenBucket},
+			dynamic: &DynamicQuota{Events: "{e}", Window: "{w}", Burst: "{b}"}},
+			vars: map[string]any{"e": "30", "w": "10s", "b": " 60 "},
+			want: Limit{Algorithm: TokenBucket, Events: 30, Window: 10 * time.Second, Burst: 60}, source: sourceDynamic},
+		{name: "dynamic events only", q: zoneQuota{zone: "api", base: base, dynamic: &DynamicQuota{Events: "{e}"}},
+			vars: map[string]any{"e": 5}, want: Limit{Algorithm: TokenBucket, Events: 5, Window: time.Minute}, source: sourceDynamic},
+		{name: "unknown plan: dynamic quota", q: zoneQuota{zone: "api", base: base, plans: plans, planKey: "{plan}", dynamic: &DynamicQuota{Events: "{e}"}},
+			vars: map[string]any{"plan": "tin", "e": "7"}, want: Limit{Algorithm: TokenBucket, Events: 7, Window: time.Minute}, source: sourceDynamic},
+		{name: "empty events", q: zoneQuota{zone: "api", base: base, dynamic: &DynamicQuota{Events: "{e}"}},
+			wantErr: `zone "api": events {e} expanded to "": must be a positive integer`},
+		{name: "zero events", q: zoneQuota{zone: "api", base: base, dynamic: &DynamicQuota{Events: "{e}"}},
+			vars: map[string]any{"e": "0"}, wantErr: "must be a positive integer"},
+		{name: "text events", q: zoneQuota{zone: "api", base: base, dynamic: &DynamicQuota{Events: "{e}"}},
+			vars: map[string]any{"e": "lots"}, wantErr: "must be a positive integer"},
+		{name: "negative burst", q: zoneQuota{zone: "api", base: base, dynamic: &DynamicQuota{Burst: "{b}"}},
+			vars: map[string]any{"b": "-1"}, wantErr: "must be a non-negative integer"},
+		{name: "bad window", q: zoneQuota{zone: "api", base: base, dynamic: &DynamicQuota{Window: "{w}"}},
+			vars: map[string]any{"w": "60"}, wantErr: "must be a duration of at least 1ms"},
+		{name: "tiny window", q: zoneQuota{zone: "api", base: base, dynamic: &DynamicQuota{Window: "{w}"}},
+			vars: map[string]any{"w": "10us"}, wantErr: "must be a duration of at least 1ms"},
+		{name: "huge events", q: zoneQuota{zone: "api", base: base, dynamic: &DynamicQuota{Events: "{e}"}},
+			vars: map[string]any{"e": "9007199254740993"}, wantErr: "too large"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repl := caddy.NewReplacer()
+			for k, v := range tt.vars {
+				repl.Set(k, v)
+			}
+			got, src, err := tt.q.limitFor(repl)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("limitFor() error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("limitFor(): %v", err)
+			}
+			if got != tt.want || src != tt.source {
+				t.Errorf("limitFor() = %+v (%s), want %+v (%s)", got, src, tt.want, tt.source)
+			}
+		})
+	}
+}
+
+func TestDynamicQuotaValidate(t *testing.T) {
+	for _, tt := range []struct {
+		dq     DynamicQuota
+		events int64
+		window caddy.Duration
+		err    string
+	}{
+		{DynamicQuota{Events: "{e}", Window: "{w}"}, 0, 0, ""},
+		{DynamicQuota{Events: "{e}"}, 0, caddy.Duration(time.Minute), ""},
+		{DynamicQuota{Events: "100"}, 0, 0, "not a placeholder template"},
+		{DynamicQuota{Events: "{e}"}, 5, 0, "events is both static and dynamic"},
+		{DynamicQuota{Window: "{w}"}, 5, caddy.Duration(time.Second), "window is both static and dynamic"},
+	} {
+		err := tt.dq.validate("api", tt.events, 0, tt.window)
+		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("validate(%+v) = %v, want %q", tt.dq, err, tt.err)
+		}
+	}
+}
+
+func TestPolicyItemAndLocalLimit(t *testing.T) {
+	l := Limit{Algorithm: TokenBucket, Events: 10, Window: 1500 * time.Millisecond, Burst: 21}
+	if got, want := policyItem(`"api"`, l), `"api";q=10;w=2`; got != want {
+		t.Errorf("policyItem = %s, want %s", got, want)
+	}
+	if got, want := localLimit(l, 4), (Limit{Algorithm: TokenBucket, Events: 3, Window: 1500 * time.Millisecond, Burst: 6}); got != want {
+		t.Errorf("localLimit = %+v, want %+v", got, want)
+	}
+}
