@@ -145,7 +145,13 @@ func (h *Handler) response(r *http.Request, l Link) linkResponse {
 	return out
 }
 
-func storeErr(error) error {
+// apiTimeout bounds one API call's store work, waiting for a pooled
+// connection included (PostgreSQL's statement_timeout bounds each statement).
+const apiTimeout = 10 * time.Second
+
+// storeErr logs a store failure and answers 503.
+func (h *Handler) storeErr(err error) error {
+	h.logger.Warn("shortener api: store failed", zap.Error(err))
 	return apiError{http.StatusServiceUnavailable, "link store unavailable, nothing was changed"}
 }
 
@@ -188,7 +194,7 @@ func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return apiErr(http.StatusBadRequest, "codes must be random or sequential")
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
 	switch {
 	case req.Code != "":
@@ -196,13 +202,13 @@ func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
 			return apiErr(http.StatusBadRequest, "code: %v", err)
 		}
 		if strings.EqualFold(req.Code, h.reserved) {
-			return apiErr(http.StatusBadRequest, "code %q is reserved", req.Code)
+			return apiErr(http.StatusBadRequest, "code '%s' is reserved", req.Code)
 		}
 		l.Code = req.Code
 		if err := h.store.Create(ctx, l); errors.Is(err, ErrCodeTaken) {
-			return apiErr(http.StatusConflict, "code %q is already taken", req.Code)
+			return apiErr(http.StatusConflict, "code '%s' is already taken", req.Code)
 		} else if err != nil {
-			return storeErr(err)
+			return h.storeErr(err)
 		}
 	case mode == "sequential":
 		if err := h.createSequential(ctx, &l); err != nil {
@@ -239,7 +245,7 @@ func (h *Handler) createRandom(ctx context.Context, l *Link) error {
 				return nil
 			}
 			if !errors.Is(err, ErrCodeTaken) {
-				return storeErr(err)
+				return h.storeErr(err)
 			}
 			h.metrics.retries.Inc()
 		}
@@ -253,7 +259,7 @@ func (h *Handler) createSequential(ctx context.Context, l *Link) error {
 	for range maxCodeAttempts {
 		id, err := h.blocks.nextID(ctx, h.store, int64(h.BlockSize))
 		if err != nil {
-			return storeErr(err)
+			return h.storeErr(err)
 		}
 		l.Code = SequentialCode(id)
 		err = h.store.Create(ctx, *l)
@@ -261,7 +267,7 @@ func (h *Handler) createSequential(ctx context.Context, l *Link) error {
 			return nil
 		}
 		if !errors.Is(err, ErrCodeTaken) {
-			return storeErr(err)
+			return h.storeErr(err)
 		}
 		h.metrics.retries.Inc()
 	}
@@ -282,14 +288,14 @@ func (h *Handler) apiGet(w http.ResponseWriter, r *http.Request, code string) er
 	if !ValidLookupCode(code) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
 	l, err := h.store.Get(ctx, code)
 	if errors.Is(err, ErrNotFound) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	if err != nil {
-		return storeErr(err)
+		return h.storeErr(err)
 	}
 	writeJSON(w, http.StatusOK, h.response(r, l))
 	return nil
@@ -302,7 +308,7 @@ func (h *Handler) apiDelete(w http.ResponseWriter, r *http.Request, code string)
 	if !ValidLookupCode(code) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
 	now := h.now().UTC()
 	err := h.store.Revoke(ctx, code, now)
@@ -310,7 +316,7 @@ func (h *Handler) apiDelete(w http.ResponseWriter, r *http.Request, code string)
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	if err != nil {
-		return storeErr(err)
+		return h.storeErr(err)
 	}
 	if err := h.cache.publishLink(ctx, Link{Code: code, RevokedAt: now}); err != nil {
 		// Other instances would keep redirecting from Redis: say so, so the

@@ -75,8 +75,12 @@ type cache struct {
 }
 
 // redisTimeout bounds one Redis call of the read path: Redis down or slow
-// costs at most this before the lookup goes to the store.
-const redisTimeout = 50 * time.Millisecond
+// costs at most this before the lookup goes to the store. When the store
+// fails too, Redis gets a second chance of redisRetryTimeout.
+const (
+	redisTimeout      = 50 * time.Millisecond
+	redisRetryTimeout = time.Second
+)
 
 func newCache(entries int, l1TTL, negTTL, cacheTTL time.Duration, now func() time.Time) (*cache, error) {
 	c := &cache{l1TTL: l1TTL, negTTL: negTTL, cacheTTL: cacheTTL, now: now, timeout: redisTimeout}
@@ -197,8 +201,8 @@ func (c *cache) unknown() *entry {
 
 // redisGet reads code from Redis within the read deadline. A miss is
 // (nil, nil); an error means "ask the store".
-func (c *cache) redisGet(ctx context.Context, code string) (*entry, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+func (c *cache) redisGet(ctx context.Context, code string, timeout time.Duration) (*entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	v, err := c.rdb.Get(ctx, c.key(code)).Result()
 	if errors.Is(err, redis.Nil) {

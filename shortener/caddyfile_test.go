@@ -1,12 +1,18 @@
 package shortener
 
 import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
@@ -180,5 +186,49 @@ func TestValidateConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate(%+v) = %v, want an error containing %q", tc.h, err, tc.want)
 		}
+	}
+}
+
+var updateGolden = flag.Bool("update", false, "rewrite testdata/caddyfile/*.json from the current adapter output")
+
+// TestCaddyfileGolden adapts whole Caddyfiles and compares the JSON with
+// testdata/caddyfile/<name>.json (go test -run Golden -update rewrites them).
+func TestCaddyfileGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/caddyfile/*.Caddyfile")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden inputs: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			in, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt(in, map[string]any{"filename": f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(warnings) > 0 {
+				t.Errorf("warnings: %v", warnings)
+			}
+			var buf bytes.Buffer
+			if err := json.Indent(&buf, out, "", "\t"); err != nil {
+				t.Fatal(err)
+			}
+			buf.WriteByte('\n')
+			golden := strings.TrimSuffix(f, ".Caddyfile") + ".json"
+			if *updateGolden {
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("adapted %s differs from %s:\n%s", f, golden, buf.String())
+			}
+		})
 	}
 }

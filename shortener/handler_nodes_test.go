@@ -406,3 +406,29 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
 }
+
+// Redis slow (past the 50ms read deadline) and the store down: a link held
+// by Redis still redirects, since Redis gets a second, longer chance before
+// the lookup answers 503.
+func TestNodesSlowRedisAndStoreDown(t *testing.T) {
+	_, prefix := testenv.Redis(t)
+	proxy := testenv.StartFaultProxy(t, testenv.RedisAddr(t))
+	s := newMemStore()
+	h := newHandler(t, s, func(h *Handler) {
+		h.Redis = &redispool.Config{URL: "redis://" + proxy.Addr() + "/0", KeyPrefix: prefix}
+		h.LocalCacheOff = true
+		h.SourceHeader = true
+	})
+	out := create(t, h, `{"long_url":"https://example.com/slow"}`)
+	proxy.SetLatency(150 * time.Millisecond)
+	if w := serve(t, h, "GET", "/"+out.Code, ""); w.Code != http.StatusFound || w.Header().Get("X-Shortener-Source") != "store" {
+		t.Errorf("slow Redis, store up = %d from %q, want 302 from the store", w.Code, w.Header().Get("X-Shortener-Source"))
+	}
+	s.down.Store(true)
+	if w := serve(t, h, "GET", "/"+out.Code, ""); w.Code != http.StatusFound || w.Header().Get("X-Shortener-Source") != "redis" {
+		t.Errorf("slow Redis, store down = %d from %q, want 302 from Redis", w.Code, w.Header().Get("X-Shortener-Source"))
+	}
+	if w := serve(t, h, "GET", "/unknown5", ""); w.Code != http.StatusServiceUnavailable {
+		t.Errorf("unknown code, slow Redis, store down = %d, want 503", w.Code)
+	}
+}

@@ -109,13 +109,15 @@ func (h *Handler) lookup(ctx context.Context, code string) (*entry, string, erro
 		}
 		ctx := context.WithoutCancel(ctx)
 		epoch := h.cache.epoch(code)
+		var redisErr error
 		if h.cache.rdb != nil {
-			e, err := h.cache.redisGet(ctx, code)
+			e, err := h.cache.redisGet(ctx, code, redisTimeout)
 			if err == nil && e != nil {
 				h.cache.setLocal(code, e, epoch)
 				return lookupResult{e, sourceRedis}, nil
 			}
 			if err != nil {
+				redisErr = err
 				if c := h.logger.Check(zapcore.DebugLevel, "redis lookup failed, asking the store"); c != nil {
 					c.Write(zap.Error(err))
 				}
@@ -130,6 +132,14 @@ func (h *Handler) lookup(ctx context.Context, code string) (*entry, string, erro
 			e = h.cache.unknown()
 			h.cache.fill(ctx, code, nil)
 		case err != nil:
+			// The store is down and Redis was only slow: give Redis the
+			// time the store did not use rather than fail a cached link.
+			if redisErr != nil {
+				if e, rerr := h.cache.redisGet(ctx, code, redisRetryTimeout); rerr == nil && e != nil {
+					h.cache.setLocal(code, e, epoch)
+					return lookupResult{e, sourceRedis}, nil
+				}
+			}
 			return nil, err
 		default:
 			e = h.cache.fromLink(l)

@@ -83,7 +83,7 @@ func (p urlPolicy) check(raw string, selfHosts ...string) (*url.URL, error) {
 		return nil, errors.New("long_url must be an absolute URL")
 	}
 	if !p.schemes[strings.ToLower(u.Scheme)] {
-		return nil, fmt.Errorf("long_url scheme %q is not allowed", u.Scheme)
+		return nil, fmt.Errorf("long_url scheme '%s' is not allowed", u.Scheme)
 	}
 	if u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
 		return nil, errors.New("long_url must have a host")
@@ -92,8 +92,11 @@ func (p urlPolicy) check(raw string, selfHosts ...string) (*url.URL, error) {
 		return nil, errors.New("long_url must not contain user information (user:password@)")
 	}
 	host := normHost(u.Hostname())
+	if host == "" || strings.HasPrefix(host, ".") || strings.Contains(host, "..") {
+		return nil, errors.New("long_url must have a valid host")
+	}
 	if p.denied(host) {
-		return nil, fmt.Errorf("long_url host %q is not allowed", host)
+		return nil, fmt.Errorf("long_url host '%s' is not allowed", host)
 	}
 	for _, self := range selfHosts {
 		if self != "" && normHost(self) == host {
