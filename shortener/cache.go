@@ -26,8 +26,8 @@ const (
 // the hot path can share it between requests without copying.
 type entry struct {
 	state    state
-	location []string // {long URL}: the Location header value, shared
-	expires  int64    // Unix nanoseconds; 0: never
+	location string // the long URL
+	expires  int64  // Unix nanoseconds; 0: never
 	ttl      time.Duration
 }
 
@@ -37,7 +37,7 @@ func (e *entry) gone(now int64) bool {
 }
 
 func liveEntry(longURL string, expires time.Time, ttl time.Duration) *entry {
-	e := &entry{state: stateLive, location: []string{longURL}, ttl: ttl}
+	e := &entry{state: stateLive, location: longURL, ttl: ttl}
 	if !expires.IsZero() {
 		e.expires = expires.UnixNano()
 	}

@@ -44,7 +44,7 @@ func TestCacheEncodeDecode(t *testing.T) {
 			t.Errorf("%s: decoded state %d ttl %v, want %d %v", tc.name, e.state, e.ttl, tc.state, tc.l1TTL)
 		}
 		if tc.state == stateLive {
-			if e.location[0] != tc.l.LongURL || (tc.expires.IsZero() != (e.expires == 0)) ||
+			if e.location != tc.l.LongURL || (tc.expires.IsZero() != (e.expires == 0)) ||
 				(!tc.expires.IsZero() && e.expires != tc.expires.UnixNano()) {
 				t.Errorf("%s: decoded %+v", tc.name, e)
 			}

@@ -213,6 +213,42 @@ func (s *slowStore) Get(ctx context.Context, code string) (Link, error) {
 	return s.countingStore.Get(ctx, code)
 }
 
+// Later handlers may edit header values in place (a `header` replacement):
+// that must not reach the cached entry.
+func TestRedirectHeaderValuesNotShared(t *testing.T) {
+	s := newMemStore()
+	s.links["abc"] = Link{Code: "abc", LongURL: "https://example.com/"}
+	h := newHandler(t, s, nil)
+	w := serve(t, h, "GET", "/abc", "")
+	for _, k := range []string{"Location", "Cache-Control", "X-Robots-Tag"} {
+		w.Header()[k][0] = "edited"
+	}
+	w = serve(t, h, "GET", "/abc", "")
+	if w.Header().Get("Location") != "https://example.com/" || w.Header().Get("Cache-Control") != DefaultCacheControl ||
+		w.Header().Get("X-Robots-Tag") != "noindex" {
+		t.Errorf("second response headers %v: an in-place edit of the first leaked into the cache", w.Header())
+	}
+}
+
+// Issue 6's budget: an L1 hit allocates at most 4 times.
+func TestRedirectL1HitAllocs(t *testing.T) {
+	s := newMemStore()
+	s.links["abc1234"] = Link{Code: "abc1234", LongURL: "https://example.com/p"}
+	h := newHandler(t, s, func(h *Handler) { h.LocalCacheTTL = caddy.Duration(time.Hour); h.SourceHeader = true })
+	r, _ := http.NewRequest("GET", "http://sho.rt/abc1234", nil)
+	w := &discardWriter{h: http.Header{}}
+	_ = h.ServeHTTP(w, r, nextHandler)
+	allocs := testing.AllocsPerRun(200, func() {
+		clear(w.h)
+		if err := h.ServeHTTP(w, r, nextHandler); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 4 {
+		t.Errorf("L1 hit: %v allocs/op, want at most 4", allocs)
+	}
+}
+
 // discardWriter is a ResponseWriter that keeps nothing but its header map,
 // so the benchmark measures the handler only.
 type discardWriter struct{ h http.Header }

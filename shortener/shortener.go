@@ -139,7 +139,7 @@ type Handler struct {
 	metrics      *metrics
 	logger       *zap.Logger
 	policy       urlPolicy
-	cacheControl []string
+	cacheControl string
 	apiKeys      [][32]byte
 	baseURL      *url.URL
 	reserved     string // first segment of the API path: not a custom code
@@ -290,7 +290,7 @@ func (h *Handler) setDefaults() {
 	if h.CacheControl == "" {
 		h.CacheControl = DefaultCacheControl
 	}
-	h.cacheControl = []string{h.CacheControl}
+	h.cacheControl = h.CacheControl
 	if h.LocalCacheEntries == 0 {
 		h.LocalCacheEntries = DefaultLocalEntries
 	}
