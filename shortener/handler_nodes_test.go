@@ -432,3 +432,40 @@ func TestNodesSlowRedisAndStoreDown(t *testing.T) {
 		t.Errorf("unknown code, slow Redis, store down = %d, want 503", w.Code)
 	}
 }
+
+// The same cache, negative entries and invalidation on a Redis Cluster:
+// PUBLISH reaches subscribers on every node.
+func TestNodesRedisCluster(t *testing.T) {
+	_, prefix := testenv.RedisCluster(t)
+	addrs := testenv.RedisClusterAddrs(t)
+	s, _ := nodeStore(t, testenv.Postgres(t))
+	mk := func() *Handler {
+		return newHandler(t, s, func(h *Handler) {
+			h.Redis = &redispool.Config{Addresses: addrs, Cluster: true, KeyPrefix: prefix}
+			h.SourceHeader = true
+		})
+	}
+	a, b := mk(), mk()
+	out := create(t, a, `{"long_url":"https://example.com/cluster"}`)
+	if w := serve(t, b, "GET", "/"+out.Code, ""); w.Code != http.StatusFound || w.Header().Get("X-Shortener-Source") != "redis" {
+		t.Fatalf("other node = %d from %q, want 302 from Redis", w.Code, w.Header().Get("X-Shortener-Source"))
+	}
+	serve(t, b, "GET", "/"+out.Code, "") // now in b's L1
+	if w := serve(t, a, "DELETE", "/api/links/"+out.Code, "", auth()...); w.Code != http.StatusNoContent {
+		t.Fatalf("DELETE = %d %s", w.Code, w.Body)
+	}
+	eventually(t, time.Second, "the other node answers 410", func() bool {
+		return serve(t, b, "GET", "/"+out.Code, "").Code == http.StatusGone
+	})
+	for range 2 {
+		if w := serve(t, b, "GET", "/unknown3", ""); w.Code != http.StatusNotFound {
+			t.Errorf("unknown = %d", w.Code)
+		}
+	}
+	if w := serve(t, a, "GET", "/unknown3", ""); w.Code != http.StatusNotFound || w.Header().Get("X-Shortener-Source") != "redis" {
+		t.Errorf("unknown on the first node = %d from %q, want a negative entry from Redis", w.Code, w.Header().Get("X-Shortener-Source"))
+	}
+	if n := s.gets.Load(); n != 1 {
+		t.Errorf("store Get called %d times, want 1", n)
+	}
+}
