@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -273,5 +274,31 @@ func BenchmarkRedirectL1Hit(b *testing.B) {
 		if err := h.ServeHTTP(w, r, nextHandler); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A client that leaves does not cancel the shared lookup of the others.
+func TestRedirectCancelledClientDoesNotCancelFlight(t *testing.T) {
+	slow := &slowStore{countingStore: countingStore{Store: newMemStore()}, delay: 200 * time.Millisecond}
+	slow.Store.(*memStore).links["shared1"] = Link{Code: "shared1", LongURL: "https://example.com/s"}
+	h := newHandler(t, slow, nil)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	r := httptest.NewRequest("GET", "http://sho.rt/shared1", nil).WithContext(ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.ServeHTTP(httptest.NewRecorder(), r, nextHandler) }()
+	time.Sleep(20 * time.Millisecond)
+	other := make(chan int, 1)
+	go func() { other <- serve(t, h, "GET", "/shared1", "").Code }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := <-done; err == nil {
+		t.Errorf("cancelled request answered without error")
+	}
+	if code := <-other; code != http.StatusFound {
+		t.Errorf("the other request = %d, want 302", code)
+	}
+	if n := slow.gets.Load(); n != 1 {
+		t.Errorf("store Get called %d times, want 1", n)
 	}
 }

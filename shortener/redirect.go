@@ -51,6 +51,9 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code str
 	}
 	e, source, err := h.lookup(r.Context(), code)
 	if err != nil {
+		if r.Context().Err() != nil { // the client left; the lookup goes on for others
+			return caddyhttp.Error(http.StatusServiceUnavailable, err)
+		}
 		h.metrics.count(sourceNone, resultError)
 		if c := h.logger.Check(zapcore.WarnLevel, "link lookup failed"); c != nil {
 			c.Write(zap.Error(err))
