@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -8,12 +9,17 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
 )
 
-// benchmarkHandler measures ServeHTTP for an allowed request on h, the
-// request already prepared as Caddy's server does.
-func benchmarkHandler(b *testing.B, h *Handler) {
+// benchmarkHandler measures ServeHTTP on h, the request already prepared
+// as Caddy's server does; every request must get status want (200: passed
+// on; else the status of the handler's error).
+func benchmarkHandler(b *testing.B, h *Handler, want int) {
 	b.Helper()
+	if h.logger == nil {
+		h.logger = zap.NewNop() // as `make bench`, which logs errors only
+	}
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: b.Context()})
 	defer cancel()
 	if err := h.Provision(ctx); err != nil {
@@ -25,21 +31,37 @@ func benchmarkHandler(b *testing.B, h *Handler) {
 	req := httptest.NewRequest(http.MethodGet, "/v1/items", nil)
 	req.Header.Set("X-API-Key", "bench-key")
 	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), w, nil)
+	if want != http.StatusOK { // exhaust the quota first
+		for range 2 {
+			_ = h.ServeHTTP(w, req, next)
+		}
+	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := h.ServeHTTP(w, req, next); err != nil {
-			b.Fatal(err)
-		}
+		checkBenchStatus(b, h.ServeHTTP(w, req, next), want)
+	}
+}
+
+func checkBenchStatus(b *testing.B, err error, want int) {
+	if err == nil && want == http.StatusOK {
+		return
+	}
+	if he := (caddyhttp.HandlerError{}); !errors.As(err, &he) || he.StatusCode != want {
+		b.Fatalf("ServeHTTP = %v, want status %d", err, want)
 	}
 }
 
 func BenchmarkHandlerMemoryOneZone(b *testing.B) {
-	benchmarkHandler(b, &Handler{Zones: []*Zone{zone("bench", 1_000_000_000, time.Second)}})
+	benchmarkHandler(b, &Handler{Zones: []*Zone{zone("bench", 1_000_000_000, time.Second)}}, http.StatusOK)
 }
 
 func BenchmarkHandlerMemoryTwoZones(b *testing.B) {
 	benchmarkHandler(b, &Handler{Zones: []*Zone{
 		zone("bench-key", 1_000_000_000, time.Second),
 		{Name: "bench-ip", Key: "{client_ip}", Events: 1_000_000_000, Window: caddy.Duration(time.Second), Algorithm: SlidingWindow},
-	}})
+	}}, http.StatusOK)
+}
+
+func BenchmarkHandlerMemoryRefused(b *testing.B) {
+	benchmarkHandler(b, &Handler{Zones: []*Zone{zone("bench", 1, time.Hour)}}, http.StatusTooManyRequests)
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // headerMode selects the rate limit response headers.
@@ -53,46 +54,93 @@ const (
 	hdrRetryAfter = "Retry-After"
 )
 
+// headerValues holds the values of one response's rate limit headers,
+// allocated once per response: each value is a string over buf (never
+// written again once a string points into it), and each header's value
+// slice is one element of vals.
+type headerValues struct {
+	vals [6]string
+	buf  [128]byte
+}
+
 // setHeaders writes the rate limit headers of one request: the policy of
 // every zone decided for it, and the state of ds[pick], the zone with the
-// least left (or, on a refusal, the one refusing longest).
-func (h *Handler) setHeaders(hdr http.Header, ds []zoneDecision, pick int) {
-	if h.headers == headersNone {
-		return
+// least left (or, on a refusal, the one refusing longest). On a refusal
+// it also writes Retry-After, whatever the header mode, and returns its
+// value.
+func (h *Handler) setHeaders(hdr http.Header, ds []zoneDecision, pick int, refused bool) (retry string) {
+	if h.headers == headersNone && !refused {
+		return ""
 	}
 	d := &ds[pick]
-	wait := untilMore(d.res)
-	remaining := strconv.FormatInt(d.res.Remaining, 10)
-	vals := make([]string, 5) // one allocation for every header's value slice
-	set := func(i int, name, v string) {
-		vals[i] = v
-		hdr[name] = vals[i : i+1 : i+1]
+	v := new(headerValues)
+	b := v.buf[:0]
+	set := func(i int, name, val string) {
+		v.vals[i] = val
+		hdr[name] = v.vals[i : i+1 : i+1]
 	}
+	// str is b[from:] as a string. Appending never rewrites b[:len(b)],
+	// and a b that outgrows buf moves to a new array, so it stays intact.
+	str := func(from int) string { return unsafe.String(&b[from], len(b)-from) }
+
+	wait := untilMore(d.res)
+	if refused {
+		start := len(b)
+		b = strconv.AppendInt(b, retryAfterSeconds(d.res.RetryAfter), 10)
+		retry = str(start)
+		set(5, hdrRetryAfter, retry)
+	}
+	if h.headers == headersNone {
+		return retry
+	}
+	var remaining string
 	if h.headers != headersLegacy {
 		set(0, hdrPolicy, h.policyOf(ds))
-		set(1, hdrRateLimit, d.zone.quoted+";r="+remaining+";t="+strconv.FormatInt(wait, 10))
+		start := len(b)
+		b = append(b, d.zone.quoted...)
+		b = append(b, ";r="...)
+		from := len(b)
+		b = strconv.AppendInt(b, d.res.Remaining, 10)
+		to := len(b)
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, wait, 10)
+		rl := str(start)
+		set(1, hdrRateLimit, rl)
+		remaining = rl[from-start : to-start]
 	}
 	if h.headers != headersIETF {
+		if remaining == "" {
+			start := len(b)
+			b = strconv.AppendInt(b, d.res.Remaining, 10)
+			remaining = str(start)
+		}
 		now := d.res.Now
 		if now.IsZero() {
 			now = h.now()
 		}
+		start := len(b)
+		b = strconv.AppendInt(b, ceilUnix(now)+wait, 10)
 		set(2, hdrLimit, d.zone.limitStr)
 		set(3, hdrRemaining, remaining)
-		set(4, hdrReset, strconv.FormatInt(ceilUnix(now)+wait, 10))
+		set(4, hdrReset, str(start))
 	}
+	return retry
 }
 
-// policyOf is the RateLimit-Policy value for the zones that decided.
+// policyOf is the RateLimit-Policy value for the zones that decided:
+// precomputed when every zone of the handler or just one did.
 func (h *Handler) policyOf(ds []zoneDecision) string {
-	n := 0
+	n, last := 0, -1
 	for i := range ds {
 		if ds[i].decided() {
-			n++
+			n, last = n+1, i
 		}
 	}
-	if n == len(h.Zones) {
+	switch {
+	case n == len(h.Zones):
 		return h.policyAll
+	case n == 1:
+		return ds[last].zone.policy
 	}
 	var b strings.Builder
 	for i := range ds {

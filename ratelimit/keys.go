@@ -17,22 +17,38 @@ const digestLen = 32
 // request then shares one Redis Cluster slot and is decided in one atomic
 // call. An empty value has a digest like any other.
 func StoreKey(prefix, zone, hashTag, value string) string {
-	n := len(prefix) + 1 + len(zone) + 1 + digestLen
+	var tb [digestLen]byte
+	var tag []byte
 	if hashTag != "" {
-		n += digestLen + 2
+		tag = appendDigest(tb[:0], hashTag)
 	}
-	b := make([]byte, 0, n)
+	b := appendStoreKey(make([]byte, 0, storeKeyLen(prefix, zone, tag)), prefix, zone, tag, value)
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// storeKeyLen is the length of a store key; tag is the hash tag's digest
+// (or empty).
+func storeKeyLen(prefix, zone string, tag []byte) int {
+	n := len(prefix) + 1 + len(zone) + 1 + digestLen
+	if len(tag) > 0 {
+		n += len(tag) + 2
+	}
+	return n
+}
+
+// appendStoreKey appends the store key of value to b, with tag (the hash
+// tag's digest, computed once per request; empty: none).
+func appendStoreKey(b []byte, prefix, zone string, tag []byte, value string) []byte {
 	b = append(b, prefix...)
 	b = append(b, ':')
 	b = append(b, zone...)
 	b = append(b, ':')
-	if hashTag != "" {
+	if len(tag) > 0 {
 		b = append(b, '{')
-		b = appendDigest(b, hashTag)
+		b = append(b, tag...)
 		b = append(b, '}')
 	}
-	b = appendDigest(b, value)
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	return appendDigest(b, value)
 }
 
 // appendDigest appends the hex of the first 16 bytes of SHA-256(s).

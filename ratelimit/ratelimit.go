@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -83,6 +84,7 @@ type Handler struct {
 	headers   headerMode
 	status    int
 
+	hashTag   template
 	policyAll string // RateLimit-Policy when every zone applies
 	breaker   *breaker
 	warn      *warnLimiter
@@ -153,6 +155,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		needLocal = needLocal || z.onError == failLocal
 	}
 	h.policyAll = policyHeader(h.Zones)
+	h.hashTag = newTemplate(h.HashTag)
 	if needLocal {
 		h.local = NewMemoryStore(h.now, 0)
 	}
@@ -266,12 +269,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	var buf [4]zoneDecision
 	ds := buf[:0]
-	var hashTag string
+	var tagBuf [digestLen]byte
+	var tag []byte // the digest of the expanded hash tag
 	if h.HashTag != "" {
-		if hashTag = repl.ReplaceAll(h.HashTag, ""); hashTag == "" {
+		hashTag := h.hashTag.expand(r, repl)
+		if hashTag == "" {
 			hashTag = h.HashTag // still one slot for all such requests
 		}
+		tag = appendDigest(tagBuf[:0], hashTag)
 	}
+	keysLen := 0
 	for _, z := range h.Zones {
 		match, err := z.matches(r)
 		if err != nil {
@@ -280,23 +287,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		if !match {
 			continue
 		}
-		cost, err := z.requestCost(repl)
+		cost, err := z.requestCost(r, repl)
 		if err != nil {
 			h.logger.Error("rate limit cost", zap.String("zone", z.Name), zap.Error(err))
 			return caddyhttp.Error(http.StatusInternalServerError, err)
 		}
-		key := repl.ReplaceAll(z.Key, "")
-		d := zoneDecision{zone: z, key: key, cost: cost, ask: Ask{
-			Key: StoreKey(h.prefix, z.Name, hashTag, key), Limit: z.limit, Cost: cost,
+		d := zoneDecision{zone: z, key: z.keyExpr.expand(r, repl), cost: cost, ask: Ask{
+			Limit: z.limit, Cost: cost,
 		}}
 		if len(z.CountStatus) > 0 {
 			d.ask.Cost = 0 // checked now, charged after the response
 		}
+		keysLen += storeKeyLen(h.prefix, z.Name, tag)
 		ds = append(ds, d)
 	}
 	if len(ds) == 0 {
 		return next.ServeHTTP(w, r)
 	}
+	h.setStoreKeys(ds, tag, keysLen)
 
 	storeErr := h.decide(r.Context(), ds)
 	h.rechargeAfterDryRun(r.Context(), ds)
@@ -344,7 +352,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		}
 	}
 	if pick >= 0 {
-		h.setHeaders(w.Header(), ds, pick)
+		h.setHeaders(w.Header(), ds, pick, false)
 	}
 
 	if delay > 0 { // leaky_bucket: wait for the request's turn
@@ -379,6 +387,39 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	return err
 }
 
+// setStoreKeys sets the store key of every decision (see StoreKey), all
+// in one allocation of n bytes; tag is the digest of the hash tag.
+func (h *Handler) setStoreKeys(ds []zoneDecision, tag []byte, n int) {
+	b := make([]byte, 0, n)
+	for i := range ds {
+		start := len(b)
+		b = appendStoreKey(b, h.prefix, ds[i].zone.Name, tag, ds[i].key)
+		ds[i].ask.Key = unsafe.String(&b[start], len(b)-start) // b[start:] is never written again
+	}
+}
+
+// askBuf holds the asks of one store call: pooled, so the usual request
+// (up to 4 zones) builds them without allocating.
+type askBuf [4]Ask
+
+var askPool = sync.Pool{New: func() any { return new(askBuf) }}
+
+// getAsks returns n asks and the buffer to give to putAsks after the call.
+func getAsks(n int) ([]Ask, *askBuf) {
+	if n > len(askBuf{}) {
+		return make([]Ask, n), nil
+	}
+	b := askPool.Get().(*askBuf)
+	return b[:n], b
+}
+
+func putAsks(b *askBuf) {
+	if b != nil {
+		*b = askBuf{} // drop the keys
+		askPool.Put(b)
+	}
+}
+
 func hasCountStatus(ds []zoneDecision) bool {
 	for i := range ds {
 		if len(ds[i].zone.CountStatus) > 0 && ds[i].decided() {
@@ -391,11 +432,12 @@ func hasCountStatus(ds []zoneDecision) bool {
 // decide asks the store for every zone; when it fails, each zone follows
 // its failure mode. It returns the store's error, if any.
 func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
-	asks := make([]Ask, len(ds))
+	asks, ab := getAsks(len(ds))
 	for i := range ds {
 		asks[i] = ds[i].ask
 	}
 	results, err := h.callStore(ctx, asks)
+	putAsks(ab)
 	if err == nil {
 		for i := range ds {
 			ds[i].res, ds[i].state = results[i], stateStore
@@ -427,12 +469,13 @@ func (h *Handler) decideLocal(ctx context.Context, ds []zoneDecision, idx []int,
 	if len(idx) == 0 {
 		return
 	}
-	asks := make([]Ask, len(idx))
+	asks, ab := getAsks(len(idx))
 	for j, i := range idx {
 		asks[j] = ask(i)
 		asks[j].Limit = ds[i].zone.local
 	}
 	results, err := h.local.Decide(ctx, asks)
+	putAsks(ab)
 	if err != nil || len(results) != len(asks) { // the memory store does not fail; be safe
 		for _, i := range idx {
 			ds[i].state = stateFailOpen
@@ -509,11 +552,12 @@ func (h *Handler) rechargeAfterDryRun(ctx context.Context, ds []zoneDecision) {
 	if len(store) == 0 {
 		return
 	}
-	asks := make([]Ask, len(store))
+	asks, ab := getAsks(len(store))
 	for j, i := range store {
 		asks[j] = ds[i].ask
 	}
 	results, err := h.callStore(ctx, asks)
+	putAsks(ab)
 	if err != nil {
 		h.warnStoreFailure(ds, err) // the first decision stands
 		return
@@ -548,11 +592,13 @@ func (h *Handler) chargeAfter(ctx context.Context, ds []zoneDecision, status int
 	if len(store) == 0 {
 		return
 	}
-	asks := make([]Ask, len(store))
+	asks, ab := getAsks(len(store))
 	for j, i := range store {
 		asks[j] = charge(i)
 	}
-	if _, err := h.callStore(ctx, asks); err != nil {
+	_, err := h.callStore(ctx, asks)
+	putAsks(ab)
+	if err != nil {
 		var fallback []int
 		for _, i := range store {
 			if ds[i].zone.onError == failLocal {
@@ -595,13 +641,11 @@ func (h *Handler) refuse(w http.ResponseWriter, repl *caddy.Replacer, ds []zoneD
 		}
 	}
 	d := &ds[pick]
-	h.setHeaders(w.Header(), ds, pick)
-	retry := strconv.FormatInt(retryAfterSeconds(d.res.RetryAfter), 10)
-	w.Header()[hdrRetryAfter] = []string{retry}
-	repl.Set("http.ratelimit.zone", d.zone.Name)
+	retry := h.setHeaders(w.Header(), ds, pick, true)
+	repl.Set("http.ratelimit.zone", d.zone.nameAny)
 	repl.Set("http.ratelimit.retry_after", retry)
 	h.logRefusal("rate limit exceeded", d)
-	return caddyhttp.Error(h.status, fmt.Errorf("rate limit exceeded in zone %q", d.zone.Name))
+	return caddyhttp.Error(h.status, d.zone.errRefused)
 }
 
 func (h *Handler) logRefusal(msg string, d *zoneDecision) {

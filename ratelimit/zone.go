@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"regexp"
 	"slices"
 	"strconv"
@@ -73,11 +74,16 @@ type Zone struct {
 	local    Limit // at events/instances, for the local fallback
 	cost     int64 // when costTmpl is false
 	costTmpl bool
+	keyExpr  template // Key, prepared
+	costExpr template // Cost, when costTmpl
 	onError  failureMode
 	policy   string // the zone's RateLimit-Policy item
 	quoted   string // `"<name>"`, the RateLimit item's start
 	limitStr string // Events as a string, for X-RateLimit-Limit
-	counters zoneCounters
+	nameAny  any    // Name, boxed once for the replacer
+	// errRefused is the error of a request the zone refuses.
+	errRefused error
+	counters   zoneCounters
 }
 
 // DefaultAlgorithm is a zone's algorithm when none is set.
@@ -159,9 +165,11 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances int) erro
 	}
 
 	z.cost, z.costTmpl = 1, false
+	z.keyExpr = newTemplate(z.Key)
 	if c := string(z.Cost); c != "" {
 		if strings.Contains(c, "{") {
 			z.costTmpl = true
+			z.costExpr = newTemplate(c)
 		} else {
 			z.cost, _ = parseCost(c) // validated above
 		}
@@ -173,6 +181,8 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances int) erro
 	z.quoted = strconv.Quote(z.Name) // names are [A-Za-z0-9_-]+: no escapes
 	z.policy = z.quoted + ";q=" + strconv.FormatInt(z.Events, 10) + ";w=" + strconv.FormatInt(ceilSeconds(time.Duration(z.Window)), 10)
 	z.limitStr = strconv.FormatInt(z.Events, 10)
+	z.nameAny = z.Name
+	z.errRefused = fmt.Errorf("rate limit exceeded in zone %q", z.Name)
 	z.counters = newZoneCounters(z.Name)
 	return nil
 }
@@ -191,16 +201,69 @@ func (z *Zone) counts(status int) bool {
 }
 
 // requestCost is the units this request takes from the zone.
-func (z *Zone) requestCost(repl *caddy.Replacer) (int64, error) {
+func (z *Zone) requestCost(r *http.Request, repl *caddy.Replacer) (int64, error) {
 	if !z.costTmpl {
 		return z.cost, nil
 	}
-	v := repl.ReplaceAll(string(z.Cost), "")
+	v := z.costExpr.expand(r, repl)
 	n, err := parseCost(v)
 	if err != nil {
 		return 0, fmt.Errorf("zone %q: %w", z.Name, err)
 	}
 	return n, nil
+}
+
+// template is a placeholder template prepared at provision, so that the
+// shapes keys are usually written in expand without Replacer.ReplaceAll's
+// string building: a literal, one request header, or one placeholder.
+// Every shape expands exactly as ReplaceAll(raw, "") would.
+type template struct {
+	raw  string
+	kind templateKind
+	name string // the placeholder (templateOne) or canonical header name (templateHeader)
+}
+
+type templateKind uint8
+
+const (
+	templateAny     templateKind = iota // anything else: Replacer.ReplaceAll
+	templateLiteral                     // no placeholder: raw itself
+	templateHeader                      // {http.request.header.<name>}
+	templateOne                         // {<placeholder>}
+)
+
+// reqHeaderPrefix is the placeholder prefix of request header fields.
+const reqHeaderPrefix = "http.request.header."
+
+func newTemplate(s string) template {
+	t := template{raw: s}
+	switch {
+	case !strings.ContainsAny(s, "{}"):
+		t.kind = templateLiteral
+	case len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' && !strings.ContainsAny(s[1:len(s)-1], "{}\\"):
+		t.kind, t.name = templateOne, s[1:len(s)-1]
+		if field, ok := strings.CutPrefix(t.name, reqHeaderPrefix); ok && field != "" {
+			t.kind, t.name = templateHeader, textproto.CanonicalMIMEHeaderKey(field)
+		}
+	}
+	return t
+}
+
+// expand is the template's value for r: what repl.ReplaceAll(raw, "")
+// gives, unknown placeholders empty. A header field is read from r as
+// Caddy's replacer reads it (values joined with ","), without the
+// replacer's per-request canonicalisation of the name.
+func (t *template) expand(r *http.Request, repl *caddy.Replacer) string {
+	switch t.kind {
+	case templateLiteral:
+		return t.raw
+	case templateHeader:
+		return strings.Join(r.Header[t.name], ",")
+	case templateOne:
+		v, _ := repl.Get(t.name)
+		return caddy.ToString(v)
+	}
+	return repl.ReplaceAll(t.raw, "")
 }
 
 func parseCost(s string) (int64, error) {
