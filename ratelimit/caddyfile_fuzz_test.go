@@ -1,0 +1,41 @@
+package ratelimit
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+// FuzzUnmarshalCaddyfile: no input panics the parser; a handler it accepts
+// survives Validate and a JSON round trip (what Caddy does with it).
+func FuzzUnmarshalCaddyfile(f *testing.F) {
+	for _, seed := range []string{
+		"ratelimit",
+		"ratelimit {\n zone api {\n key {http.request.header.X-API-Key}\n events 10\n window 1m\n }\n}",
+		"ratelimit /api/* {\n zone a {\n key {client_ip}\n events 5\n window 1s\n algorithm sliding_window\n burst 3\n cost {http.request.header.X-Cost}\n on_error local\n dry_run\n count_status 401 403\n match {\n method POST\n }\n }\n redis redis://127.0.0.1:6379/0\n timeout 20ms\n on_error closed\n instances 3\n hash_tag {http.request.header.X-Tenant}\n headers ietf\n status 503\n log_keys\n}",
+		"ratelimit {\n zone a {\n key k\n events 1\n window 1h\n algorithm leaky_bucket\n burst 10\n }\n redis {\n addresses 127.0.0.1:1 127.0.0.1:2\n master_name m\n password {env.P}\n key_prefix rl\n pool_size 9\n }\n}",
+		"ratelimit {\n zone a {\n events -1\n window x\n }\n zone a\n}",
+		"ratelimit {\n zone \"\" {\n key \"\"\n events 99999999999999999999\n window 0s\n }\n}",
+		"ratelimit {\n timeout\n status 99 100\n headers nope\n instances 0\n}",
+		"ratelimit {\n zone {\n key {\n }\n}",
+		"ratelimit {\n redis {\n url\n }\n unknown\n}",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		h := new(Handler)
+		if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err != nil {
+			return
+		}
+		_ = h.Validate()
+		b, err := json.Marshal(h)
+		if err != nil {
+			t.Fatalf("accepted config does not marshal: %v", err)
+		}
+		var back Handler
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("accepted config does not unmarshal: %v\n%s", err, b)
+		}
+	})
+}
