@@ -39,6 +39,9 @@ type linkResponse struct {
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	// Clicks is the link's all-time click total, in GET answers only;
+	// absent when click counting is off or its counters cannot be read.
+	Clicks *int64 `json:"clicks,omitempty"`
 }
 
 type apiError struct {
@@ -100,6 +103,12 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on %s", r.Method, "links")
 		}
 		return h.apiCreate(w, r)
+	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/stats") && strings.Count(rest, "/") == 3:
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on stats", r.Method)
+		}
+		return h.apiStats(w, r, rest[len("/links/"):len(rest)-len("/stats")])
 	case strings.HasPrefix(rest, "/links/") && strings.Count(rest, "/") == 2:
 		code := rest[len("/links/"):]
 		switch r.Method {
@@ -297,7 +306,44 @@ func (h *Handler) apiGet(w http.ResponseWriter, r *http.Request, code string) er
 	if err != nil {
 		return h.storeErr(err)
 	}
-	writeJSON(w, http.StatusOK, h.response(r, l))
+	out := h.response(r, l)
+	if h.clicks != nil {
+		if n, err := h.clicks.Total(ctx, code); err == nil {
+			out.Clicks = &n
+		} else {
+			h.logger.Warn("shortener api: reading the click total failed", zap.Error(err))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// apiStats answers GET <api>/links/<code>/stats?from=&to= (RFC 3339,
+// default the last 30 days) with the link's click counters.
+func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) error {
+	if h.clicks == nil {
+		return apiErr(http.StatusNotFound, "click counting is off")
+	}
+	if !ValidLookupCode(code) {
+		return apiErr(http.StatusNotFound, "link not found")
+	}
+	from, to, err := ParseStatsRange(r.URL.Query(), h.now())
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
+	defer cancel()
+	if _, err := h.store.Get(ctx, code); errors.Is(err, ErrNotFound) {
+		return apiErr(http.StatusNotFound, "link not found")
+	} else if err != nil {
+		return h.storeErr(err)
+	}
+	st, err := h.clicks.Stats(ctx, code, from, to)
+	if err != nil {
+		h.logger.Warn("shortener api: reading click stats failed", zap.Error(err))
+		return apiErr(http.StatusServiceUnavailable, "click counters unavailable")
+	}
+	writeJSON(w, http.StatusOK, st)
 	return nil
 }
 

@@ -42,6 +42,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    api           <path>
 //	    api_key       <key...>
 //	    source_header
+//	    clicks        on|off
+//	    clicks_buffer <n>
+//	    clicks_batch  <n> <interval>
+//	    clicks_stream_maxlen <n>
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
@@ -196,6 +200,43 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			h.SourceHeader = true
+		case "clicks":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			if v != "on" && v != "off" {
+				return d.Errf("invalid clicks '%s': want on or off", v)
+			}
+			h.ClicksOff = v == "off"
+		case "clicks_buffer", "clicks_stream_maxlen":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return d.Errf("invalid %s '%s': must be a positive integer", name, v)
+			}
+			if name == "clicks_buffer" {
+				h.ClicksBuffer = n
+			} else {
+				h.ClicksStreamMaxLen = int64(n)
+			}
+		case "clicks_batch":
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(args[0])
+			if err != nil || n <= 0 {
+				return d.Errf("invalid clicks_batch size '%s': must be a positive integer", args[0])
+			}
+			interval, err := caddy.ParseDuration(args[1])
+			if err != nil || interval <= 0 {
+				return d.Errf("invalid clicks_batch interval '%s': must be a positive duration", args[1])
+			}
+			h.ClicksBatch, h.ClicksInterval = n, caddy.Duration(interval)
 		default:
 			return d.Errf("unrecognized subdirective '%s'", name)
 		}

@@ -231,12 +231,18 @@ func TestRedirectHeaderValuesNotShared(t *testing.T) {
 	}
 }
 
-// Issue 6's budget: an L1 hit allocates at most 4 times.
+// Issue 6's budget: an L1 hit allocates at most 4 times, click counting
+// included.
 func TestRedirectL1HitAllocs(t *testing.T) {
-	s := newMemStore()
+	s := newClickMemStore()
 	s.links["abc1234"] = Link{Code: "abc1234", LongURL: "https://example.com/p"}
 	h := newHandler(t, s, func(h *Handler) { h.LocalCacheTTL = caddy.Duration(time.Hour); h.SourceHeader = true })
+	if h.clicks == nil {
+		t.Fatal("click counting is off")
+	}
 	r, _ := http.NewRequest("GET", "http://sho.rt/abc1234", nil)
+	r.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+	r.Header.Set("Referer", "https://news.example.com/item?id=42")
 	w := &discardWriter{h: http.Header{}}
 	_ = h.ServeHTTP(w, r, nextHandler)
 	allocs := testing.AllocsPerRun(200, func() {
@@ -258,11 +264,18 @@ func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discardWriter) WriteHeader(int)             {}
 
+// BenchmarkRedirectL1Hit measures a redirect from the in-process cache,
+// click counting on (a browser request with a referrer).
 func BenchmarkRedirectL1Hit(b *testing.B) {
-	s := newMemStore()
+	s := newClickMemStore()
 	s.links["abc1234"] = Link{Code: "abc1234", LongURL: "https://example.com/some/long/path"}
 	h := newHandler(b, s, func(h *Handler) { h.LocalCacheTTL = caddy.Duration(time.Hour) })
+	if h.clicks == nil {
+		b.Fatal("click counting is off")
+	}
 	r, _ := http.NewRequest("GET", "http://sho.rt/abc1234", nil)
+	r.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+	r.Header.Set("Referer", "https://news.example.com/item?id=42")
 	w := &discardWriter{h: http.Header{}}
 	if err := h.ServeHTTP(w, r, nextHandler); err != nil || w.h.Get("Location") == "" {
 		b.Fatalf("warming: %v %v", err, w.h)

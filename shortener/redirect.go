@@ -47,7 +47,7 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code str
 		return caddyhttp.Error(http.StatusNotFound, errInvalidCode)
 	}
 	if e, ok := h.cache.local(code); ok {
-		return h.answer(w, e, sourceLocal)
+		return h.answer(w, r, code, e, sourceLocal)
 	}
 	e, source, err := h.lookup(r.Context(), code)
 	if err != nil {
@@ -60,20 +60,22 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code str
 		}
 		return caddyhttp.Error(http.StatusServiceUnavailable, errStoreDown)
 	}
-	return h.answer(w, e, source)
+	return h.answer(w, r, code, e, source)
 }
 
-// answer writes the response for a cached or looked-up entry.
-func (h *Handler) answer(w http.ResponseWriter, e *entry, source string) error {
+// answer writes the response for a cached or looked-up entry and, for a
+// redirect, queues the click (no I/O, no allocation: see ClickRecorder).
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e *entry, source string) error {
 	hdr := w.Header()
 	if h.SourceHeader {
 		hdr["X-Shortener-Source"] = []string{sourceHeaders[source]}
 	}
-	switch {
-	case e.state == stateUnknown:
+	if e.state == stateUnknown {
 		h.metrics.count(source, resultNotFound)
 		return caddyhttp.Error(http.StatusNotFound, errUnknownCode)
-	case e.gone(h.now().UnixNano()):
+	}
+	now := h.now()
+	if e.gone(now.UnixNano()) {
 		h.metrics.count(source, resultGone)
 		return caddyhttp.Error(http.StatusGone, errGoneCode)
 	}
@@ -86,6 +88,11 @@ func (h *Handler) answer(w http.ResponseWriter, e *entry, source string) error {
 	hdr["Cache-Control"] = vals[1:2:2]
 	hdr["X-Robots-Tag"] = vals[2:3:3]
 	w.WriteHeader(h.Status)
+	if h.clicks != nil {
+		if c, ok := ClassifyRequest(r, code, now); ok {
+			h.clicks.Record(c)
+		}
+	}
 	switch source {
 	case sourceLocal:
 		h.metrics.foundLocal.Inc()

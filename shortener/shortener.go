@@ -131,6 +131,30 @@ type Handler struct {
 	// (opt-in, for debugging caches).
 	SourceHeader bool `json:"source_header,omitempty"`
 
+	// Turns click counting off (`clicks off`). When on, every counted
+	// redirect (a found 30x to a GET that is not a prefetch) is queued in
+	// process and counted in the store in the background: through the
+	// Redis stream `<key_prefix>:clicks` when Redis is configured, straight
+	// into the store otherwise. See docs/clicks.md. Default: on.
+	ClicksOff bool `json:"clicks_off,omitempty"`
+
+	// Clicks the in-process buffer holds while they wait for the next
+	// flush; a click arriving at a full buffer is dropped and counted in
+	// `caddy_shortener_clicks_dropped_total`. Default: `65536`.
+	ClicksBuffer int `json:"clicks_buffer,omitempty"`
+
+	// Clicks per flushed batch: a batch leaves when this many are waiting
+	// or clicks_interval after the last flush. Default: `500`.
+	ClicksBatch int `json:"clicks_batch,omitempty"`
+
+	// Longest wait before buffered clicks are flushed. Default: `1s`.
+	ClicksInterval caddy.Duration `json:"clicks_interval,omitempty"`
+
+	// Approximate cap of the Redis click stream (`XADD MAXLEN ~`), in
+	// entries of one batch each; only a long consumer outage reaches it.
+	// Default: `1000000`.
+	ClicksStreamMaxLen int64 `json:"clicks_stream_maxlen,omitempty"`
+
 	store        Store
 	ownStore     func() error // releases what Provision opened for the store
 	rdb          *redispool.Client
@@ -144,6 +168,7 @@ type Handler struct {
 	baseURL      *url.URL
 	reserved     string // first segment of the API path: not a custom code
 	blocks       *blockAllocator
+	clicks       *ClickRecorder // nil: clicks are not counted
 	now          func() time.Time
 }
 
@@ -199,6 +224,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return err
 		}
 	}
+	var prefix string
 	if h.Redis != nil {
 		cfg := h.Redis.Expand()
 		if cfg.KeyPrefix == "" {
@@ -215,9 +241,69 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		if err := redispool.Ping(ctx, h.rdb, cfg, 2*time.Second); err != nil {
 			h.logger.Warn("redis unavailable at start; links are served from the store until it answers", zap.Error(err))
 		}
-		h.cache.useRedis(h.rdb, cfg.KeyPrefix, h.logger)
+		prefix = cfg.KeyPrefix
+		h.cache.useRedis(h.rdb, prefix, h.logger)
+	}
+	if !h.ClicksOff {
+		if err := h.startClicks(ctx, prefix); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// startClicks starts the click recorder (no network I/O: its writer and
+// consumer connect in the background).
+func (h *Handler) startClicks(ctx caddy.Context, prefix string) error {
+	sink, err := h.clickSink()
+	if err != nil {
+		return fmt.Errorf("shortener clicks: %w", err)
+	}
+	if sink == nil {
+		h.logger.Info("click counting is off: the store given to the handler keeps no clicks",
+			zap.String("store", fmt.Sprintf("%T", h.store)))
+		return nil
+	}
+	cfg := ClickConfig{
+		Sink:          sink,
+		Buffer:        h.ClicksBuffer,
+		BatchSize:     h.ClicksBatch,
+		BatchInterval: time.Duration(h.ClicksInterval),
+		StreamMaxLen:  h.ClicksStreamMaxLen,
+		Logger:        h.logger,
+	}
+	if reg := ctx.GetMetricsRegistry(); reg != nil {
+		cfg.Registerer = reg
+	}
+	if h.rdb != nil {
+		cfg.Redis, cfg.KeyPrefix = h.rdb.UniversalClient, prefix
+	}
+	if h.clicks, err = NewClickRecorder(cfg); err != nil {
+		return fmt.Errorf("shortener clicks: %w", err)
+	}
+	return nil
+}
+
+// clickSink returns where clicks are counted: tables (or buckets) next to
+// the links in the store's own database. A store given to the handler
+// before Provision (tests, programs embedding the handler) that is neither
+// of the two real stores keeps clicks only if it implements ClickSink
+// itself; otherwise clickSink returns nil and clicks are not counted.
+func (h *Handler) clickSink() (ClickSink, error) {
+	s := h.store
+	if sh, ok := s.(sharedStore); ok {
+		s = sh.Store
+	}
+	switch s := s.(type) {
+	case *PostgresStore, *EmbeddedStore:
+		return clickSinkFor(s)
+	case ClickSink:
+		return s, nil
+	}
+	if h.ownStore != nil {
+		return nil, fmt.Errorf("store %T keeps no clicks", s)
+	}
+	return nil, nil
 }
 
 // embeddedStores shares one open embedded store per file across config
@@ -312,6 +398,18 @@ func (h *Handler) setDefaults() {
 	if h.BlockSize == 0 {
 		h.BlockSize = DefaultBlockSize
 	}
+	if h.ClicksBuffer == 0 {
+		h.ClicksBuffer = DefaultClicksBuffer
+	}
+	if h.ClicksBatch == 0 {
+		h.ClicksBatch = DefaultClicksBatch
+	}
+	if h.ClicksInterval == 0 {
+		h.ClicksInterval = caddy.Duration(DefaultClicksInterval)
+	}
+	if h.ClicksStreamMaxLen == 0 {
+		h.ClicksStreamMaxLen = DefaultClicksStreamMaxLen
+	}
 	if len(h.AllowSchemes) == 0 {
 		h.AllowSchemes = []string{"http", "https"}
 	}
@@ -358,6 +456,9 @@ func (h *Handler) Validate() error {
 	if h.LocalCacheEntries < 0 || h.LocalCacheTTL < 0 || h.CacheTTL < 0 || h.NegativeTTL < 0 {
 		return errors.New("shortener: cache sizes and durations must not be negative")
 	}
+	if h.ClicksBuffer < 0 || h.ClicksBatch < 0 || h.ClicksInterval < 0 || h.ClicksStreamMaxLen < 0 {
+		return errors.New("shortener: clicks_buffer, clicks_batch (size and interval) and clicks_stream_maxlen must not be negative")
+	}
 	if h.API != "" && len(h.APIKeys) == 0 {
 		return errors.New("shortener: the api needs at least one api_key")
 	}
@@ -376,10 +477,23 @@ func (h *Handler) Validate() error {
 	return nil
 }
 
-// Cleanup releases what Provision took: Redis subscription and client, the
-// store (or its share of the pooled one).
+// clicksCloseTimeout bounds how long Cleanup waits for buffered clicks to
+// be flushed (to Redis or the store) at shutdown or reload.
+const clicksCloseTimeout = 5 * time.Second
+
+// Cleanup releases what Provision took: it flushes buffered clicks first
+// (bounded wait), then the Redis subscription and client, the store (or its
+// share of the pooled one).
 func (h *Handler) Cleanup() error {
 	var errs []error
+	if h.clicks != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), clicksCloseTimeout)
+		if err := h.clicks.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("shortener: %w", err))
+		}
+		cancel()
+		h.clicks = nil
+	}
 	if h.cache != nil {
 		h.cache.close()
 	}

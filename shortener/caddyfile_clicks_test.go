@@ -1,0 +1,83 @@
+package shortener
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+func TestCaddyfileClicks(t *testing.T) {
+	for _, tc := range []struct {
+		input string
+		want  Handler
+	}{
+		{"shortener {\nclicks on\n}", Handler{}},
+		{"shortener {\nclicks off\n}", Handler{ClicksOff: true}},
+		{"shortener {\nclicks_buffer 1024\n}", Handler{ClicksBuffer: 1024}},
+		{"shortener {\nclicks_batch 100 250ms\n}", Handler{ClicksBatch: 100, ClicksInterval: caddy.Duration(250 * time.Millisecond)}},
+		{"shortener {\nclicks_stream_maxlen 5000\n}", Handler{ClicksStreamMaxLen: 5000}},
+		{"shortener {\nclicks on\nclicks_buffer 10\nclicks_batch 5 2s\nclicks_stream_maxlen 99\n}", Handler{
+			ClicksBuffer: 10, ClicksBatch: 5, ClicksInterval: caddy.Duration(2 * time.Second), ClicksStreamMaxLen: 99,
+		}},
+	} {
+		h, err := parse(tc.input)
+		if err != nil {
+			t.Errorf("parse(%q): %v", tc.input, err)
+			continue
+		}
+		if h.ClicksOff != tc.want.ClicksOff || h.ClicksBuffer != tc.want.ClicksBuffer || h.ClicksBatch != tc.want.ClicksBatch ||
+			h.ClicksInterval != tc.want.ClicksInterval || h.ClicksStreamMaxLen != tc.want.ClicksStreamMaxLen {
+			t.Errorf("parse(%q) = %+v, want %+v", tc.input, *h, tc.want)
+		}
+	}
+}
+
+func TestCaddyfileClicksErrors(t *testing.T) {
+	for _, tc := range []struct{ input, want string }{
+		{"shortener {\nclicks\n}", "wrong argument count"},
+		{"shortener {\nclicks on off\n}", "wrong argument count"},
+		{"shortener {\nclicks maybe\n}", "invalid clicks 'maybe': want on or off"},
+		{"shortener {\nclicks on\nclicks off\n}", "duplicate subdirective 'clicks'"},
+		{"shortener {\nclicks_buffer\n}", "wrong argument count"},
+		{"shortener {\nclicks_buffer 1 2\n}", "wrong argument count"},
+		{"shortener {\nclicks_buffer lots\n}", "invalid clicks_buffer 'lots': must be a positive integer"},
+		{"shortener {\nclicks_buffer 0\n}", "invalid clicks_buffer '0'"},
+		{"shortener {\nclicks_buffer -5\n}", "invalid clicks_buffer '-5'"},
+		{"shortener {\nclicks_buffer 8\nclicks_buffer 9\n}", "duplicate subdirective 'clicks_buffer'"},
+		{"shortener {\nclicks_batch\n}", "wrong argument count"},
+		{"shortener {\nclicks_batch 100\n}", "wrong argument count"},
+		{"shortener {\nclicks_batch 100 1s 2s\n}", "wrong argument count"},
+		{"shortener {\nclicks_batch x 1s\n}", "invalid clicks_batch size 'x': must be a positive integer"},
+		{"shortener {\nclicks_batch 0 1s\n}", "invalid clicks_batch size '0'"},
+		{"shortener {\nclicks_batch 10 soon\n}", "invalid clicks_batch interval 'soon': must be a positive duration"},
+		{"shortener {\nclicks_batch 10 0s\n}", "invalid clicks_batch interval '0s'"},
+		{"shortener {\nclicks_batch 10 -1s\n}", "invalid clicks_batch interval '-1s'"},
+		{"shortener {\nclicks_stream_maxlen\n}", "wrong argument count"},
+		{"shortener {\nclicks_stream_maxlen none\n}", "invalid clicks_stream_maxlen 'none': must be a positive integer"},
+		{"shortener {\nclicks_stream_maxlen 0\n}", "invalid clicks_stream_maxlen '0'"},
+	} {
+		_, err := parse(tc.input)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parse(%q) = %v, want an error containing %q", tc.input, err, tc.want)
+		}
+	}
+}
+
+func TestClicksDefaultsAndValidate(t *testing.T) {
+	h := new(Handler)
+	h.setDefaults()
+	if h.ClicksOff || h.ClicksBuffer != 65536 || h.ClicksBatch != 500 || time.Duration(h.ClicksInterval) != time.Second ||
+		h.ClicksStreamMaxLen != 1000000 {
+		t.Errorf("click defaults: off=%v buffer=%d batch=%d interval=%v maxlen=%d", h.ClicksOff, h.ClicksBuffer,
+			h.ClicksBatch, time.Duration(h.ClicksInterval), h.ClicksStreamMaxLen)
+	}
+	for _, bad := range []Handler{
+		{ClicksBuffer: -1}, {ClicksBatch: -1}, {ClicksInterval: -1}, {ClicksStreamMaxLen: -1},
+	} {
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "must not be negative") {
+			t.Errorf("Validate(%+v) = %v, want a negative-setting error", bad, err)
+		}
+	}
+}

@@ -1,0 +1,377 @@
+package shortener
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// Handler tests of click counting (issue 5) on an in-memory store that also
+// keeps clicks; the real stores' counters are tested in clicks_sink_test.go
+// and, wired into the handler, in handler_clicks_nodes_test.go.
+
+// memClickSink is an in-memory ClickSink: batch IDs applied once, clicks
+// kept as they came.
+type memClickSink struct {
+	mu      sync.Mutex
+	seen    map[string]bool
+	clicks  []Click
+	applies int
+
+	// If gate is set, ApplyClicks signals entered and waits until gate is
+	// closed: a store that hangs.
+	gate, entered chan struct{}
+}
+
+func (s *memClickSink) ApplyClicks(ctx context.Context, batches []ClickBatch) (int, error) {
+	if s.gate != nil {
+		select {
+		case s.entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.applies++
+	applied := 0
+	for _, b := range batches {
+		if s.seen[b.ID] {
+			continue
+		}
+		s.seen[b.ID] = true
+		s.clicks = append(s.clicks, b.Clicks...)
+		applied++
+	}
+	return applied, nil
+}
+
+func (s *memClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (ClickStats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := ClickStats{Code: code, Hourly: []HourlyClicks{}, Referrers: []ReferrerClicks{}}
+	firstDay, endDay := dayRange(from, to)
+	hours := map[time.Time]*HourlyClicks{}
+	refs := map[string]int64{}
+	for _, c := range s.clicks {
+		if c.Code != code {
+			continue
+		}
+		if hr := hourFloor(c.At); !hr.Before(hourFloor(from)) && hr.Before(to) {
+			hc := hours[hr]
+			if hc == nil {
+				hc = &HourlyClicks{Hour: hr}
+				hours[hr] = hc
+			}
+			if c.Bot() {
+				hc.Bots++
+				st.Bots++
+			} else {
+				hc.People++
+				st.People++
+			}
+		}
+		if d := dayFloor(c.At); c.Referrer != "" && !d.Before(firstDay) && d.Before(endDay) {
+			refs[c.Referrer]++
+		}
+	}
+	for hr := hourFloor(from); hr.Before(to); hr = hr.Add(time.Hour) {
+		if hc := hours[hr]; hc != nil {
+			st.Hourly = append(st.Hourly, *hc)
+		}
+	}
+	st.Total = st.People + st.Bots
+	st.Referrers = topReferrers(refs)
+	return st, nil
+}
+
+func (s *memClickSink) ClickTotal(ctx context.Context, code string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, c := range s.clicks {
+		if c.Code == code {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// clickMemStore is a memStore that keeps clicks too (a Store and a
+// ClickSink), so the handler counts clicks with it.
+type clickMemStore struct {
+	*memStore
+	*memClickSink
+}
+
+func newClickMemStore() clickMemStore {
+	return clickMemStore{newMemStore(), new(memClickSink)}
+}
+
+// clickHandler is a handler on a clickMemStore at a fixed clock, flushing
+// clicks every 10ms.
+func clickHandler(t *testing.T, now time.Time, configure func(*Handler)) (*Handler, clickMemStore) {
+	t.Helper()
+	s := newClickMemStore()
+	h := newHandler(t, s, func(h *Handler) {
+		h.now = func() time.Time { return now }
+		h.ClicksInterval = caddy.Duration(10 * time.Millisecond)
+		if configure != nil {
+			configure(h)
+		}
+	})
+	if h.clicks == nil {
+		t.Fatal("click counting is off on a store that keeps clicks")
+	}
+	return h, s
+}
+
+// waitCodeTotal waits until the sink counted want clicks for code, then checks
+// that no more arrive over a few flush intervals.
+func waitCodeTotal(t *testing.T, s ClickSink, code string, want int64) {
+	t.Helper()
+	total := func() int64 {
+		n, err := s.ClickTotal(context.Background(), code)
+		if err != nil {
+			t.Fatalf("ClickTotal(%q): %v", code, err)
+		}
+		return n
+	}
+	eventually(t, 20*time.Second, "clicks counted", func() bool { return total() >= want })
+	time.Sleep(100 * time.Millisecond)
+	if n := total(); n != want {
+		t.Fatalf("ClickTotal(%q) = %d, want %d", code, n, want)
+	}
+}
+
+func getJSON(t *testing.T, h *Handler, target string, wantStatus int, out any) {
+	t.Helper()
+	w := serve(t, h, "GET", target, "", auth()...)
+	if w.Code != wantStatus {
+		t.Fatalf("GET %s = %d %s, want %d", target, w.Code, w.Body, wantStatus)
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("GET %s: Content-Type %q, want application/json", target, ct)
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), out); err != nil {
+		t.Fatalf("GET %s: decoding %s: %v", target, w.Body, err)
+	}
+}
+
+// Which redirects count, what the stats API answers for them, and the
+// clicks field of a link.
+func TestClicksCountedAndStatsAPI(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 42, 0, 0, time.UTC)
+	h, s := clickHandler(t, now, nil)
+	code := create(t, h, `{"long_url":"https://example.com/landing"}`).Code
+	gone := create(t, h, `{"long_url":"https://example.com/gone"}`).Code
+	if w := serve(t, h, "DELETE", "/api/links/"+gone, "", auth()...); w.Code != http.StatusNoContent {
+		t.Fatalf("DELETE = %d", w.Code)
+	}
+	const browser = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36"
+	for _, tc := range []struct {
+		method string
+		header []string
+		want   int
+	}{
+		{"GET", []string{"User-Agent", browser, "Referer", "https://News.Example.com/a?b=c"}, http.StatusFound},
+		{"GET", []string{"User-Agent", browser, "Referer", "https://news.example.com/other"}, http.StatusFound},
+		{"GET", []string{"User-Agent", browser, "Referer", "https://blog.example.org/"}, http.StatusFound},
+		{"GET", []string{"User-Agent", "MyApp/2.1 (iOS)"}, http.StatusFound},
+		{"GET", []string{"User-Agent", "curl/8.5.0"}, http.StatusFound},
+		{"GET", []string{"User-Agent", "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"}, http.StatusFound},
+		{"GET", nil, http.StatusFound}, // no user agent: a script
+		// Not counted:
+		{"HEAD", []string{"User-Agent", browser}, http.StatusFound},
+		{"GET", []string{"User-Agent", browser, "Sec-Purpose", "prefetch"}, http.StatusFound},
+		{"GET", []string{"User-Agent", browser, "Sec-Purpose", "prefetch;prerender"}, http.StatusFound},
+		{"GET", []string{"User-Agent", browser, "Purpose", "prefetch"}, http.StatusFound},
+	} {
+		if w := serve(t, h, tc.method, "/"+code, "", tc.header...); w.Code != tc.want {
+			t.Fatalf("%s /%s %v = %d, want %d", tc.method, code, tc.header, w.Code, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		path string
+		want int
+	}{{"/" + gone, http.StatusGone}, {"/nosuch1", http.StatusNotFound}, {"/bad!code", http.StatusNotFound}} {
+		if w := serve(t, h, "GET", tc.path, "", "User-Agent", browser); w.Code != tc.want {
+			t.Fatalf("GET %s = %d, want %d", tc.path, w.Code, tc.want)
+		}
+	}
+	waitCodeTotal(t, s, code, 7)
+	for _, c := range []string{gone, "nosuch1"} {
+		if n, _ := s.ClickTotal(context.Background(), c); n != 0 {
+			t.Errorf("%s counted %d clicks, want 0 (410 and 404 do not count)", c, n)
+		}
+	}
+
+	var st ClickStats
+	getJSON(t, h, "/api/links/"+code+"/stats", http.StatusOK, &st)
+	want := ClickStats{
+		Code: code, Total: 7, People: 4, Bots: 3,
+		Hourly:    []HourlyClicks{{Hour: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), People: 4, Bots: 3}},
+		Referrers: []ReferrerClicks{{Host: "news.example.com", Count: 2}, {Host: "blog.example.org", Count: 1}},
+	}
+	if !statsEqual(st, want) {
+		t.Errorf("stats = %+v, want %+v", st, want)
+	}
+	// The raw JSON has the documented shape.
+	w := serve(t, h, "GET", "/api/links/"+code+"/stats", "", auth()...)
+	for _, k := range []string{`"code":`, `"total":7`, `"people":4`, `"bots":3`, `"hourly":[{"hour":"2026-11-29T10:00:00Z","people":4,"bots":3}]`,
+		`"referrers":[{"host":"news.example.com","count":2},{"host":"blog.example.org","count":1}]`} {
+		if !strings.Contains(w.Body.String(), k) {
+			t.Errorf("stats body %s lacks %s", w.Body, k)
+		}
+	}
+
+	// A window that misses the hour: zero, with empty lists (not null).
+	w = serve(t, h, "GET", "/api/links/"+code+"/stats?from=2026-11-29T11:00:00Z&to=2026-11-29T12:00:00Z", "", auth()...)
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"total":0`) ||
+		!strings.Contains(w.Body.String(), `"hourly":[]`) {
+		t.Errorf("stats of an empty window = %d %s, want 200, total 0 and hourly []", w.Code, w.Body)
+	}
+	// An explicit window around the hour.
+	getJSON(t, h, "/api/links/"+code+"/stats?from=2026-11-29T10:30:00Z&to=2026-11-29T10:45:00%2B00:00", http.StatusOK, &st)
+	if st.Total != 7 || len(st.Hourly) != 1 {
+		t.Errorf("stats 10:30..10:45 = %+v, want the 10:00 hour's 7 clicks", st)
+	}
+
+	var link map[string]any
+	getJSON(t, h, "/api/links/"+code, http.StatusOK, &link)
+	if link["clicks"] != float64(7) {
+		t.Errorf("GET link: clicks = %v, want 7 (%v)", link["clicks"], link)
+	}
+	getJSON(t, h, "/api/links/"+gone, http.StatusOK, &link)
+	if link["clicks"] != float64(0) {
+		t.Errorf("GET revoked link: clicks = %v, want 0 (%v)", link["clicks"], link)
+	}
+	// Reads through the API count nothing.
+	waitCodeTotal(t, s, code, 7)
+}
+
+func statsEqual(a, b ClickStats) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+func TestClicksStatsAPIErrors(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 42, 0, 0, time.UTC)
+	h, _ := clickHandler(t, now, nil)
+	code := create(t, h, `{"long_url":"https://example.com/x"}`).Code
+	for _, tc := range []struct {
+		method, target string
+		header         []string
+		status         int
+		msg            string
+	}{
+		{"GET", "/api/links/" + code + "/stats?from=yesterday", auth(), 400, "from must be an RFC 3339 time"},
+		{"GET", "/api/links/" + code + "/stats?to=2026-13-01T00:00:00Z", auth(), 400, "to must be an RFC 3339 time"},
+		{"GET", "/api/links/" + code + "/stats?from=2026-11-02T00:00:00Z&from=2026-11-03T00:00:00Z", auth(), 400, "from given 2 times"},
+		{"GET", "/api/links/" + code + "/stats?from=2026-11-29T12:00:00Z&to=2026-11-29T11:00:00Z", auth(), 400, "from is after to"},
+		{"GET", "/api/links/" + code + "/stats?from=2024-01-01T00:00:00Z", auth(), 400, "longer than 366 days"},
+		{"GET", "/api/links/nosuch1/stats", auth(), 404, "link not found"},
+		{"GET", "/api/links/bad!code/stats", auth(), 404, "link not found"},
+		{"GET", "/api/links//stats", auth(), 404, "link not found"},
+		{"POST", "/api/links/" + code + "/stats", auth(), 405, "method POST not allowed"},
+		{"DELETE", "/api/links/" + code + "/stats", auth(), 405, "method DELETE not allowed"},
+		{"GET", "/api/links/" + code + "/stats", nil, 401, "missing or invalid API key"},
+		{"GET", "/api/links/" + code + "/stats/more", auth(), 404, "no such API endpoint"},
+	} {
+		w := serve(t, h, tc.method, tc.target, "", tc.header...)
+		var out map[string]string
+		if w.Code != tc.status || json.Unmarshal(w.Body.Bytes(), &out) != nil || !strings.Contains(out["error"], tc.msg) {
+			t.Errorf("%s %s = %d %s, want %d with an error containing %q", tc.method, tc.target, w.Code, w.Body, tc.status, tc.msg)
+		}
+	}
+	if w := serve(t, h, "POST", "/api/links/"+code+"/stats", "", auth()...); w.Header().Get("Allow") != "GET, HEAD" {
+		t.Errorf("405 Allow = %q, want GET, HEAD", w.Header().Get("Allow"))
+	}
+}
+
+// With clicks off nothing is recorded, links have no clicks field and the
+// stats endpoint does not exist.
+func TestClicksOff(t *testing.T) {
+	s := newClickMemStore()
+	h := newHandler(t, s, func(h *Handler) { h.ClicksOff = true })
+	if h.clicks != nil {
+		t.Fatal("clicks off, but a recorder was started")
+	}
+	code := create(t, h, `{"long_url":"https://example.com/x"}`).Code
+	if w := serve(t, h, "GET", "/"+code, ""); w.Code != http.StatusFound {
+		t.Fatalf("redirect = %d", w.Code)
+	}
+	var link map[string]any
+	getJSON(t, h, "/api/links/"+code, http.StatusOK, &link)
+	if _, ok := link["clicks"]; ok {
+		t.Errorf("GET link with clicks off has clicks: %v", link)
+	}
+	var e map[string]string
+	getJSON(t, h, "/api/links/"+code+"/stats", http.StatusNotFound, &e)
+	if e["error"] != "click counting is off" {
+		t.Errorf("stats with clicks off: %v", e)
+	}
+	if len(s.clicks) != 0 {
+		t.Errorf("%d clicks recorded with clicks off", len(s.clicks))
+	}
+}
+
+// A store given to the handler that keeps no clicks (a plain test store)
+// runs without click counting rather than failing.
+func TestClicksStoreWithoutClicks(t *testing.T) {
+	h := newHandler(t, newMemStore(), nil)
+	if h.clicks != nil {
+		t.Fatal("a recorder was started on a store that keeps no clicks")
+	}
+	var e map[string]string
+	code := create(t, h, `{"long_url":"https://example.com/x"}`).Code
+	getJSON(t, h, "/api/links/"+code+"/stats", http.StatusNotFound, &e)
+}
+
+// A full buffer drops clicks and counts them in the metric; the redirects
+// still answer at once, and the buffered clicks are counted later.
+func TestClicksBufferFullDrops(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	s := newClickMemStore()
+	s.gate, s.entered = make(chan struct{}), make(chan struct{}, 1)
+	h := newHandler(t, s, func(h *Handler) {
+		h.now = func() time.Time { return now }
+		h.ClicksBuffer = 8
+		h.ClicksBatch = 1
+	})
+	code := create(t, h, `{"long_url":"https://example.com/x"}`).Code
+	redirect := func() {
+		if w := serve(t, h, "GET", "/"+code, "", "User-Agent", "Mozilla/5.0"); w.Code != http.StatusFound {
+			t.Fatalf("redirect = %d", w.Code)
+		}
+	}
+	redirect()
+	<-s.entered // the writer is stuck delivering the first click
+	for range 19 {
+		redirect()
+	}
+	if d := h.clicks.Dropped(); d != 11 {
+		t.Errorf("dropped %d, want 11 (1 in flight, 8 buffered)", d)
+	}
+	if m := counterValue(h.clicks.dropped); m != 11 {
+		t.Errorf("caddy_shortener_clicks_dropped_total = %v, want 11", m)
+	}
+	close(s.gate)
+	waitCodeTotal(t, s, code, 9)
+}
