@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -76,6 +77,8 @@ type Handler struct {
 	store  Store        // the quotas: Redis or in-process
 	local  *MemoryStore // the `local` fallback, nil when no zone uses it
 	client *redispool.Client
+	calls  callMode   // how the Redis store sends its calls (set by benchmarks)
+	deny   *denyCache // refusals of the Redis store, answered locally; nil: none
 	// inProcess: store is the memory store (no timeout needed)
 	inProcess bool
 	prefix    string
@@ -180,7 +183,15 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("redis %s: %w", cfg.Describe(), err)
 	}
-	h.store = NewRedisStore(h.client.UniversalClient)
+	if h.store, err = newRedisStore(h.client.UniversalClient, h.calls); err != nil {
+		return fmt.Errorf("redis %s: %w", cfg.Describe(), err)
+	}
+	// On a cluster, zones in several slots are charged and refunded
+	// separately: a refusal may then be due to another request's passing
+	// charge, which must not be remembered (see denyCache).
+	if _, cluster := h.client.UniversalClient.(*redis.ClusterClient); !cluster || len(h.Zones) == 1 || h.HashTag != "" {
+		h.deny = newDenyCache()
+	}
 	if err := redispool.Ping(ctx, h.client, cfg, pingTimeout); err != nil {
 		h.logger.Warn("rate limit store unreachable at start; on_error applies until it answers",
 			zap.Error(err))
@@ -306,8 +317,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	h.setStoreKeys(ds, tag, keysLen)
 
-	storeErr := h.decide(r.Context(), ds)
-	h.rechargeAfterDryRun(r.Context(), ds)
+	var storeErr error
+	if h.deny == nil || !h.deny.answer(ds, time.Now()) {
+		storeErr = h.decide(r.Context(), ds)
+		h.rechargeAfterDryRun(r.Context(), ds)
+	}
 
 	// A fail-closed zone refuses with 503.
 	for i := range ds {
@@ -436,11 +450,18 @@ func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
 	for i := range ds {
 		asks[i] = ds[i].ask
 	}
+	var sent time.Time
+	if h.deny != nil {
+		sent = time.Now()
+	}
 	results, err := h.callStore(ctx, asks)
 	putAsks(ab)
 	if err == nil {
 		for i := range ds {
 			ds[i].res, ds[i].state = results[i], stateStore
+		}
+		if h.deny != nil {
+			h.deny.remember(ds, sent, time.Now())
 		}
 		return nil
 	}

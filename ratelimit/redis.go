@@ -36,14 +36,62 @@ const refundTimeout = time.Second
 // another request may briefly see the charged units: strict atomicity
 // across zones on Cluster needs hash_tag, which puts all of a request's
 // keys in one slot (see StoreKey).
+//
+// The script calls of concurrent requests leave in pipelines (see
+// coalescer): under load, one round trip decides many requests.
 type RedisStore struct {
-	c redis.UniversalClient
+	c  redis.UniversalClient
+	sc redis.Scripter // runs the script when co is nil
+	co *coalescer
 }
 
 // NewRedisStore returns a store deciding on c (a Client, a failover client
 // or a ClusterClient).
 func NewRedisStore(c redis.UniversalClient) *RedisStore {
-	return &RedisStore{c: c}
+	s, _ := newRedisStore(c, callsCoalesced)
+	return s
+}
+
+// callMode is how the store sends its script calls.
+type callMode uint8
+
+const (
+	callsCoalesced    callMode = iota // batched by our coalescer (the default)
+	callsPlain                        // one EVALSHA per call on the client
+	callsAutoPipeline                 // go-redis' experimental AutoPipeline (kept for the benchmark comparison)
+)
+
+// newRedisStore returns a store sending its calls as mode says.
+func newRedisStore(c redis.UniversalClient, mode callMode) (*RedisStore, error) {
+	s := &RedisStore{c: c, sc: c}
+	switch mode {
+	case callsCoalesced:
+		s.co = newCoalescer(c)
+	case callsAutoPipeline:
+		var ap *redis.AutoPipeliner
+		var err error
+		switch c := c.(type) {
+		case *redis.Client:
+			ap, err = c.AutoPipeline()
+		case *redis.ClusterClient:
+			ap, err = c.AutoPipeline()
+		default:
+			err = fmt.Errorf("no AutoPipeline on %T", c)
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.sc = ap
+	}
+	return s, nil
+}
+
+// eval runs the decide script.
+func (s *RedisStore) eval(ctx context.Context, keys []string, args []any) (any, error) {
+	if s.co != nil {
+		return s.co.run(ctx, keys, args)
+	}
+	return decideScript.Run(ctx, s.sc, keys, args...).Result()
 }
 
 // Decide implements Store.
@@ -170,7 +218,7 @@ func allAllowed(res []Result) bool {
 // and the Redis TIME (µs) of the decision.
 func (s *RedisStore) decide(ctx context.Context, asks []Ask, ps []params) ([]Result, int64, error) {
 	keys, args := scriptArgs(asks, ps, "d", 0)
-	v, err := decideScript.Run(ctx, s.c, keys, args...).Result()
+	v, err := s.eval(ctx, keys, args)
 	if err != nil {
 		return nil, 0, fmt.Errorf("ratelimit script: %w", err)
 	}
@@ -180,7 +228,7 @@ func (s *RedisStore) decide(ctx context.Context, asks []Ask, ps []params) ([]Res
 // refund gives back what a decide call at now (µs) charged for asks.
 func (s *RedisStore) refund(ctx context.Context, asks []Ask, ps []params, now int64) error {
 	keys, args := scriptArgs(asks, ps, "r", now)
-	if err := decideScript.Run(ctx, s.c, keys, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+	if _, err := s.eval(ctx, keys, args); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("ratelimit refund: %w", err)
 	}
 	return nil

@@ -1,0 +1,177 @@
+package ratelimit
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/edgekit/caddy-edgekit/internal/testenv"
+)
+
+// roundTrips is a go-redis hook counting script round trips (one command
+// alone or one pipeline; not the connection set-up) and running before,
+// once, ahead of the first of the kind it is set for.
+type roundTrips struct {
+	n          atomic.Int64
+	onPipeline bool
+	once       sync.Once
+	before     func()
+}
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !isScriptCmd(cmd) {
+			return next(ctx, cmd)
+		}
+		h.n.Add(1)
+		if !h.onPipeline && h.before != nil {
+			h.once.Do(h.before)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) == 0 || !isScriptCmd(cmds[0]) {
+			return next(ctx, cmds)
+		}
+		h.n.Add(1)
+		if h.onPipeline && h.before != nil {
+			h.once.Do(h.before)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func isScriptCmd(cmd redis.Cmder) bool {
+	return cmd.Name() == "evalsha" || cmd.Name() == "eval"
+}
+
+// queued waits until the coalescer holds n waiting calls.
+func queued(t *testing.T, co *coalescer, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		co.mu.Lock()
+		l := len(co.queue)
+		co.mu.Unlock()
+		if l >= n {
+			return
+		}
+	}
+	t.Errorf("the coalescer never held %d calls", n)
+}
+
+// decideConcurrently runs n single-ask decisions on s at once and counts
+// the allowed ones.
+func decideConcurrently(t *testing.T, s Store, ask Ask, n int) int {
+	t.Helper()
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := s.Decide(ctx, []Ask{ask})
+			if err != nil {
+				t.Errorf("Decide: %v", err)
+				return
+			}
+			if res[0].Allowed {
+				allowed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(allowed.Load())
+}
+
+// While one call is on the wire, the others queue and leave in pipelines
+// of at most coalesceMaxBatch; every decision stays exact.
+func TestCoalescerBatchesConcurrentCalls(t *testing.T) {
+	c, prefix := testenv.Redis(t)
+	const n = 300
+	if err := decideScript.Load(context.Background(), c).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := NewRedisStore(c)
+	hook := &roundTrips{}
+	hook.before = func() { queued(t, s.co, n-1) } // the first call waits for all others
+	c.AddHook(hook)
+	limit := Limit{Algorithm: TokenBucket, Events: 100, Window: time.Hour}
+	ask := Ask{Key: StoreKey(prefix, "co", "", "k"), Limit: limit, Cost: 1}
+
+	if got := decideConcurrently(t, s, ask, n); got != 100 {
+		t.Errorf("%d of %d concurrent asks allowed, want exactly 100", got, n)
+	}
+	// 1 alone, then 299 in pipelines of at most 128: 128 + 128 + 43.
+	if got := hook.n.Load(); got != 4 {
+		t.Errorf("%d round trips for %d calls, want 4", got, n)
+	}
+}
+
+// A server that lost its script cache (restart, SCRIPT FLUSH) answers a
+// pipeline's EVALSHA with NOSCRIPT: those calls are sent again as EVAL.
+func TestCoalescerNoScriptInPipeline(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { c.Close() })
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { admin.Close() })
+	s := NewRedisStore(c)
+	const n = 50
+	first := &roundTrips{}
+	first.before = func() { queued(t, s.co, n-1) }
+	c.AddHook(first)
+	flush := &roundTrips{onPipeline: true}
+	flush.before = func() { // the script is cached by the first call; drop it
+		if err := admin.ScriptFlush(context.Background()).Err(); err != nil {
+			t.Errorf("SCRIPT FLUSH: %v", err)
+		}
+	}
+	c.AddHook(flush)
+	limit := Limit{Algorithm: FixedWindow, Events: 20, Window: time.Hour}
+	ask := Ask{Key: "co:noscript", Limit: limit, Cost: 1}
+
+	if got := decideConcurrently(t, s, ask, n); got != 20 {
+		t.Errorf("%d of %d asks allowed, want exactly 20", got, n)
+	}
+}
+
+// A caller stops waiting at its own deadline, even when its batch never
+// returns.
+func TestCoalescerDeadline(t *testing.T) {
+	stall := testenv.StartStall(t)
+	c := redis.NewClient(&redis.Options{Addr: stall.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}})
+	t.Cleanup(func() { c.Close() })
+	s := NewRedisStore(c)
+	limit := Limit{Algorithm: TokenBucket, Events: 10, Window: time.Minute}
+	const timeout = 100 * time.Millisecond
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			start := time.Now()
+			_, err := s.Decide(ctx, []Ask{{Key: "co:stall", Limit: limit, Cost: 1}})
+			if err == nil {
+				t.Errorf("call %d: no error from a server that never answers", i)
+			}
+			if d := time.Since(start); d > 10*timeout {
+				t.Errorf("call %d returned after %v, want about %v", i, d, timeout)
+			}
+		})
+	}
+	wg.Wait()
+}

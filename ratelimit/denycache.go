@@ -1,0 +1,139 @@
+package ratelimit
+
+import (
+	"time"
+
+	"github.com/maypok86/otter/v2"
+)
+
+// denyCacheSize bounds the refused keys one handler remembers.
+const denyCacheSize = 10000
+
+// denyCache remembers the keys the Redis store refused, so that a refused
+// client hammering the limit is answered in process, with no round trip,
+// until the store could allow it again. It is exact, never a guess:
+//
+//   - An entry is used only until the request that learned it was sent
+//     plus the store's RetryAfter. The store decided after the request was
+//     sent, so that moment is never later than the real retry time: past
+//     it, requests go to the store again. Retry-After, on the contrary,
+//     counts from when the answer came back, so it is never earlier than
+//     the real wait.
+//   - Only the same key with the same limit (algorithm, events, window,
+//     burst) and a cost at least as large is answered: a larger cost is
+//     refused at least as long. A cost 0 check (count_status zones) is
+//     remembered like any other: nothing frees quota before RetryAfter,
+//     since every algorithm's state only refills with time.
+//   - A request is answered locally only when every zone that applies to
+//     it holds a valid entry and none is dry_run: otherwise the store must
+//     decide (another zone might refuse longer, or charge).
+//   - Refusals decided by the `local` fallback or a dry_run zone are never
+//     remembered; on Redis Cluster, a handler with several zones and no
+//     hash_tag keeps no cache, since a request there may see another
+//     request's charge before its refund.
+//
+// Remaining, in the headers of a locally answered request, is the value
+// the store gave with its refusal. Clocks: local monotonic time only; the
+// store's clock is read from its answer (Result.Now), aged by the local
+// time elapsed since.
+type denyCache struct {
+	entries *otter.Cache[string, denial]
+}
+
+// denial is one remembered refusal.
+type denial struct {
+	limit Limit
+	cost  int64
+	res   Result    // the store's answer
+	got   time.Time // when the answer came back
+	until time.Time // sent + RetryAfter: answered locally before this
+}
+
+func newDenyCache() *denyCache {
+	return &denyCache{entries: otter.Must(&otter.Options[string, denial]{MaximumSize: denyCacheSize})}
+}
+
+// remember records the refusals the store gave for ds, asked at sent and
+// answered at got.
+func (c *denyCache) remember(ds []zoneDecision, sent, got time.Time) {
+	for i := range ds {
+		d := &ds[i]
+		if d.state != stateStore || d.res.Allowed || d.zone.DryRun || d.res.RetryAfter <= 0 {
+			continue
+		}
+		c.entries.Set(d.ask.Key, denial{
+			limit: d.ask.Limit,
+			cost:  d.ask.Cost,
+			res:   d.res,
+			got:   got,
+			until: sent.Add(d.res.RetryAfter),
+		})
+	}
+}
+
+// answer decides ds locally if every zone holds a valid refusal at now,
+// and reports whether it did.
+func (c *denyCache) answer(ds []zoneDecision, now time.Time) bool {
+	for i := range ds {
+		if !c.answerOne(&ds[i], now) {
+			for j := range i {
+				ds[j].res = Result{}
+			}
+			return false
+		}
+	}
+	for i := range ds {
+		ds[i].state = stateStore
+	}
+	return true
+}
+
+// answerOne sets d.res from a valid entry, if there is one.
+func (c *denyCache) answerOne(d *zoneDecision, now time.Time) bool {
+	if d.zone.DryRun {
+		return false
+	}
+	e, ok := c.entries.GetIfPresent(d.ask.Key)
+	if !ok || e.limit != d.ask.Limit || d.ask.Cost < e.cost {
+		return false
+	}
+	if !now.Before(e.until) {
+		c.entries.Invalidate(d.ask.Key)
+		return false
+	}
+	d.res = e.resultAt(now)
+	return true
+}
+
+// resultAt is the refusal as of now: the wait counted from when the
+// store's answer came back, so never shorter than the real one.
+func (e *denial) resultAt(now time.Time) Result {
+	age := now.Sub(e.got)
+	return Result{
+		Remaining:  e.res.Remaining,
+		RetryAfter: max(e.res.RetryAfter-age, time.Microsecond),
+		Reset:      max(e.res.Reset-age, 0),
+		Now:        e.res.Now.Add(age),
+	}
+}
+
+// forget drops keys (full store keys): an admin reset must reach the
+// store's next answer at once.
+func (c *denyCache) forget(keys ...string) {
+	for _, k := range keys {
+		c.entries.Invalidate(k)
+	}
+}
+
+// forgetAll drops every entry.
+func (c *denyCache) forgetAll() {
+	c.entries.InvalidateAll()
+}
+
+// forgetDenied drops keys (full store keys) from the handler's deny
+// cache: the admin API's reset calls it with the keys it deleted.
+func (h *Handler) forgetDenied(keys ...string) {
+	if h.deny != nil {
+		h.deny.forget(keys...)
+	}
+}
