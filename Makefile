@@ -42,3 +42,15 @@ bench:
 # Every fuzz target for FUZZTIME (default 30s) each.
 fuzz:
 	bash scripts/fuzz.sh
+
+# Fault-injection, failover (Sentinel, Cluster), reload and attack scenarios,
+# including the long ones behind EDGEKIT_CHAOS=1; see docs/failure-modes.md.
+chaos:
+	bash scripts/chaos.sh
+
+# Not in CI: SOAK_DURATION (default 30m) of mixed traffic against bin/caddy
+# with Redis and PostgreSQL restarts; heap, goroutines, fds and clicks checked.
+soak:
+	bash scripts/soak.sh
+
+.PHONY: chaos soak
