@@ -16,13 +16,13 @@ import (
 // keeps clicks; the real stores' counters are tested in clicks_sink_test.go
 // and, wired into the handler, in handler_clicks_nodes_test.go.
 
-// memClickSink is an in-memory ClickSink: batch IDs applied once, clicks
-// kept as they came.
+// memClickSink is an in-memory ClickSink: batch IDs applied once, counters
+// per hour and per referrer day like the real sinks keep.
 type memClickSink struct {
-	mu      sync.Mutex
-	seen    map[string]bool
-	clicks  []Click
-	applies int
+	mu        sync.Mutex
+	seen      map[string]bool
+	hourly    map[hourKey]*[2]int64 // people, bots
+	referrers map[refKey]int64
 
 	// If gate is set, ApplyClicks signals entered and waits until gate is
 	// closed: a store that hangs.
@@ -46,57 +46,49 @@ func (s *memClickSink) ApplyClicks(ctx context.Context, batches []ClickBatch) (i
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.seen == nil {
-		s.seen = map[string]bool{}
+		s.seen, s.hourly, s.referrers = map[string]bool{}, map[hourKey]*[2]int64{}, map[refKey]int64{}
 	}
-	s.applies++
-	applied := 0
+	var fresh []ClickBatch
 	for _, b := range batches {
-		if s.seen[b.ID] {
-			continue
+		if !s.seen[b.ID] {
+			s.seen[b.ID] = true
+			fresh = append(fresh, b)
 		}
-		s.seen[b.ID] = true
-		s.clicks = append(s.clicks, b.Clicks...)
-		applied++
 	}
-	return applied, nil
+	a := aggregateClicks(fresh)
+	for k, v := range a.hourly {
+		if s.hourly[k] == nil {
+			s.hourly[k] = new([2]int64)
+		}
+		s.hourly[k][0] += v[0]
+		s.hourly[k][1] += v[1]
+	}
+	for k, n := range a.referrers {
+		s.referrers[k] += n
+	}
+	return len(fresh), nil
 }
 
 func (s *memClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (ClickStats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := ClickStats{Code: code, Hourly: []HourlyClicks{}, Referrers: []ReferrerClicks{}}
-	firstDay, endDay := dayRange(from, to)
-	hours := map[time.Time]*HourlyClicks{}
-	refs := map[string]int64{}
-	for _, c := range s.clicks {
-		if c.Code != code {
-			continue
-		}
-		if hr := hourFloor(c.At); !hr.Before(hourFloor(from)) && hr.Before(to) {
-			hc := hours[hr]
-			if hc == nil {
-				hc = &HourlyClicks{Hour: hr}
-				hours[hr] = hc
-			}
-			if c.Bot() {
-				hc.Bots++
-				st.Bots++
-			} else {
-				hc.People++
-				st.People++
-			}
-		}
-		if d := dayFloor(c.At); c.Referrer != "" && !d.Before(firstDay) && d.Before(endDay) {
-			refs[c.Referrer]++
-		}
-	}
 	for hr := hourFloor(from); hr.Before(to); hr = hr.Add(time.Hour) {
-		if hc := hours[hr]; hc != nil {
-			st.Hourly = append(st.Hourly, *hc)
+		if v := s.hourly[hourKey{code, hr.Unix()}]; v != nil {
+			st.Hourly = append(st.Hourly, HourlyClicks{Hour: hr, People: v[0], Bots: v[1]})
+			st.People += v[0]
+			st.Bots += v[1]
 		}
 	}
 	st.Total = st.People + st.Bots
-	st.Referrers = topReferrers(refs)
+	firstDay, endDay := dayRange(from, to)
+	hosts := map[string]int64{}
+	for k, n := range s.referrers {
+		if k.code == code && k.day >= firstDay.Unix() && k.day < endDay.Unix() {
+			hosts[k.host] += n
+		}
+	}
+	st.Referrers = topReferrers(hosts)
 	return st, nil
 }
 
@@ -104,9 +96,9 @@ func (s *memClickSink) ClickTotal(ctx context.Context, code string) (int64, erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var n int64
-	for _, c := range s.clicks {
-		if c.Code == code {
-			n++
+	for k, v := range s.hourly {
+		if k.code == code {
+			n += v[0] + v[1]
 		}
 	}
 	return n, nil
@@ -327,8 +319,8 @@ func TestClicksOff(t *testing.T) {
 	if e["error"] != "click counting is off" {
 		t.Errorf("stats with clicks off: %v", e)
 	}
-	if len(s.clicks) != 0 {
-		t.Errorf("%d clicks recorded with clicks off", len(s.clicks))
+	if len(s.seen) != 0 {
+		t.Errorf("%d click batches applied with clicks off", len(s.seen))
 	}
 }
 
