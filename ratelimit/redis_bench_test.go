@@ -18,29 +18,33 @@ import (
 // benchmarks: 32 on 2 cores is the 64 connections of `make bench`.
 const benchParallelism = 32
 
-// benchCallModes are the ways the Redis store can send its calls, compared
-// side by side in one run.
-var benchCallModes = []struct {
-	name string
-	mode callMode
-}{
-	{"plain", callsPlain},
-	{"autopipeline", callsAutoPipeline},
-	{"coalesce", callsCoalesced},
+// redisVariant is one way of running the Redis store, compared side by
+// side with the others in one run.
+type redisVariant struct {
+	name   string
+	mode   callMode
+	noDeny bool // without the deny cache
+}
+
+// callVariants compare how the store sends its calls.
+var callVariants = []redisVariant{
+	{"plain", callsPlain, false},
+	{"autopipeline", callsAutoPipeline, false},
+	{"coalesce", callsCoalesced, false},
 }
 
 // benchmarkRedisHandler measures ServeHTTP on a handler on the shared
 // test Redis, from benchParallelism×GOMAXPROCS concurrent requests that
-// all expect status want.
-func benchmarkRedisHandler(b *testing.B, zones func() []*Zone, want int, setup func(*Handler)) {
+// all expect status want, once per variant.
+func benchmarkRedisHandler(b *testing.B, variants []redisVariant, zones func() []*Zone, want int) {
 	b.Helper()
-	for _, m := range benchCallModes {
-		b.Run(m.name, func(b *testing.B) {
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
 			_, prefix := testenv.Redis(b)
 			h := &Handler{
 				Zones:  zones(),
 				Redis:  &redispool.Config{URL: testenv.RedisURL(b), KeyPrefix: prefix},
-				calls:  m.mode,
+				calls:  v.mode,
 				logger: zap.NewNop(),
 				// Measure decisions, not failures: a slow answer on this
 				// shared machine fails the benchmark rather than passing
@@ -48,15 +52,17 @@ func benchmarkRedisHandler(b *testing.B, zones func() []*Zone, want int, setup f
 				OnError: "closed",
 				Timeout: caddy.Duration(time.Second),
 			}
-			if setup != nil {
-				setup(h)
-			}
 			ctx, cancel := caddy.NewContext(caddy.Context{Context: b.Context()})
 			defer cancel()
 			if err := h.Provision(ctx); err != nil {
 				b.Fatal(err)
 			}
 			defer h.Cleanup()
+			if v.noDeny {
+				h.deny = nil
+			}
+			trips := new(roundTrips) // script round trips per request
+			h.client.AddHook(trips)
 			next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 			newRequest := func() (*httptest.ResponseRecorder, *http.Request) {
 				w := httptest.NewRecorder()
@@ -79,28 +85,33 @@ func benchmarkRedisHandler(b *testing.B, zones func() []*Zone, want int, setup f
 					checkBenchStatus(b, h.ServeHTTP(w, req, next), want)
 				}
 			})
+			b.ReportMetric(float64(trips.n.Load())/float64(b.N), "trips/op")
 		})
 	}
 }
 
 func BenchmarkHandlerRedisAllowed(b *testing.B) {
-	benchmarkRedisHandler(b, func() []*Zone {
+	benchmarkRedisHandler(b, callVariants, func() []*Zone {
 		return []*Zone{zone("bench", 1_000_000_000, time.Second)}
-	}, http.StatusOK, nil)
+	}, http.StatusOK)
 }
 
 func BenchmarkHandlerRedisRefused(b *testing.B) {
-	benchmarkRedisHandler(b, func() []*Zone {
+	benchmarkRedisHandler(b, []redisVariant{
+		{"plain-nodeny", callsPlain, true},
+		{"coalesce-nodeny", callsCoalesced, true},
+		{"coalesce-deny", callsCoalesced, false},
+	}, func() []*Zone {
 		return []*Zone{zone("bench", 1, time.Hour)}
-	}, http.StatusTooManyRequests, nil)
+	}, http.StatusTooManyRequests)
 }
 
 func BenchmarkHandlerRedisThreeZones(b *testing.B) {
-	benchmarkRedisHandler(b, func() []*Zone {
+	benchmarkRedisHandler(b, callVariants, func() []*Zone {
 		return []*Zone{
 			zone("a", 1_000_000_000, time.Second),
 			{Name: "b", Key: "{http.request.host}", Events: 1_000_000_000, Window: caddy.Duration(time.Minute), Algorithm: SlidingWindow},
 			{Name: "c", Key: "{http.request.method}", Events: 1_000_000_000, Window: caddy.Duration(time.Minute), Algorithm: FixedWindow},
 		}
-	}, http.StatusOK, nil)
+	}, http.StatusOK)
 }
