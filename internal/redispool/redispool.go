@@ -383,12 +383,27 @@ func Get(cfg Config) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		return pooled{redis.NewUniversalClient(opts)}, nil
+		return pooled{newClient(cfg, opts)}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &Client{UniversalClient: v.(pooled).UniversalClient, key: key}, nil
+}
+
+// clusterReloadInterval is how often a cluster client refreshes its slot
+// map while in use. go-redis reloads it on MOVED and READONLY replies, not
+// when a master stops answering, so after a failover it would dial the dead
+// master until the next periodic reload (60s by default).
+const clusterReloadInterval = time.Second
+
+func newClient(cfg Config, opts *redis.UniversalOptions) redis.UniversalClient {
+	if cfg.isCluster() {
+		co := opts.Cluster()
+		co.ClusterStateReloadInterval = clusterReloadInterval
+		return redis.NewClusterClient(co)
+	}
+	return redis.NewUniversalClient(opts)
 }
 
 // Ping checks that the server answers within timeout. The error names the
