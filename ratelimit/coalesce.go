@@ -112,6 +112,22 @@ func (co *coalescer) flush(batch []*scriptCall) {
 // exec runs one batch: one call alone as EVALSHA (EVAL on NOSCRIPT), more
 // as one pipeline of EVALSHA, and the NOSCRIPT ones again as EVAL.
 func (co *coalescer) exec(batch []*scriptCall) {
+	// A call whose caller stopped waiting (it queued behind a slow batch)
+	// is not sent: its request was already answered by on_error, and must
+	// not take quota now.
+	live := batch[:0]
+	for _, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			c.done <- struct{}{}
+			continue
+		}
+		live = append(live, c)
+	}
+	batch = live
+	if len(batch) == 0 {
+		return
+	}
 	ctx, cancel := batchContext(batch)
 	defer cancel()
 	if len(batch) == 1 {

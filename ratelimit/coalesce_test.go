@@ -175,3 +175,57 @@ func TestCoalescerDeadline(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A call whose caller gave up while it queued behind a slow batch is never
+// sent: its request was answered by on_error and must take no quota.
+func TestCoalescerDropsAbandonedCalls(t *testing.T) {
+	c, prefix := testenv.Redis(t)
+	s := NewRedisStore(c)
+	gave := make(chan struct{})
+	hook := &roundTrips{}
+	hook.before = func() { <-gave } // the first batch returns only after B gave up
+	c.AddHook(hook)
+	limit := Limit{Algorithm: FixedWindow, Events: 10, Window: time.Hour}
+	keyA, keyB := StoreKey(prefix, "co", "", "a"), StoreKey(prefix, "co", "", "b")
+
+	leader := make(chan error, 1)
+	go func() {
+		_, err := s.Decide(context.Background(), []Ask{{Key: keyA, Limit: limit, Cost: 1}})
+		leader <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		s.co.mu.Lock()
+		busy := s.co.inFlight == 1
+		s.co.mu.Unlock()
+		if busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first call never went out")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	_, err := s.Decide(ctx, []Ask{{Key: keyB, Limit: limit, Cost: 1}})
+	cancel()
+	if err == nil {
+		t.Fatal("B: no error though its deadline passed while it queued")
+	}
+	close(gave)
+	if err := <-leader; err != nil {
+		t.Fatalf("A: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		s.co.mu.Lock()
+		idle := s.co.inFlight == 0
+		s.co.mu.Unlock()
+		if idle {
+			break
+		}
+	}
+	if n, err := c.Exists(context.Background(), keyA).Result(); err != nil || n != 1 {
+		t.Errorf("A's key: EXISTS = %d, %v; want 1", n, err)
+	}
+	if n, err := c.Exists(context.Background(), keyB).Result(); err != nil || n != 0 {
+		t.Errorf("B's key: EXISTS = %d, %v; want 0 (B was abandoned, never sent)", n, err)
+	}
+}

@@ -125,11 +125,6 @@ func (c *denyCache) forget(keys ...string) {
 	}
 }
 
-// forgetAll drops every entry.
-func (c *denyCache) forgetAll() {
-	c.entries.InvalidateAll()
-}
-
 // forgetDenied drops keys (full store keys) from the handler's deny
 // cache: the admin API's reset calls it with the keys it deleted.
 func (h *Handler) forgetDenied(keys ...string) {
