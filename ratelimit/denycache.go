@@ -32,6 +32,11 @@ const denyCacheSize = 10000
 //     hash_tag keeps no cache, since a request there may see another
 //     request's charge before its refund.
 //
+// The one thing that frees quota other than time is a reset through the
+// admin API: it must call forgetDenied on this process's handlers; a reset
+// made on another Caddy instance reaches this one's cache only at the
+// cached retry time.
+//
 // Remaining, in the headers of a locally answered request, is the value
 // the store gave with its refusal. Clocks: local monotonic time only; the
 // store's clock is read from its answer (Result.Now), aged by the local
