@@ -99,13 +99,14 @@ func (s *RedisStore) Decide(ctx context.Context, asks []Ask) ([]Result, error) {
 	if len(asks) == 0 {
 		return nil, nil
 	}
-	ps := make([]params, len(asks))
+	var pbuf [4]params
+	ps := pbuf[:0]
 	for i := range asks {
 		p, err := paramsOf(asks[i])
 		if err != nil {
 			return nil, fmt.Errorf("zone key %d: %w", i, err)
 		}
-		ps[i] = p
+		ps = append(ps, p)
 	}
 	groups := s.slotGroups(asks)
 	if len(groups) == 1 {
@@ -119,7 +120,7 @@ func (s *RedisStore) Decide(ctx context.Context, asks []Ask) ([]Result, error) {
 // order of first appearance; a single group when not on a cluster.
 func (s *RedisStore) slotGroups(asks []Ask) [][]int {
 	if _, ok := s.c.(*redis.ClusterClient); !ok || len(asks) == 1 {
-		return [][]int{nil}
+		return oneGroup
 	}
 	var groups [][]int
 	var slots []int
@@ -136,10 +137,13 @@ func (s *RedisStore) slotGroups(asks []Ask) [][]int {
 		groups[g] = append(groups[g], i)
 	}
 	if len(groups) == 1 {
-		return [][]int{nil}
+		return oneGroup
 	}
 	return groups
 }
+
+// oneGroup is slotGroups' answer when all asks go in one call (read only).
+var oneGroup = [][]int{nil}
 
 // decideSlots decides asks spread over several cluster slots: one call per
 // slot, concurrently, then refunds of the charged slots if any refused.
@@ -254,13 +258,14 @@ func decodeReply(v any, n int) ([]Result, int64, error) {
 	if !ok || len(arr) != 1+5*n {
 		return nil, 0, fmt.Errorf("ratelimit script: unexpected reply %T of %d items for %d asks", v, lenOf(v), n)
 	}
-	ints := make([]int64, len(arr))
+	var buf [1 + 5*4]int64 // up to 4 asks without allocating
+	ints := buf[:0]
 	for i, x := range arr {
 		xi, ok := x.(int64)
 		if !ok {
 			return nil, 0, fmt.Errorf("ratelimit script: unexpected reply item %d: %T", i, x)
 		}
-		ints[i] = xi
+		ints = append(ints, xi)
 	}
 	now := ints[0]
 	results := make([]Result, n)
