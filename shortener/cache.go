@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -36,10 +37,16 @@ func (e *entry) gone(now int64) bool {
 	return e.state == stateGone || (e.state == stateLive && e.expires != 0 && now >= e.expires)
 }
 
+// maxExpiry is the latest expiry Unix nanoseconds can hold (year 2262).
+var maxExpiry = time.Unix(0, math.MaxInt64)
+
 func liveEntry(longURL string, expires time.Time, ttl time.Duration) *entry {
 	e := &entry{state: stateLive, location: longURL, ttl: ttl}
 	if !expires.IsZero() {
-		e.expires = expires.UnixNano()
+		e.expires = math.MaxInt64 // past 2262, Unix nanoseconds overflow
+		if expires.Before(maxExpiry) {
+			e.expires = expires.UnixNano()
+		}
 	}
 	return e
 }
