@@ -303,3 +303,29 @@ func TestAttackLogsRedactDSN(t *testing.T) {
 	}
 	h.Cleanup()
 }
+
+// An expiry far in the future (past 2262, where Unix nanoseconds overflow)
+// is either refused or honoured: the link redirects, from the store and
+// from the caches, until then.
+func TestAttackFarFutureExpiry(t *testing.T) {
+	s := newMemStore()
+	h := newHandler(t, s, nil)
+	for _, at := range []string{"2261-12-31T00:00:00Z", "2263-01-01T00:00:00Z", "3000-01-01T00:00:00Z", "9999-12-31T23:59:59Z"} {
+		w := serve(t, h, "POST", "/api/links", `{"long_url":"https://example.com/far","expires_at":"`+at+`"}`, auth()...)
+		if w.Code == http.StatusBadRequest {
+			continue
+		}
+		if w.Code != http.StatusCreated {
+			t.Fatalf("expires_at %s: %d %s", at, w.Code, w.Body)
+		}
+		var out linkResponse
+		if err := jsonDecode(w.Body.Bytes(), &out); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 { // the store, then L1
+			if r := serve(t, h, "GET", "/"+out.Code, ""); r.Code != http.StatusFound {
+				t.Errorf("expires_at %s, redirect %d: %d, want 302 until then", at, i+1, r.Code)
+			}
+		}
+	}
+}
