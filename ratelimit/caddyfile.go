@@ -38,6 +38,11 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        count_status <code...>
 //	        on_error     open|closed|local
 //	        dry_run
+//	        plans postgres <dsn> {
+//	            table    <name>
+//	            refresh  <interval>
+//	            plan_key <template>
+//	        }
 //	    }
 //	    redis      <url> | redis { ... }
 //	    timeout    <duration>
@@ -182,6 +187,10 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 			if err != nil {
 				return nil, err
 			}
+			if isTemplate(v) {
+				z.setDynamic(name, v)
+				continue
+			}
 			n, err := strconv.ParseInt(v, 10, 64)
 			if name == "events" && (err != nil || n <= 0) {
 				return nil, d.Errf("invalid events '%s': must be a positive integer", v)
@@ -198,6 +207,10 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 			v, err := oneArg(d)
 			if err != nil {
 				return nil, err
+			}
+			if isTemplate(v) {
+				z.setDynamic(name, v)
+				continue
 			}
 			dur, err := caddy.ParseDuration(v)
 			if err != nil {
@@ -265,6 +278,12 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 				return nil, d.ArgErr()
 			}
 			z.DryRun = true
+		case "plans":
+			p, err := parsePlans(d)
+			if err != nil {
+				return nil, err
+			}
+			z.Plans = p
 		default:
 			return nil, d.Errf("zone '%s': unrecognized subdirective '%s'", z.Name, name)
 		}
@@ -272,9 +291,9 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 	switch {
 	case z.Key == "":
 		return nil, d.Errf("zone '%s': key is required", z.Name)
-	case z.Events == 0:
+	case z.Events == 0 && (z.Dynamic == nil || z.Dynamic.Events == ""):
 		return nil, d.Errf("zone '%s': events is required", z.Name)
-	case z.Window == 0:
+	case z.Window == 0 && (z.Dynamic == nil || z.Dynamic.Window == ""):
 		return nil, d.Errf("zone '%s': window is required", z.Name)
 	}
 	return z, nil

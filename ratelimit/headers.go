@@ -120,7 +120,7 @@ func (h *Handler) setHeaders(hdr http.Header, ds []zoneDecision, pick int, refus
 		}
 		start := len(b)
 		b = strconv.AppendInt(b, ceilUnix(now)+wait, 10)
-		set(2, hdrLimit, d.zone.limitStr)
+		set(2, hdrLimit, d.limitStr())
 		set(3, hdrRemaining, remaining)
 		set(4, hdrReset, str(start))
 	}
@@ -128,19 +128,21 @@ func (h *Handler) setHeaders(hdr http.Header, ds []zoneDecision, pick int, refus
 }
 
 // policyOf is the RateLimit-Policy value for the zones that decided:
-// precomputed when every zone of the handler or just one did.
+// precomputed when every zone of the handler or just one did (and their
+// quotas are their own: no plan, placeholder or brake changed them).
 func (h *Handler) policyOf(ds []zoneDecision) string {
-	n, last := 0, -1
+	n, last, static := 0, -1, true
 	for i := range ds {
 		if ds[i].decided() {
 			n, last = n+1, i
+			static = static && ds[i].static()
 		}
 	}
 	switch {
-	case n == len(h.Zones):
+	case n == len(h.Zones) && static:
 		return h.policyAll
 	case n == 1:
-		return ds[last].zone.policy
+		return ds[last].policyItem()
 	}
 	var b strings.Builder
 	for i := range ds {
@@ -150,7 +152,7 @@ func (h *Handler) policyOf(ds []zoneDecision) string {
 		if b.Len() > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(ds[i].zone.policy)
+		b.WriteString(ds[i].policyItem())
 	}
 	return b.String()
 }

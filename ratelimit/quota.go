@@ -1,8 +1,10 @@
 package ratelimit
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -49,21 +51,42 @@ type zoneQuota struct {
 	dynamic *DynamicQuota // nil: no placeholders
 	planKey string        // template of the plan key (plans only)
 	plans   *planHandle   // nil: no plans
+
+	planExpr                          template // planKey, prepared
+	eventsExpr, burstExpr, windowExpr template // dynamic's, prepared
+}
+
+// prepare prepares the templates of the plan key and the placeholders.
+func (q *zoneQuota) prepare() {
+	q.planExpr = newTemplate(q.planKey)
+	if dq := q.dynamic; dq != nil {
+		q.eventsExpr = newTemplate(dq.Events)
+		q.burstExpr = newTemplate(dq.Burst)
+		q.windowExpr = newTemplate(dq.Window)
+	}
 }
 
 // limitFor is the zone's quota for one request, before the brake: the
 // plan of the request's plan key if the plans table has it, else the
 // zone's quota with its placeholders expanded.
-func (q *zoneQuota) limitFor(repl *caddy.Replacer) (Limit, quotaSource, error) {
+func (q *zoneQuota) limitFor(r *http.Request, repl *caddy.Replacer) (Limit, quotaSource, error) {
 	if q.plans != nil {
-		if p, ok := q.plans.lookup(repl.ReplaceAll(q.planKey, "")); ok {
+		if p, ok := q.plans.lookup(q.planExpr.expand(r, repl)); ok {
 			return q.planLimit(p), sourcePlan, nil
 		}
 	}
 	if q.dynamic == nil {
 		return q.base, sourceStatic, nil
 	}
-	l, err := q.expandLimit(func(tmpl string) string { return repl.ReplaceAll(tmpl, "") })
+	l, err := q.expandLimit(func(field, _ string) (string, error) {
+		switch field {
+		case "events":
+			return q.eventsExpr.expand(r, repl), nil
+		case "burst":
+			return q.burstExpr.expand(r, repl), nil
+		}
+		return q.windowExpr.expand(r, repl), nil
+	})
 	return l, sourceDynamic, err
 }
 
@@ -73,12 +96,15 @@ func (q *zoneQuota) planLimit(p plan) Limit {
 }
 
 // expandLimit is the zone's limit with each placeholder field replaced by
-// expand(template), parsed and checked.
-func (q *zoneQuota) expandLimit(expand func(string) string) (Limit, error) {
+// expand(field, template), parsed and checked.
+func (q *zoneQuota) expandLimit(expand func(field, tmpl string) (string, error)) (Limit, error) {
 	l := q.base
 	dq := q.dynamic
 	if dq.Events != "" {
-		v := expand(dq.Events)
+		v, err := expand("events", dq.Events)
+		if err != nil {
+			return l, err
+		}
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil || n <= 0 {
 			return l, fmt.Errorf("zone %q: events %s expanded to %q: must be a positive integer", q.zone, dq.Events, v)
@@ -86,7 +112,10 @@ func (q *zoneQuota) expandLimit(expand func(string) string) (Limit, error) {
 		l.Events = n
 	}
 	if dq.Burst != "" {
-		v := expand(dq.Burst)
+		v, err := expand("burst", dq.Burst)
+		if err != nil {
+			return l, err
+		}
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil || n < 0 {
 			return l, fmt.Errorf("zone %q: burst %s expanded to %q: must be a non-negative integer", q.zone, dq.Burst, v)
@@ -94,7 +123,10 @@ func (q *zoneQuota) expandLimit(expand func(string) string) (Limit, error) {
 		l.Burst = n
 	}
 	if dq.Window != "" {
-		v := expand(dq.Window)
+		v, err := expand("window", dq.Window)
+		if err != nil {
+			return l, err
+		}
 		d, err := caddy.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d < time.Millisecond {
 			return l, fmt.Errorf("zone %q: window %s expanded to %q: must be a duration of at least 1ms", q.zone, dq.Window, v)
@@ -164,4 +196,77 @@ func localLimit(l Limit, instances int64) Limit {
 // `"<zone>";q=<events>;w=<window seconds>`.
 func policyItem(quoted string, l Limit) string {
 	return quoted + ";q=" + strconv.FormatInt(l.Events, 10) + ";w=" + strconv.FormatInt(ceilSeconds(l.Window), 10)
+}
+
+// setDynamic makes the zone's field (events, burst or window) the
+// placeholder template tmpl.
+func (z *Zone) setDynamic(field, tmpl string) {
+	if z.Dynamic == nil {
+		z.Dynamic = new(DynamicQuota)
+	}
+	switch field {
+	case "events":
+		z.Dynamic.Events = tmpl
+	case "burst":
+		z.Dynamic.Burst = tmpl
+	case "window":
+		z.Dynamic.Window = tmpl
+	}
+}
+
+// provisionQuota sets up the zone's plans and placeholders, if any (after
+// z.limit is set).
+func (z *Zone) provisionQuota(ctx caddy.Context, instances int) error {
+	z.instances = int64(instances)
+	if z.Dynamic == nil && z.Plans == nil {
+		return nil
+	}
+	z.quota = &zoneQuota{zone: z.Name, base: z.limit, dynamic: z.Dynamic}
+	if z.Plans != nil {
+		z.quota.planKey = cmp.Or(z.Plans.PlanKey, z.Key)
+	}
+	z.quota.prepare()
+	if z.Plans != nil {
+		var err error
+		if z.quota.plans, err = loadPlans(z.Plans, ctx.Logger()); err != nil {
+			return fmt.Errorf("zone %q: plans: %w", z.Name, err)
+		}
+	}
+	return nil
+}
+
+// cleanup releases what provisionQuota took.
+func (z *Zone) cleanup() error {
+	if z.quota == nil {
+		return nil
+	}
+	return z.quota.plans.release()
+}
+
+// static reports whether the decision applies the zone's own quota, whose
+// header values are precomputed.
+func (d *zoneDecision) static() bool { return d.ask.Limit == d.zone.limit }
+
+// policyItem is the decision's RateLimit-Policy item.
+func (d *zoneDecision) policyItem() string {
+	if d.static() {
+		return d.zone.policy
+	}
+	return policyItem(d.zone.quoted, d.ask.Limit)
+}
+
+// limitStr is the decision's X-RateLimit-Limit.
+func (d *zoneDecision) limitStr() string {
+	if d.static() {
+		return d.zone.limitStr
+	}
+	return strconv.FormatInt(d.ask.Limit.Events, 10)
+}
+
+// localLimit is the decision's quota for the local fallback.
+func (d *zoneDecision) localLimit() Limit {
+	if d.static() {
+		return d.zone.local
+	}
+	return localLimit(d.ask.Limit, d.zone.instances)
 }

@@ -1,11 +1,14 @@
 package ratelimit
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
 // staticPlans is a plans handle holding table, without PostgreSQL.
@@ -61,7 +64,9 @@ func TestZoneQuotaLimitFor(t *testing.T) {
 			for k, v := range tt.vars {
 				repl.Set(k, v)
 			}
-			got, src, err := tt.q.limitFor(repl)
+			tt.q.prepare()
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			got, src, err := tt.q.limitFor(req, repl)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("limitFor() error = %v, want %q", err, tt.wantErr)
@@ -105,5 +110,100 @@ func TestPolicyItemAndLocalLimit(t *testing.T) {
 	}
 	if got, want := localLimit(l, 4), (Limit{Algorithm: TokenBucket, Events: 3, Window: 1500 * time.Millisecond, Burst: 6}); got != want {
 		t.Errorf("localLimit = %+v, want %+v", got, want)
+	}
+}
+
+func TestCaddyfileDynamicQuotaAndPlans(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  func(z *Zone) bool
+		err   string
+	}{
+		{name: "placeholders", input: `ratelimit {
+			zone api {
+				key {http.request.header.X-API-Key}
+				events {plan_events}
+				burst {plan_burst}
+				window {plan_window}
+			}
+		}`, want: func(z *Zone) bool {
+			return z.Events == 0 && z.Window == 0 && z.Burst == 0 && z.Dynamic != nil &&
+				*z.Dynamic == DynamicQuota{Events: "{plan_events}", Burst: "{plan_burst}", Window: "{plan_window}"}
+		}},
+		{name: "static window, dynamic events", input: `ratelimit {
+			zone api {
+				key {client_ip}
+				events {plan_events}
+				window 1m
+			}
+		}`, want: func(z *Zone) bool {
+			return z.Window == caddy.Duration(time.Minute) && z.Dynamic != nil && z.Dynamic.Events == "{plan_events}" && z.Dynamic.Window == ""
+		}},
+		{name: "plans", input: `ratelimit {
+			zone api {
+				key {http.request.header.X-API-Key}
+				events 60
+				window 1m
+				plans postgres postgres://db/billing {
+					table api_plans
+					refresh 10s
+					plan_key {plan}
+				}
+			}
+		}`, want: func(z *Zone) bool {
+			return z.Plans != nil && *z.Plans == Plans{Postgres: "postgres://db/billing", Table: "api_plans",
+				Refresh: caddy.Duration(10 * time.Second), PlanKey: "{plan}"} && z.Events == 60
+		}},
+		{name: "static events still checked", input: "ratelimit {\nzone api {\nkey k\nevents lots\nwindow 1m\n}\n}",
+			err: "invalid events 'lots'"},
+		{name: "dynamic events still required", input: "ratelimit {\nzone api {\nkey k\nwindow {w}\n}\n}",
+			err: "events is required"},
+		{name: "dynamic window still required", input: "ratelimit {\nzone api {\nkey k\nevents {e}\n}\n}",
+			err: "window is required"},
+		{name: "plans error", input: "ratelimit {\nzone api {\nkey k\nevents 1\nwindow 1m\nplans redis x\n}\n}",
+			err: "unknown plans source 'redis'"},
+		{name: "duplicate plans", input: "ratelimit {\nzone api {\nkey k\nevents 1\nwindow 1m\nplans postgres a\nplans postgres b\n}\n}",
+			err: "duplicate subdirective 'plans'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h Handler
+			err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.input))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if z := h.Zones[0]; !tt.want(z) {
+				t.Errorf("zone = %+v (dynamic %+v, plans %+v)", z, z.Dynamic, z.Plans)
+			}
+			if err := h.Validate(); err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+		})
+	}
+}
+
+func TestZoneValidateDynamic(t *testing.T) {
+	for _, tt := range []struct {
+		z   Zone
+		err string
+	}{
+		{Zone{Name: "a", Key: "k", Dynamic: &DynamicQuota{Events: "{e}", Window: "{w}"}}, ""},
+		{Zone{Name: "a", Key: "k", Window: caddy.Duration(time.Second), Dynamic: &DynamicQuota{Events: "{e}"}}, ""},
+		{Zone{Name: "a", Key: "k", Window: caddy.Duration(time.Second)}, "events must be > 0"},
+		{Zone{Name: "a", Key: "k", Events: 1, Dynamic: &DynamicQuota{Burst: "{b}"}}, "window must be > 0"},
+		{Zone{Name: "a", Key: "k", Window: caddy.Duration(time.Second), Dynamic: &DynamicQuota{Events: "100"}}, "not a placeholder template"},
+		{Zone{Name: "a", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Plans: &Plans{}}, "a postgres connection string is required"},
+	} {
+		err := tt.z.validate()
+		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("validate(%+v) = %v, want %q", tt.z, err, tt.err)
+		}
 	}
 }

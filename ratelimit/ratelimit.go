@@ -90,6 +90,7 @@ type Handler struct {
 	hashTag   template
 	policyAll string // RateLimit-Policy when every zone applies
 	breaker   *breaker
+	brake     *brakeCache // nil: no brake (a store set by a test)
 	warn      *warnLimiter
 	logger    *zap.Logger
 	now       func() time.Time
@@ -170,12 +171,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 
 	h.prefix = DefaultKeyPrefix
 	if h.store != nil { // set by tests
-		return nil
+		return h.provisionOps(ctx)
 	}
 	if h.Redis == nil {
 		h.store = NewMemoryStore(h.now, 0)
 		h.inProcess = true
-		return nil
+		return h.provisionOps(ctx)
 	}
 	cfg := h.Redis.Expand()
 	if err := cfg.Validate(); err != nil {
@@ -201,7 +202,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.logger.Warn("rate limit store unreachable at start; on_error applies until it answers",
 			zap.Error(err))
 	}
-	return nil
+	return h.provisionOps(ctx)
 }
 
 // Validate checks the configuration.
@@ -247,9 +248,14 @@ func (h *Handler) checkZones() error {
 	return nil
 }
 
-// Cleanup releases the Redis client.
+// Cleanup releases the Redis client, the plans and the brake.
 func (h *Handler) Cleanup() error {
-	return h.client.Release()
+	h.cleanupOps()
+	var errs []error
+	for _, z := range h.Zones {
+		errs = append(errs, z.cleanup())
+	}
+	return errors.Join(append(errs, h.client.Release())...)
 }
 
 // zoneDecision is one zone's part of one request.
@@ -257,9 +263,11 @@ type zoneDecision struct {
 	zone  *Zone
 	key   string // the expanded key, for logs (log_keys)
 	cost  int64  // units the request takes
-	ask   Ask
+	ask   Ask    // its Limit is the quota applied (plan, placeholders, brake)
 	res   Result
 	state decisionState
+	// source: where the quota came from
+	source quotaSource
 }
 
 type decisionState uint8
@@ -295,6 +303,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		tag = appendDigest(tagBuf[:0], hashTag)
 	}
 	keysLen := 0
+	brake := h.brake.factor()
 	for _, z := range h.Zones {
 		match, err := z.matches(r)
 		if err != nil {
@@ -308,8 +317,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			h.logger.Error("rate limit cost", zap.String("zone", z.Name), zap.Error(err))
 			return caddyhttp.Error(http.StatusInternalServerError, err)
 		}
-		d := zoneDecision{zone: z, key: z.keyExpr.expand(r, repl), cost: cost, ask: Ask{
-			Limit: z.limit, Cost: cost,
+		limit, source := z.limit, sourceStatic
+		if z.quota != nil {
+			if limit, source, err = z.quota.limitFor(r, repl); err != nil {
+				h.logger.Error("rate limit quota", zap.String("zone", z.Name), zap.Error(err))
+				return caddyhttp.Error(http.StatusInternalServerError, err)
+			}
+		}
+		if brake < 1 {
+			limit = braked(limit, brake)
+		}
+		d := zoneDecision{zone: z, key: z.keyExpr.expand(r, repl), cost: cost, source: source, ask: Ask{
+			Limit: limit, Cost: cost,
 		}}
 		if len(z.CountStatus) > 0 {
 			d.ask.Cost = 0 // checked now, charged after the response
@@ -498,7 +517,7 @@ func (h *Handler) decideLocal(ctx context.Context, ds []zoneDecision, idx []int,
 	asks, ab := getAsks(len(idx))
 	for j, i := range idx {
 		asks[j] = ask(i)
-		asks[j].Limit = ds[i].zone.local
+		asks[j].Limit = ds[i].localLimit()
 	}
 	results, err := h.local.Decide(ctx, asks)
 	putAsks(ab)
@@ -707,14 +726,35 @@ func errorRoutesAbove(ancestors []caddy.Module) bool {
 	return false
 }
 
+// logRefusal logs a refusal with what explains it: the zone, the outcome,
+// what is left and the rule applied (the quota after plans, placeholders
+// and brake, and where it came from).
 func (h *Handler) logRefusal(msg string, d *zoneDecision) {
 	c := h.logger.Check(zapcore.InfoLevel, msg)
 	if c == nil {
 		return
 	}
-	fields := []zap.Field{
+	o := outcomeRefused
+	if d.zone.DryRun {
+		o = outcomeDryRunRefused
+	}
+	l := d.ask.Limit
+	fields := make([]zap.Field, 0, 11)
+	fields = append(fields,
 		zap.String("zone", d.zone.Name),
+		zap.String("outcome", outcomeNames[o]),
+		zap.Int64("remaining", d.res.Remaining),
 		zap.Duration("retry_after", d.res.RetryAfter),
+		zap.String("algorithm", l.Algorithm),
+		zap.Int64("events", l.Events),
+		zap.Duration("window", l.Window),
+		zap.String("quota", d.source.String()),
+	)
+	if l.Burst > 0 {
+		fields = append(fields, zap.Int64("burst", l.Burst))
+	}
+	if f := h.brake.factor(); f < 1 {
+		fields = append(fields, zap.Float64("brake", f))
 	}
 	if h.LogKeys {
 		fields = append(fields, zap.String("key", d.key))

@@ -28,11 +28,12 @@ type Zone struct {
 	Key string `json:"key"`
 
 	// The quota: how many units (requests at cost 1) a key may take per
-	// window. Required, > 0.
-	Events int64 `json:"events"`
+	// window. Required, > 0, unless `dynamic` sets it.
+	Events int64 `json:"events,omitempty"`
 
-	// The length of the window over which `events` are allowed. Required.
-	Window caddy.Duration `json:"window"`
+	// The length of the window over which `events` are allowed. Required,
+	// unless `dynamic` sets it.
+	Window caddy.Duration `json:"window,omitempty"`
 
 	// `token_bucket`, `sliding_window`, `fixed_window`, `sliding_log` or
 	// `leaky_bucket`. Default: `token_bucket`.
@@ -69,6 +70,19 @@ type Zone struct {
 	// Decide, set headers, log and count, but never refuse a request.
 	DryRun bool `json:"dry_run,omitempty"`
 
+	// Placeholders for `events`, `burst` and `window`, expanded per
+	// request (such as the output of a `map` assigning a plan per API
+	// key). In the Caddyfile, a value of `events`, `burst` or `window`
+	// holding a placeholder lands here. A value that does not expand to a
+	// valid number fails the request with status 500 (logged), never a
+	// bypass. Default: none.
+	Dynamic *DynamicQuota `json:"dynamic,omitempty"`
+
+	// Quotas per plan key, read from a PostgreSQL table and refreshed in
+	// the background. A request whose plan key has a row gets that row's
+	// quota; any other gets the zone's own. Default: none.
+	Plans *Plans `json:"plans,omitempty"`
+
 	matchers caddyhttp.MatcherSets
 	limit    Limit // as asked of the store
 	local    Limit // at events/instances, for the local fallback
@@ -84,6 +98,9 @@ type Zone struct {
 	// errRefused is the error of a request the zone refuses.
 	errRefused error
 	counters   zoneCounters
+	// quota: nil for a static quota; plans and placeholders otherwise
+	quota     *zoneQuota
+	instances int64 // the handler's instances, for the local fallback
 }
 
 // DefaultAlgorithm is a zone's algorithm when none is set.
@@ -108,11 +125,23 @@ func (z *Zone) validate() error {
 	if z.Key == "" {
 		return fmt.Errorf("zone %q: key is required", z.Name)
 	}
-	if z.Events <= 0 {
+	dynEvents := z.Dynamic != nil && z.Dynamic.Events != ""
+	dynWindow := z.Dynamic != nil && z.Dynamic.Window != ""
+	if z.Events < 0 || z.Events == 0 && !dynEvents {
 		return fmt.Errorf("zone %q: events must be > 0, got %d", z.Name, z.Events)
 	}
-	if z.Window <= 0 {
+	if z.Window < 0 || z.Window == 0 && !dynWindow {
 		return fmt.Errorf("zone %q: window must be > 0", z.Name)
+	}
+	if z.Dynamic != nil {
+		if err := z.Dynamic.validate(z.Name, z.Events, z.Burst, z.Window); err != nil {
+			return err
+		}
+	}
+	if z.Plans != nil {
+		if err := z.Plans.validate(z.Name); err != nil {
+			return err
+		}
 	}
 	if z.Algorithm != "" && !validAlgorithm(z.Algorithm) {
 		return fmt.Errorf("zone %q: unknown algorithm %q", z.Name, z.Algorithm)
@@ -184,7 +213,7 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances int) erro
 	z.nameAny = z.Name
 	z.errRefused = fmt.Errorf("rate limit exceeded in zone %q", z.Name)
 	z.counters = newZoneCounters(z.Name)
-	return nil
+	return z.provisionQuota(ctx, instances)
 }
 
 // matches reports whether the zone applies to r.
