@@ -52,6 +52,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    headers    ietf|legacy|both|none
 //	    status     <code>
 //	    log_keys
+//	    max_keys   <n>
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
@@ -146,6 +147,16 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			h.LogKeys = true
+		case "max_keys":
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return d.Errf("invalid max_keys '%s': must be a positive integer", v)
+			}
+			h.MaxKeys = n
 		default:
 			return d.Errf("unrecognized subdirective '%s'", name)
 		}

@@ -74,6 +74,11 @@ type Handler struct {
 	// often secrets (API keys) or personal data (IP addresses).
 	LogKeys bool `json:"log_keys,omitempty"`
 
+	// The most keys the in-process store (no `redis`) and the `local`
+	// fallback each hold; past it the least recently used key is dropped,
+	// so a flood of distinct keys cannot exhaust memory. Default: `100000`.
+	MaxKeys int `json:"max_keys,omitempty"`
+
 	store  Store        // the quotas: Redis or in-process
 	local  *MemoryStore // the `local` fallback, nil when no zone uses it
 	client *redispool.Client
@@ -166,7 +171,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.hashTag = newTemplate(h.HashTag)
 	h.errorRoutesAbove = errorRoutesAbove(ctx.Modules())
 	if needLocal {
-		h.local = NewMemoryStore(h.now, 0)
+		h.local = NewMemoryStore(h.now, h.MaxKeys)
 	}
 
 	h.prefix = DefaultKeyPrefix
@@ -174,7 +179,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return h.provisionOps(ctx)
 	}
 	if h.Redis == nil {
-		h.store = NewMemoryStore(h.now, 0)
+		h.store = NewMemoryStore(h.now, h.MaxKeys)
 		h.inProcess = true
 		return h.provisionOps(ctx)
 	}
@@ -221,6 +226,9 @@ func (h *Handler) Validate() error {
 	}
 	if h.Instances < 0 {
 		return fmt.Errorf("invalid instances %d: must be >= 1", h.Instances)
+	}
+	if h.MaxKeys < 0 {
+		return fmt.Errorf("invalid max_keys %d: must be >= 1", h.MaxKeys)
 	}
 	if h.Timeout < 0 {
 		return fmt.Errorf("invalid timeout %s: must be > 0", time.Duration(h.Timeout))
