@@ -168,7 +168,7 @@ prepare() {
 UNKNOWN=$(awk 'BEGIN{srand(); s="0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"; for(i=0;i<1000;i++){c=""; for(j=0;j<7;j++){c=c substr(s,int(rand()*62)+1,1)}; print c}}')
 {
   echo 'local codes = {'
-  for c in $UNKNOWN; do printf '"%s",' "$c"; done
+  for u in $UNKNOWN; do printf '"%s",' "$u"; done
   echo '}'
   echo 'request = function() return wrk.format("GET", "/" .. codes[math.random(1, #codes)]) end'
 } >"$W/random.lua"
@@ -234,7 +234,7 @@ if [ -n "$base" ]; then
     case_config "$c"; start_caddy || exit 1; prepare "$c"
     path=$(case_path "$c")
     if [ "$c" = 9 ]; then
-      for c in $UNKNOWN; do printf 'GET http://127.0.0.1:%s/%s\n\n' "$PORT" "$c"; done >"$W/targets.txt"
+      for u in $UNKNOWN; do printf 'GET http://127.0.0.1:%s/%s\n\n' "$PORT" "$u"; done >"$W/targets.txt"
     else
       printf 'GET http://127.0.0.1:%s%s\n' "$PORT" "$path" >"$W/targets.txt"
     fi
