@@ -135,7 +135,7 @@ type Handler struct {
 	// redirect (a found 30x to a GET that is not a prefetch) is queued in
 	// process and counted in the store in the background: through the
 	// Redis stream `<key_prefix>:clicks` when Redis is configured, straight
-	// into the store otherwise. See docs/clicks.md. Default: on.
+	// into the store otherwise. See "Click analytics" in the README. Default: on.
 	ClicksOff bool `json:"clicks_off,omitempty"`
 
 	// Clicks the in-process buffer holds while they wait for the next
