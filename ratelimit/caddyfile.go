@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 )
 
@@ -86,7 +87,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 		case "timeout":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
@@ -99,7 +100,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Timeout = caddy.Duration(dur)
 		case "on_error":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
@@ -108,23 +109,23 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.OnError = v
 		case "instances":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return d.Errf("invalid instances '%s': must be a positive integer", v)
+			n, err := cfparse.PositiveInt(d, "instances", v)
+			if err != nil {
+				return err
 			}
 			h.Instances = n
 		case "hash_tag":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
 			h.HashTag = v
 		case "headers":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
@@ -133,7 +134,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Headers = v
 		case "status":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
@@ -148,13 +149,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.LogKeys = true
 		case "max_keys":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return d.Errf("invalid max_keys '%s': must be a positive integer", v)
+			n, err := cfparse.PositiveInt(d, "max_keys", v)
+			if err != nil {
+				return err
 			}
 			h.MaxKeys = n
 		default:
@@ -188,13 +189,13 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 		seen[name] = true
 		switch name {
 		case "key":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return nil, err
 			}
 			z.Key = v
 		case "events", "burst":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return nil, err
 			}
@@ -215,7 +216,7 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 				z.Burst = n
 			}
 		case "window":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return nil, err
 			}
@@ -232,7 +233,7 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 			}
 			z.Window = caddy.Duration(dur)
 		case "algorithm":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return nil, err
 			}
@@ -241,7 +242,7 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 			}
 			z.Algorithm = v
 		case "cost":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return nil, err
 			}
@@ -276,7 +277,7 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 				z.CountStatus = append(z.CountStatus, n)
 			}
 		case "on_error":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return nil, err
 			}
@@ -308,18 +309,6 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 		return nil, d.Errf("zone '%s': window is required", z.Name)
 	}
 	return z, nil
-}
-
-// oneArg returns the single argument of the current subdirective.
-func oneArg(d *caddyfile.Dispenser) (string, error) {
-	if !d.NextArg() {
-		return "", d.ArgErr()
-	}
-	v := d.Val()
-	if d.NextArg() {
-		return "", d.ArgErr()
-	}
-	return v, nil
 }
 
 var _ caddyfile.Unmarshaler = (*Handler)(nil)

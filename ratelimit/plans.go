@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
+	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 )
 
@@ -87,7 +88,7 @@ func parsePlans(d *caddyfile.Dispenser) (*Plans, error) {
 			return nil, d.Errf("plans: duplicate subdirective '%s'", name)
 		}
 		seen[name] = true
-		v, err := oneArg(d)
+		v, err := cfparse.OneArg(d)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 )
 
@@ -87,7 +88,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 		case "status":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
@@ -100,7 +101,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Status = n
 		case "cache_control":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
@@ -111,26 +112,26 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			case len(args) == 1 && args[0] == "off":
 				h.LocalCacheOff = true
 			case len(args) == 2:
-				n, err := strconv.Atoi(args[0])
-				if err != nil || n <= 0 {
-					return d.Errf("invalid local_cache entries '%s': must be a positive integer", args[0])
+				n, err := cfparse.PositiveInt(d, "local_cache entries", args[0])
+				if err != nil {
+					return err
 				}
-				ttl, err := caddy.ParseDuration(args[1])
-				if err != nil || ttl <= 0 {
-					return d.Errf("invalid local_cache ttl '%s': must be a positive duration", args[1])
+				ttl, err := cfparse.PositiveDuration(d, "local_cache ttl", args[1])
+				if err != nil {
+					return err
 				}
 				h.LocalCacheEntries, h.LocalCacheTTL = n, caddy.Duration(ttl)
 			default:
 				return d.Err("local_cache takes <entries> <ttl> or off")
 			}
 		case "cache_ttl", "negative_ttl":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
-			dur, err := caddy.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return d.Errf("invalid %s '%s': must be a positive duration", name, v)
+			dur, err := cfparse.PositiveDuration(d, name, v)
+			if err != nil {
+				return err
 			}
 			if name == "cache_ttl" {
 				h.CacheTTL = caddy.Duration(dur)
@@ -138,7 +139,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				h.NegativeTTL = caddy.Duration(dur)
 			}
 		case "codes":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
@@ -147,13 +148,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Codes = v
 		case "code_length", "block_size":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return d.Errf("invalid %s '%s': must be a positive integer", name, v)
+			n, err := cfparse.PositiveInt(d, name, v)
+			if err != nil {
+				return err
 			}
 			if name == "code_length" {
 				if n < 4 || n > 32 {
@@ -164,7 +165,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				h.BlockSize = n
 			}
 		case "base_url":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
@@ -181,7 +182,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.DenyHosts = append(h.DenyHosts, hosts...)
 		case "api":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
@@ -201,7 +202,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.SourceHeader = true
 		case "clicks":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
@@ -210,13 +211,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.ClicksOff = v == "off"
 		case "clicks_buffer", "clicks_stream_maxlen":
-			v, err := oneArg(d)
+			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
 			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return d.Errf("invalid %s '%s': must be a positive integer", name, v)
+			n, err := cfparse.PositiveInt(d, name, v)
+			if err != nil {
+				return err
 			}
 			if name == "clicks_buffer" {
 				h.ClicksBuffer = n
@@ -228,13 +229,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if len(args) != 2 {
 				return d.ArgErr()
 			}
-			n, err := strconv.Atoi(args[0])
-			if err != nil || n <= 0 {
-				return d.Errf("invalid clicks_batch size '%s': must be a positive integer", args[0])
+			n, err := cfparse.PositiveInt(d, "clicks_batch size", args[0])
+			if err != nil {
+				return err
 			}
-			interval, err := caddy.ParseDuration(args[1])
-			if err != nil || interval <= 0 {
-				return d.Errf("invalid clicks_batch interval '%s': must be a positive duration", args[1])
+			interval, err := cfparse.PositiveDuration(d, "clicks_batch interval", args[1])
+			if err != nil {
+				return err
 			}
 			h.ClicksBatch, h.ClicksInterval = n, caddy.Duration(interval)
 		default:
@@ -248,18 +249,6 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.Err("api_key without api")
 	}
 	return nil
-}
-
-// oneArg reads exactly one argument.
-func oneArg(d *caddyfile.Dispenser) (string, error) {
-	if !d.NextArg() {
-		return "", d.ArgErr()
-	}
-	v := d.Val()
-	if d.NextArg() {
-		return "", d.ArgErr()
-	}
-	return v, nil
 }
 
 var _ caddyfile.Unmarshaler = (*Handler)(nil)

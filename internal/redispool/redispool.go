@@ -21,6 +21,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 )
 
 // Config is a Redis connection: a single node, a Sentinel-managed primary or
@@ -323,9 +325,9 @@ func (c *Config) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.NextArg() {
 				return d.ArgErr()
 			}
-			dur, err := caddy.ParseDuration(d.Val())
-			if err != nil || dur <= 0 {
-				return d.Errf("invalid %s '%s': must be a positive duration", name, d.Val())
+			dur, err := cfparse.PositiveDuration(d, name, d.Val())
+			if err != nil {
+				return err
 			}
 			if d.NextArg() {
 				return d.ArgErr()
