@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 )
 
@@ -164,6 +165,18 @@ func (h *Handler) storeErr(err error) error {
 	return apiError{http.StatusServiceUnavailable, "link store unavailable, nothing was changed"}
 }
 
+// createErr answers a failed Create. A write that timed out may still
+// commit on the server after we gave up (a stalled database runs the
+// INSERT late), so the client is told the outcome is unknown rather than
+// "nothing was changed".
+func (h *Handler) createErr(err error) error {
+	if !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+		return h.storeErr(err)
+	}
+	h.logger.Warn("shortener api: store did not answer in time; the link may have been created", zap.Error(err))
+	return apiError{http.StatusServiceUnavailable, "link store did not answer in time: the link may have been created; retry with the same custom code (409 means it exists)"}
+}
+
 // apiCreate answers POST <api>/links.
 func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
@@ -217,7 +230,7 @@ func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
 		if err := h.store.Create(ctx, l); errors.Is(err, ErrCodeTaken) {
 			return apiErr(http.StatusConflict, "code '%s' is already taken", req.Code)
 		} else if err != nil {
-			return h.storeErr(err)
+			return h.createErr(err)
 		}
 	case mode == "sequential":
 		if err := h.createSequential(ctx, &l); err != nil {
@@ -254,7 +267,7 @@ func (h *Handler) createRandom(ctx context.Context, l *Link) error {
 				return nil
 			}
 			if !errors.Is(err, ErrCodeTaken) {
-				return h.storeErr(err)
+				return h.createErr(err)
 			}
 			h.metrics.retries.Inc()
 		}
@@ -276,7 +289,7 @@ func (h *Handler) createSequential(ctx context.Context, l *Link) error {
 			return nil
 		}
 		if !errors.Is(err, ErrCodeTaken) {
-			return h.storeErr(err)
+			return h.createErr(err)
 		}
 		h.metrics.retries.Inc()
 	}

@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -247,5 +248,31 @@ func TestAPISequentialBlocks(t *testing.T) {
 	out := create(t, h, `{"long_url":"https://example.com/","codes":"random"}`)
 	if _, ok := SequentialID(out.Code); ok && out.Code == SequentialCode(prev+1) {
 		t.Errorf("codes=random gave the next sequential code %q", out.Code)
+	}
+}
+
+// timeoutStore fails every Create with a deadline, as a stalled database
+// does: the INSERT may still commit after the API gave up.
+type timeoutStore struct{ *memStore }
+
+func (timeoutStore) Create(ctx context.Context, l Link) error {
+	return fmt.Errorf("inserting link: %w", context.DeadlineExceeded)
+}
+
+func TestAPICreateTimeoutIsAmbiguous(t *testing.T) {
+	h := newHandler(t, timeoutStore{newMemStore()}, nil)
+	for _, body := range []string{
+		`{"long_url":"https://example.com/","code":"custom"}`,
+		`{"long_url":"https://example.com/"}`,
+		`{"long_url":"https://example.com/","codes":"sequential"}`,
+	} {
+		w := serve(t, h, "POST", "/api/links", body, auth()...)
+		if w.Code != http.StatusServiceUnavailable {
+			t.Errorf("POST %s = %d, want 503", body, w.Code)
+			continue
+		}
+		if msg := errorOf(t, w.Body.Bytes()); !strings.Contains(msg, "may have been created") || strings.Contains(msg, "nothing was changed") {
+			t.Errorf("POST %s: error %q, want it to say the link may have been created", body, msg)
+		}
 	}
 }
