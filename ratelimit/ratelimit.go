@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/edgekit/caddy-edgekit/internal/errroute"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 )
 
@@ -100,9 +101,9 @@ type Handler struct {
 	logger    *zap.Logger
 	now       func() time.Time
 
-	// errorRoutesAbove: an enclosing subroute has error routes, so
-	// refusals are always returned as errors (see writesRefusal).
-	errorRoutesAbove bool
+	// direct: whether a refusal may be written rather than returned as an
+	// error (only when no error route could shape it).
+	direct errroute.Direct
 }
 
 // Defaults.
@@ -169,7 +170,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.policyAll = policyHeader(h.Zones)
 	h.hashTag = newTemplate(h.HashTag)
-	h.errorRoutesAbove = errorRoutesAbove(ctx.Modules())
+	h.direct = errroute.New(ctx.Modules())
 	if needLocal {
 		h.local = NewMemoryStore(h.now, h.MaxKeys)
 	}
@@ -698,40 +699,11 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, repl *caddy.Rep
 	repl.Set("http.ratelimit.zone", d.zone.nameAny)
 	repl.Set("http.ratelimit.retry_after", retry)
 	h.logRefusal("rate limit exceeded", d)
-	if h.writesRefusal(r) {
+	if h.direct.Writes(r) { // a fifth cheaper than Caddy's error path
 		w.WriteHeader(h.status)
 		return nil
 	}
 	return caddyhttp.Error(h.status, d.zone.errRefused)
-}
-
-// writesRefusal reports whether a refusal is written by the handler
-// itself rather than returned as an error: only when no error route could
-// shape it (the server has no handle_errors routes, no enclosing subroute
-// has errors routes, the request is not already being handled as an
-// error). Caddy's server would then write just the status, as the handler
-// does, but only after cloning its error logger and filling the error
-// placeholders: a refused client costs a fifth less this way.
-func (h *Handler) writesRefusal(r *http.Request) bool {
-	if h.errorRoutesAbove {
-		return false
-	}
-	srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
-	if srv == nil || (srv.Errors != nil && len(srv.Errors.Routes) > 0) {
-		return false
-	}
-	return r.Context().Value(caddyhttp.ErrorCtxKey) == nil
-}
-
-// errorRoutesAbove reports whether one of the modules that contain the
-// handler is a subroute with error routes of its own.
-func errorRoutesAbove(ancestors []caddy.Module) bool {
-	for _, m := range ancestors {
-		if sr, ok := m.(*caddyhttp.Subroute); ok && sr.Errors != nil && len(sr.Errors.Routes) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // logRefusal logs a refusal with what explains it: the zone, the outcome,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/edgekit/caddy-edgekit/internal/errroute"
 )
 
 // A refusal is returned as an error whenever an error route could shape
@@ -35,7 +36,7 @@ func TestRefusalWrittenWithoutErrorRoutes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := &Handler{Zones: []*Zone{zone("api", 1, time.Hour)}}
 			memoryHandler(t, h)
-			h.errorRoutesAbove = tt.routeAbove
+			h.direct = errroute.Direct{Above: tt.routeAbove}
 			next := new(statusHandler)
 			serve := func() (*httptest.ResponseRecorder, *caddy.Replacer, error) {
 				req := get("/", "X-API-Key", "k")
@@ -78,23 +79,5 @@ func TestRefusalWrittenWithoutErrorRoutes(t *testing.T) {
 				t.Errorf("next saw %d requests, want 1", next.Calls())
 			}
 		})
-	}
-}
-
-func TestErrorRoutesAbove(t *testing.T) {
-	withErrors := &caddyhttp.Subroute{Errors: &caddyhttp.HTTPErrorConfig{Routes: caddyhttp.RouteList{{}}}}
-	tests := []struct {
-		name string
-		mods []caddy.Module
-		want bool
-	}{
-		{"none", nil, false},
-		{"plain subroutes (route, handle)", []caddy.Module{new(caddyhttp.App), new(caddyhttp.Subroute), new(caddyhttp.Subroute)}, false},
-		{"a subroute with error routes", []caddy.Module{new(caddyhttp.App), withErrors, new(caddyhttp.Subroute)}, true},
-	}
-	for _, tt := range tests {
-		if got := errorRoutesAbove(tt.mods); got != tt.want {
-			t.Errorf("errorRoutesAbove(%s) = %v, want %v", tt.name, got, tt.want)
-		}
 	}
 }

@@ -44,7 +44,7 @@ func codeOf(path string) (string, bool) {
 func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code string) error {
 	if !ValidLookupCode(code) {
 		h.metrics.count(sourceNone, resultInvalid)
-		return caddyhttp.Error(http.StatusNotFound, errInvalidCode)
+		return h.fail(w, r, http.StatusNotFound, errInvalidCode)
 	}
 	if e, ok := h.cache.local(code); ok {
 		return h.answer(w, r, code, e, sourceLocal)
@@ -72,12 +72,12 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 	}
 	if e.state == stateUnknown {
 		h.metrics.count(source, resultNotFound)
-		return caddyhttp.Error(http.StatusNotFound, errUnknownCode)
+		return h.fail(w, r, http.StatusNotFound, errUnknownCode)
 	}
 	now := h.now()
 	if e.gone(now.UnixNano()) {
 		h.metrics.count(source, resultGone)
-		return caddyhttp.Error(http.StatusGone, errGoneCode)
+		return h.fail(w, r, http.StatusGone, errGoneCode)
 	}
 	// One allocation for the three values: later handlers (a `header`
 	// replacement) may edit values in place, so cached strings are copied
@@ -102,6 +102,18 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 		h.metrics.foundStore.Inc()
 	}
 	return nil
+}
+
+// fail answers a 404 or 410: written directly (an empty body, as Caddy's
+// server would write it) when no error route could shape it, which keeps
+// a scan of random codes as cheap as a redirect; otherwise returned as an
+// error for handle_errors.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, err error) error {
+	if h.direct.Writes(r) {
+		w.WriteHeader(status)
+		return nil
+	}
+	return caddyhttp.Error(status, err)
 }
 
 type lookupResult struct {

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/edgekit/caddy-edgekit/internal/errroute"
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 )
@@ -160,6 +161,7 @@ type Handler struct {
 	rdb          *redispool.Client
 	cache        *cache
 	flight       *singleflight.Group
+	direct       errroute.Direct // 404/410 written directly when no error route could shape them
 	metrics      *metrics
 	logger       *zap.Logger
 	policy       urlPolicy
@@ -189,6 +191,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.setDefaults()
 	h.flight = new(singleflight.Group)
 	h.blocks = new(blockAllocator)
+	h.direct = errroute.New(ctx.Modules())
 	if err := h.Validate(); err != nil {
 		return err
 	}
