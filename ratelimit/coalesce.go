@@ -18,12 +18,14 @@ const (
 	coalesceMaxInFlight = 1
 )
 
-// coalescer batches the decide script calls of concurrent requests into
-// pipelines. A call that finds no batch in flight leaves at once, alone:
-// an idle store sees no added wait. Calls that arrive while a batch is in
-// flight queue up and leave together, as one pipeline (one write, one
-// read), as soon as it returns. Under load N decisions then cost Redis
-// and the network one round trip instead of N, with no timer in the way.
+// coalescer batches the decisions of concurrent requests. A call that
+// finds no batch in flight leaves at once, alone: an idle store sees no
+// added wait. Calls that arrive while a batch is in flight queue up and
+// leave together as soon as it returns, as ONE script call deciding them
+// in order (one per Redis Cluster slot, pipelined, when their keys lie in
+// several). Under load N decisions then cost the network one round trip
+// instead of N, and Redis one script run, one read and one write per key
+// instead of N, with no timer in the way.
 //
 // Each call keeps its own deadline: a caller whose context ends stops
 // waiting (its command may still run, as with a plain call that timed out
@@ -37,27 +39,45 @@ type coalescer struct {
 	inFlight int
 }
 
-// scriptCall is one request's script call in a batch. Calls are pooled;
-// one whose caller stopped waiting is left to the garbage collector.
+// scriptCall is one request in a batch. Calls are pooled; one whose
+// caller stopped waiting is left to the garbage collector.
 type scriptCall struct {
-	ctx  context.Context
-	keys []string
-	args []any
-	val  any
-	err  error
-	done chan struct{} // receives once val and err are set
+	ctx      context.Context
+	deadline time.Time   // zero: ctx's alone
+	timer    *time.Timer // fires at deadline while the caller waits
+	keys     []string    // the request's keys
+	args     []any       // the request's part of ARGV (see scriptArgs)
+	now      int64       // Redis TIME (µs) of the decision
+	vals     []any       // the request's part of the reply: 5 values per ask
+	err      error
+	done     chan struct{} // receives once now, vals and err are set
 }
 
-var callPool = sync.Pool{New: func() any { return &scriptCall{done: make(chan struct{}, 1)} }}
+var callPool = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &scriptCall{done: make(chan struct{}, 1), timer: t}
+}}
 
 func newCoalescer(c redis.UniversalClient) *coalescer {
 	return &coalescer{c: c}
 }
 
-// run runs the decide script with keys and args, in the next batch.
-func (co *coalescer) run(ctx context.Context, keys []string, args []any) (any, error) {
+// run decides one request (keys and args: its part of the script's KEYS
+// and ARGV) in the next batch.
+func (co *coalescer) run(ctx context.Context, keys []string, args []any) (int64, []any, error) {
+	return co.runBy(ctx, time.Time{}, keys, args)
+}
+
+// runBy is run bounded by deadline (unless zero) as well as ctx.
+func (co *coalescer) runBy(ctx context.Context, deadline time.Time, keys []string, args []any) (int64, []any, error) {
 	call := callPool.Get().(*scriptCall)
-	call.ctx, call.keys, call.args = ctx, keys, args
+	call.ctx, call.deadline, call.keys, call.args = ctx, deadline, keys, args
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		call.timer.Reset(time.Until(deadline))
+		expired = call.timer.C
+	}
 	co.mu.Lock()
 	co.queue = append(co.queue, call)
 	var batch []*scriptCall
@@ -71,12 +91,16 @@ func (co *coalescer) run(ctx context.Context, keys []string, args []any) (any, e
 	}
 	select {
 	case <-call.done:
-		val, err := call.val, call.err
-		*call = scriptCall{done: call.done}
+		call.timer.Stop()
+		now, vals, err := call.now, call.vals, call.err
+		*call = scriptCall{done: call.done, timer: call.timer}
 		callPool.Put(call)
-		return val, err
+		return now, vals, err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		call.timer.Stop()
+		return 0, nil, ctx.Err()
+	case <-expired:
+		return 0, nil, context.DeadlineExceeded
 	}
 }
 
@@ -109,15 +133,21 @@ func (co *coalescer) flush(batch []*scriptCall) {
 	}
 }
 
-// exec runs one batch: one call alone as EVALSHA (EVAL on NOSCRIPT), more
-// as one pipeline of EVALSHA, and the NOSCRIPT ones again as EVAL.
+// exec runs one batch: one script call per Redis Cluster slot (a single
+// call off a cluster), EVALSHA with EVAL on NOSCRIPT, several calls as one
+// pipeline.
 func (co *coalescer) exec(batch []*scriptCall) {
 	// A call whose caller stopped waiting (it queued behind a slow batch)
 	// is not sent: its request was already answered by on_error, and must
 	// not take quota now.
 	live := batch[:0]
+	now := time.Now()
 	for _, c := range batch {
-		if err := c.ctx.Err(); err != nil {
+		err := c.ctx.Err()
+		if err == nil && !c.deadline.IsZero() && !now.Before(c.deadline) {
+			err = context.DeadlineExceeded
+		}
+		if err != nil {
 			c.err = err
 			c.done <- struct{}{}
 			continue
@@ -130,16 +160,18 @@ func (co *coalescer) exec(batch []*scriptCall) {
 	}
 	ctx, cancel := batchContext(batch)
 	defer cancel()
-	if len(batch) == 1 {
-		c := batch[0]
-		c.val, c.err = decideScript.Run(ctx, co.c, c.keys, c.args...).Result()
-		c.done <- struct{}{}
+	groups := co.slotGroups(batch)
+	if len(groups) == 1 {
+		keys, args := joinCalls(groups[0])
+		v, err := decideScript.Run(ctx, co.c, keys, args...).Result()
+		deliver(groups[0], v, err)
 		return
 	}
-	cmds := make([]*redis.Cmd, len(batch))
+	cmds := make([]*redis.Cmd, len(groups))
 	pipe := co.c.Pipeline()
-	for i, c := range batch {
-		cmds[i] = pipe.EvalSha(ctx, decideScript.Hash(), c.keys, c.args...)
+	for i, g := range groups {
+		keys, args := joinCalls(g)
+		cmds[i] = pipe.EvalSha(ctx, decideScript.Hash(), keys, args...)
 	}
 	_, _ = pipe.Exec(ctx) // each command holds its own error
 	var missing []int
@@ -151,12 +183,81 @@ func (co *coalescer) exec(batch []*scriptCall) {
 	if len(missing) > 0 {
 		pipe := co.c.Pipeline()
 		for _, i := range missing {
-			cmds[i] = pipe.Eval(ctx, decideLua, batch[i].keys, batch[i].args...)
+			keys, args := joinCalls(groups[i])
+			cmds[i] = pipe.Eval(ctx, decideLua, keys, args...)
 		}
 		_, _ = pipe.Exec(ctx)
 	}
-	for i, c := range batch {
-		c.val, c.err = cmds[i].Result()
+	for i, g := range groups {
+		v, err := cmds[i].Result()
+		deliver(g, v, err)
+	}
+}
+
+// slotGroups splits a batch by Redis Cluster slot (all keys of one call
+// share a slot); off a cluster the batch is one group.
+func (co *coalescer) slotGroups(batch []*scriptCall) [][]*scriptCall {
+	if _, ok := co.c.(*redis.ClusterClient); !ok || len(batch) == 1 {
+		return [][]*scriptCall{batch}
+	}
+	var groups [][]*scriptCall
+	var slots []int
+	for _, c := range batch {
+		slot := keySlot(c.keys[0])
+		g := 0
+		for g < len(slots) && slots[g] != slot {
+			g++
+		}
+		if g == len(slots) {
+			slots = append(slots, slot)
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], c)
+	}
+	return groups
+}
+
+// joinCalls builds the KEYS and ARGV of one script call deciding calls in
+// order.
+func joinCalls(calls []*scriptCall) ([]string, []any) {
+	if len(calls) == 1 {
+		args := make([]any, 0, 2+len(calls[0].args))
+		return calls[0].keys, append(append(args, "d", "0"), calls[0].args...)
+	}
+	nk, na := 0, 2
+	for _, c := range calls {
+		nk += len(c.keys)
+		na += len(c.args)
+	}
+	keys := make([]string, 0, nk)
+	args := make([]any, 0, na)
+	args = append(args, "d", "0")
+	for _, c := range calls {
+		keys = append(keys, c.keys...)
+		args = append(args, c.args...)
+	}
+	return keys, args
+}
+
+// deliver hands each call its part of the reply v of the script call that
+// decided calls (or its error).
+func deliver(calls []*scriptCall, v any, err error) {
+	n := 0
+	for _, c := range calls {
+		n += len(c.keys)
+	}
+	var now int64
+	var vals []any
+	if err == nil {
+		now, vals, err = splitReply(v, n)
+	}
+	for _, c := range calls {
+		if err != nil {
+			c.err = err
+		} else {
+			c.now, c.vals = now, vals[:5*len(c.keys):5*len(c.keys)]
+			vals = vals[5*len(c.keys):]
+		}
 		c.done <- struct{}{}
 	}
 }
@@ -174,7 +275,10 @@ func batchContext(batch []*scriptCall) (context.Context, context.CancelFunc) {
 	base := context.WithoutCancel(batch[0].ctx)
 	var latest time.Time
 	for _, c := range batch {
-		d, ok := c.ctx.Deadline()
+		d, ok := c.deadline, !c.deadline.IsZero()
+		if !ok {
+			d, ok = c.ctx.Deadline()
+		}
 		if !ok {
 			return base, func() {}
 		}

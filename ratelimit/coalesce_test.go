@@ -93,8 +93,9 @@ func decideConcurrently(t *testing.T, s Store, ask Ask, n int) int {
 	return int(allowed.Load())
 }
 
-// While one call is on the wire, the others queue and leave in pipelines
-// of at most coalesceMaxBatch; every decision stays exact.
+// While one call is on the wire, the others queue and leave in batches of
+// at most coalesceMaxBatch, each one script call; every decision stays
+// exact.
 func TestCoalescerBatchesConcurrentCalls(t *testing.T) {
 	c, prefix := testenv.Redis(t)
 	const n = 300
@@ -111,15 +112,15 @@ func TestCoalescerBatchesConcurrentCalls(t *testing.T) {
 	if got := decideConcurrently(t, s, ask, n); got != 100 {
 		t.Errorf("%d of %d concurrent asks allowed, want exactly 100", got, n)
 	}
-	// 1 alone, then 299 in pipelines of at most 128: 128 + 128 + 43.
+	// 1 alone, then 299 in batches of at most 128: 128 + 128 + 43.
 	if got := hook.n.Load(); got != 4 {
 		t.Errorf("%d round trips for %d calls, want 4", got, n)
 	}
 }
 
 // A server that lost its script cache (restart, SCRIPT FLUSH) answers a
-// pipeline's EVALSHA with NOSCRIPT: those calls are sent again as EVAL.
-func TestCoalescerNoScriptInPipeline(t *testing.T) {
+// batch's EVALSHA with NOSCRIPT: it is sent again as EVAL.
+func TestCoalescerNoScriptInBatch(t *testing.T) {
 	srv := testenv.StartRedis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { c.Close() })
@@ -130,19 +131,45 @@ func TestCoalescerNoScriptInPipeline(t *testing.T) {
 	first := &roundTrips{}
 	first.before = func() { queued(t, s.co, n-1) }
 	c.AddHook(first)
-	flush := &roundTrips{onPipeline: true}
-	flush.before = func() { // the script is cached by the first call; drop it
+	// The script is cached by the first call; drop it before the batch.
+	c.AddHook(&beforeNth{n: 2, f: func() {
 		if err := admin.ScriptFlush(context.Background()).Err(); err != nil {
 			t.Errorf("SCRIPT FLUSH: %v", err)
 		}
-	}
-	c.AddHook(flush)
+	}})
 	limit := Limit{Algorithm: FixedWindow, Events: 20, Window: time.Hour}
 	ask := Ask{Key: "co:noscript", Limit: limit, Cost: 1}
 
 	if got := decideConcurrently(t, s, ask, n); got != 20 {
 		t.Errorf("%d of %d asks allowed, want exactly 20", got, n)
 	}
+	if got := first.n.Load(); got != 3 {
+		t.Errorf("%d script commands, want 3 (one alone, the batch's EVALSHA refused, its EVAL)", got)
+	}
+}
+
+// beforeNth is a go-redis hook running f before the nth script command.
+type beforeNth struct {
+	n    int64
+	seen atomic.Int64
+	f    func()
+}
+
+func (h *beforeNth) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *beforeNth) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isScriptCmd(cmd) {
+			if h.seen.Add(1) == h.n {
+				h.f()
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *beforeNth) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // A caller stops waiting at its own deadline, even when its batch never

@@ -86,12 +86,53 @@ func newRedisStore(c redis.UniversalClient, mode callMode) (*RedisStore, error) 
 	return s, nil
 }
 
-// eval runs the decide script.
-func (s *RedisStore) eval(ctx context.Context, keys []string, args []any) (any, error) {
+// eval decides one request: keys and args are its part of the script's
+// KEYS and ARGV (see scriptArgs). It returns the Redis TIME (µs) of the
+// decision and the request's part of the reply (5 values per ask).
+func (s *RedisStore) eval(ctx context.Context, keys []string, args []any) (int64, []any, error) {
 	if s.co != nil {
 		return s.co.run(ctx, keys, args)
 	}
-	return decideScript.Run(ctx, s.sc, keys, args...).Result()
+	full := make([]any, 0, 2+len(args))
+	full = append(full, "d", "0")
+	v, err := decideScript.Run(ctx, s.sc, keys, append(full, args...)...).Result()
+	if err != nil {
+		return 0, nil, err
+	}
+	return splitReply(v, len(keys))
+}
+
+// deadlineStore is a store that takes a decision's deadline apart from its
+// context: a request then needs no context of its own (a timer and four
+// allocations) to bound its wait.
+type deadlineStore interface {
+	decideBy(ctx context.Context, deadline time.Time, asks []Ask) ([]Result, error)
+}
+
+// decideBy is Decide bounded by deadline as well as ctx. A request whose
+// keys lie in one slot (always, off a cluster) waits for its coalesced
+// call with a pooled timer; any other goes through Decide.
+func (s *RedisStore) decideBy(ctx context.Context, deadline time.Time, asks []Ask) ([]Result, error) {
+	if s.co == nil || len(asks) == 0 || len(s.slotGroups(asks)) > 1 {
+		ctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		return s.Decide(ctx, asks)
+	}
+	var pbuf [4]params
+	ps := pbuf[:0]
+	for i := range asks {
+		p, err := paramsOf(asks[i])
+		if err != nil {
+			return nil, fmt.Errorf("zone key %d: %w", i, err)
+		}
+		ps = append(ps, p)
+	}
+	keys, args := scriptArgs(asks, ps)
+	now, vals, err := s.co.runBy(ctx, deadline, keys, args)
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit script: %w", err)
+	}
+	return decodeResults(now, vals, len(asks))
 }
 
 // Decide implements Store.
@@ -221,28 +262,36 @@ func allAllowed(res []Result) bool {
 // decide runs the script on asks that share a slot; it returns the results
 // and the Redis TIME (µs) of the decision.
 func (s *RedisStore) decide(ctx context.Context, asks []Ask, ps []params) ([]Result, int64, error) {
-	keys, args := scriptArgs(asks, ps, "d", 0)
-	v, err := s.eval(ctx, keys, args)
+	keys, args := scriptArgs(asks, ps)
+	now, vals, err := s.eval(ctx, keys, args)
 	if err != nil {
 		return nil, 0, fmt.Errorf("ratelimit script: %w", err)
 	}
-	return decodeReply(v, len(asks))
+	res, err := decodeResults(now, vals, len(asks))
+	return res, now, err
 }
 
 // refund gives back what a decide call at now (µs) charged for asks.
+// Refunds are rare (Redis Cluster, a request refused in another slot):
+// sent alone, not coalesced.
 func (s *RedisStore) refund(ctx context.Context, asks []Ask, ps []params, now int64) error {
-	keys, args := scriptArgs(asks, ps, "r", now)
-	if _, err := s.eval(ctx, keys, args); err != nil && !errors.Is(err, redis.Nil) {
+	keys, args := scriptArgs(asks, ps)
+	full := make([]any, 0, 2+len(args))
+	full = append(full, "r", strconv.FormatInt(now, 10))
+	if err := decideScript.Run(ctx, s.c, keys, append(full, args...)...).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("ratelimit refund: %w", err)
 	}
 	return nil
 }
 
-// scriptArgs builds KEYS and ARGV for the script.
-func scriptArgs(asks []Ask, ps []params, mode string, now int64) ([]string, []any) {
+// scriptArgs builds one request's part of the script's KEYS and ARGV: its
+// keys, and its number of asks followed by five values per ask. A call of
+// the script is ARGV[1] (mode), ARGV[2] (refund time), then the parts of
+// one or more requests.
+func scriptArgs(asks []Ask, ps []params) ([]string, []any) {
 	keys := make([]string, len(asks))
-	args := make([]any, 0, 2+5*len(asks))
-	args = append(args, mode, strconv.FormatInt(now, 10))
+	args := make([]any, 0, 1+5*len(asks))
+	args = append(args, len(asks))
 	for i := range asks {
 		keys[i] = asks[i].Key
 		p := ps[i]
@@ -251,33 +300,54 @@ func scriptArgs(asks []Ask, ps []params, mode string, now int64) ([]string, []an
 	return keys, args
 }
 
-// decodeReply checks and converts the script's reply: {now_us, then per
-// ask allowed, remaining, retry_us, reset_us, delay_us}.
-func decodeReply(v any, n int) ([]Result, int64, error) {
+// splitReply checks the reply of a call that decided requests with n asks
+// in all: {now_us, then 5 values per ask}. It returns now and the values.
+func splitReply(v any, n int) (int64, []any, error) {
 	arr, ok := v.([]any)
 	if !ok || len(arr) != 1+5*n {
-		return nil, 0, fmt.Errorf("ratelimit script: unexpected reply %T of %d items for %d asks", v, lenOf(v), n)
+		return 0, nil, fmt.Errorf("unexpected reply %T of %d items for %d asks", v, lenOf(v), n)
 	}
-	var buf [1 + 5*4]int64 // up to 4 asks without allocating
-	ints := buf[:0]
-	for i, x := range arr {
-		xi, ok := x.(int64)
-		if !ok {
-			return nil, 0, fmt.Errorf("ratelimit script: unexpected reply item %d: %T", i, x)
-		}
-		ints = append(ints, xi)
+	now, ok := arr[0].(int64)
+	if !ok {
+		return 0, nil, fmt.Errorf("unexpected reply item 0: %T", arr[0])
 	}
-	now := ints[0]
+	return now, arr[1:], nil
+}
+
+// decodeReply checks and converts the reply of a call that decided one
+// request of n asks.
+func decodeReply(v any, n int) ([]Result, int64, error) {
+	now, vals, err := splitReply(v, n)
+	if err != nil {
+		return nil, 0, fmt.Errorf("ratelimit script: %w", err)
+	}
+	res, err := decodeResults(now, vals, n)
+	return res, now, err
+}
+
+// decodeResults converts one request's part of the reply: per ask allowed,
+// remaining, retry_us, reset_us, delay_us, decided at now (µs).
+func decodeResults(now int64, vals []any, n int) ([]Result, error) {
+	if len(vals) != 5*n {
+		return nil, fmt.Errorf("ratelimit script: %d reply values for %d asks", len(vals), n)
+	}
+	var f [5]int64
 	results := make([]Result, n)
 	for i := range results {
-		f := ints[1+5*i:]
+		for j := range f {
+			x, ok := vals[5*i+j].(int64)
+			if !ok {
+				return nil, fmt.Errorf("ratelimit script: unexpected reply item %d: %T", 1+5*i+j, vals[5*i+j])
+			}
+			f[j] = x
+		}
 		if f[0] != 0 && f[0] != 1 {
-			return nil, 0, fmt.Errorf("ratelimit script: unexpected verdict %d", f[0])
+			return nil, fmt.Errorf("ratelimit script: unexpected verdict %d", f[0])
 		}
 		d := decision{allowed: f[0] == 1, remaining: f[1], retryUs: f[2], resetUs: f[3], delayUs: f[4]}
 		results[i] = d.result(now)
 	}
-	return results, now, nil
+	return results, nil
 }
 
 func lenOf(v any) int {
@@ -299,6 +369,7 @@ func (s *RedisStore) Reset(ctx context.Context, keys ...string) error {
 }
 
 var (
-	_ Store    = (*RedisStore)(nil)
-	_ Resetter = (*RedisStore)(nil)
+	_ Store         = (*RedisStore)(nil)
+	_ Resetter      = (*RedisStore)(nil)
+	_ deadlineStore = (*RedisStore)(nil)
 )

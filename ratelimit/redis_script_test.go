@@ -121,3 +121,86 @@ func TestRedisDecodeReply(t *testing.T) {
 		t.Errorf("decodeReply = %+v, want %+v", res[0], want)
 	}
 }
+
+// TestRedisScriptBatchMatchesMemory: one script call deciding a batch of
+// requests (as the coalescer sends them) decides each request as if it had
+// its own call, in order: the memory store deciding the same requests one
+// after another at the same instant gives identical results. Requests of
+// a batch share keys, so later ones see what earlier ones charged (or,
+// refused, did not charge).
+func TestRedisScriptBatchMatchesMemory(t *testing.T) {
+	for seed := range uint64(3) {
+		t.Run("seed"+strconv.FormatUint(seed, 10), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			mem, lua := newMemoryClocked(t), newMiniredisClocked(t)
+			c := lua.store.(*RedisStore).c
+			var limits []Limit
+			for _, alg := range allAlgorithms {
+				for range 2 {
+					limits = append(limits, Limit{
+						Algorithm: alg,
+						Events:    int64(1 + rng.IntN(10)),
+						Window:    time.Duration(1+rng.IntN(2000)) * time.Millisecond,
+						Burst:     int64(rng.IntN(5)),
+					})
+				}
+			}
+			outcomes := map[bool]int{}
+			now := traceBase
+			for step := range 150 {
+				now = now.Add(time.Duration(rng.ExpFloat64() * 60_000 * float64(time.Microsecond)))
+				mem.set(now)
+				lua.set(now)
+				var calls []*scriptCall
+				var reqs [][]Ask
+				for range 1 + rng.IntN(8) {
+					var asks []Ask
+					for _, li := range rng.Perm(len(limits))[:1+rng.IntN(3)] {
+						asks = append(asks, Ask{
+							Key:   "b:" + strconv.Itoa(li) + ":" + strconv.Itoa(rng.IntN(2)),
+							Limit: limits[li],
+							Cost:  int64(rng.IntN(3)),
+						})
+					}
+					ps := make([]params, len(asks))
+					for i := range asks {
+						p, err := paramsOf(asks[i])
+						if err != nil {
+							t.Fatal(err)
+						}
+						ps[i] = p
+					}
+					keys, args := scriptArgs(asks, ps)
+					calls = append(calls, &scriptCall{ctx: context.Background(), keys: keys, args: args, done: make(chan struct{}, 1)})
+					reqs = append(reqs, asks)
+				}
+				keys, args := joinCalls(calls)
+				v, err := decideScript.Run(context.Background(), c, keys, args...).Result()
+				deliver(calls, v, err)
+				for r, asks := range reqs {
+					want, err := mem.store.Decide(context.Background(), asks)
+					if err != nil {
+						t.Fatal(err)
+					}
+					<-calls[r].done
+					if calls[r].err != nil {
+						t.Fatalf("step %d request %d: %v", step, r, calls[r].err)
+					}
+					got, err := decodeResults(calls[r].now, calls[r].vals, len(asks))
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i := range asks {
+						outcomes[want[i].Allowed]++
+						if got[i] != want[i] {
+							t.Fatalf("step %d request %d of %d, ask %d %+v:\n script %+v\n memory %+v", step, r, len(reqs), i, asks[i], got[i], want[i])
+						}
+					}
+				}
+			}
+			if outcomes[true] < 60 || outcomes[false] < 60 {
+				t.Errorf("trace decided %d allowed and %d refused asks: too one-sided to compare", outcomes[true], outcomes[false])
+			}
+		})
+	}
+}

@@ -1,18 +1,25 @@
--- decide.lua: decides every zone of one request atomically, all-or-nothing.
--- Mirrors algorithm*.go line by line (same units, same float expressions),
--- so the memory store and Redis agree on every trace. Lua 5.1.
+-- decide.lua: decides the zones of one or more requests atomically, each
+-- request all-or-nothing, in order, as if each had its own call. Mirrors
+-- algorithm*.go line by line (same units, same float expressions), so the
+-- memory store and Redis agree on every trace. Lua 5.1.
 --
--- KEYS[i]: the state of ask i (a hash naming its algorithm in field a, or a
---          sorted set for sliding_log).
--- ARGV[1]: 'd' (decide and, if every ask passes, charge every ask) or
---          'r' (refund asks charged by an earlier 'd' on this slot: Redis
---          Cluster, when another slot refused).
+-- KEYS: the asks' keys, request after request. A key holds a string
+--       "<algorithm code> <field> ...", or a sorted set for sliding_log.
+-- ARGV[1]: 'd' (decide and, for each request whose asks all pass, charge
+--          them) or 'r' (refund asks charged by an earlier 'd' on this
+--          slot: Redis Cluster, when another slot refused).
 -- ARGV[2]: 'r' only: the Redis TIME (µs) of the charging call.
--- ARGV[3+5(i-1) ...]: ask i: algorithm code, events, window (ms), burst, cost.
+-- ARGV[3...]: per request: n, its number of asks, then per ask: algorithm
+--          code, events, window (ms), burst, cost.
 --
--- Reply ('d'): {now_us, then per ask: allowed (0/1), remaining, retry_us,
--- reset_us, delay_us}. Every written key gets a TTL (PEXPIREAT) in the same
--- call; a refusal writes nothing (sliding_log only drops expired entries).
+-- Reply ('d'): {now_us, then per ask of every request: allowed (0/1),
+-- remaining, retry_us, reset_us, delay_us}.
+--
+-- State strings are read once per call (GET) into a table, decided on
+-- there, and written once at the end (SET ... PX: the value and its TTL in
+-- one command), however many requests of the call share the key: a batch
+-- of coalesced requests costs Redis one read and one write per key. A
+-- refusal writes nothing (sliding_log only drops expired entries).
 
 -- Redis < 5 replicates scripts verbatim, which TIME forbids; later
 -- versions replicate effects already (and keep this as a no-op).
@@ -22,36 +29,89 @@ end
 
 local MAX_STEPS = 16
 local SECOND = 1000000
+local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now_ms = floor(now / 1000)
 
--- num renders a number exactly (redis.call would use %.14g).
+-- num renders a number exactly and short: integers (times, counts) as
+-- such, others with 17 significant digits (redis.call would use %.14g).
 local function num(x)
+  if x == floor(x) and x > -9e15 and x < 9e15 then
+    return string.format('%d', x)
+  end
   return string.format('%.17g', x)
 end
 
--- hmget reads fields of the state hash of algorithm code. The hash names
--- its algorithm in field a; a key holding another algorithm's state (the
--- zone changed algorithm across a reload) is dropped and reads as absent,
--- as the memory store forgets state of another algorithm.
-local function hmget(key, code, ...)
-  local v = redis.pcall('HMGET', key, 'a', ...)
-  if type(v) == 'table' and v.err then
-    redis.call('DEL', key) -- a sorted set (sliding_log)
-    return {}
-  end
-  if v[1] ~= tostring(code) then
-    if v[1] then
-      redis.call('DEL', key)
+-- Fields after the code, per algorithm code (sliding_log keeps none).
+local FIELDS = {2, 3, 2, 0, 1}
+
+-- cache: key -> state entry {code, field1, field2, field3, exp = expiry
+-- (µs; false: keep the key's TTL), dirty = written by this call}, or
+-- false when the key holds no readable state.
+local cache = {}
+
+-- load returns the state entry of key for algorithm code, or nil when the
+-- key is absent or holds another algorithm's state (the zone changed
+-- algorithm across a reload: ignored and overwritten on the next charge,
+-- as the memory store forgets state of another algorithm).
+local function load(key, code)
+  local e = cache[key]
+  if e == nil then
+    e = false
+    local v = redis.pcall('GET', key)
+    if type(v) == 'string' then -- not absent, not a sorted set
+      local c, x, y, z = string.match(v, '^(%d+) (%S+) ?(%S*) ?(%S*)$')
+      if c then
+        e = {tonumber(c), tonumber(x), tonumber(y), tonumber(z)}
+      end
     end
-    return {}
+    cache[key] = e
   end
-  return {unpack(v, 2)}
+  if e and e[1] == code and e[1 + FIELDS[code]] ~= nil then
+    return e
+  end
+  return nil
 end
 
+-- save records the new state of key, written at the end of the call to
+-- expire no earlier than exp (µs), or with its TTL kept when exp is false
+-- (a refund).
+local function save(key, code, exp, x, y, z)
+  local e = cache[key]
+  if not e then
+    e = {}
+    cache[key] = e
+  end
+  e[1], e[2], e[3], e[4], e.exp, e.dirty = code, x, y, z, exp, true
+end
+
+-- flush writes every saved state. PX counts from the server's clock at the
+-- start of the script, which may be up to a millisecond behind TIME: one
+-- millisecond more covers it.
+local function flush()
+  for key, e in pairs(cache) do
+    if e and e.dirty then
+      local v = e[1] .. ' ' .. num(e[2])
+      if e[3] then
+        v = v .. ' ' .. num(e[3])
+        if e[4] then
+          v = v .. ' ' .. num(e[4])
+        end
+      end
+      if e.exp then
+        redis.call('SET', key, v, 'PX', max(ceil(e.exp / 1000) - now_ms, 0) + 1)
+      else
+        redis.call('SET', key, v, 'KEEPTTL')
+      end
+    end
+  end
+end
+
+-- expire_at sets the TTL of a sorted set (sliding_log).
 local function expire_at(key, at_us)
-  redis.call('PEXPIREAT', key, num(math.ceil(at_us / 1000)))
+  redis.call('PEXPIREAT', key, num(ceil(at_us / 1000)))
 end
 
 local function window_start(at, w)
@@ -61,7 +121,7 @@ end
 -- token_bucket ------------------------------------------------------------
 
 local function token_level(tokens, ts, at, capacity, rate)
-  local elapsed = math.max(at - ts, 0)
+  local elapsed = max(at - ts, 0)
   local level = tokens + elapsed * rate
   if level > capacity then
     level = capacity
@@ -75,25 +135,24 @@ local function token_bucket(key, code, events, w, burst, cost)
     capacity = burst
   end
   local rate = events / w
-  local v = hmget(key, code, 'tk', 'ts')
+  local v = load(key, code) -- tokens, ts
   local tokens, ts = capacity, now
-  if v[1] and v[2] then
-    tokens, ts = tonumber(v[1]), tonumber(v[2])
+  if v then
+    tokens, ts = v[2], v[3]
   end
   local level = token_level(tokens, ts, now, capacity, rate)
-  local need = math.max(cost, 1)
+  local need = max(cost, 1)
   if level >= need then
     local after = level - cost
-    local reset = math.ceil((capacity - after) / rate)
+    local reset = ceil((capacity - after) / rate)
     local write = function()
-      redis.call('HSET', key, 'a', code, 'tk', num(after), 'ts', num(now))
-      expire_at(key, now + reset + SECOND)
+      save(key, code, now + reset + SECOND, after, now)
     end
-    return {1, math.floor(after), 0, reset, 0}, write
+    return {1, floor(after), 0, reset, 0}, write
   end
   local retry = w
   if need <= capacity then
-    local wait = math.ceil((need - tokens) / rate)
+    local wait = ceil((need - tokens) / rate)
     local i = 0
     while i < MAX_STEPS and token_level(tokens, ts, ts + wait, capacity, rate) < need do
       wait = wait + 1
@@ -104,9 +163,9 @@ local function token_bucket(key, code, events, w, burst, cost)
       wait = wait - 1
       i = i + 1
     end
-    retry = math.max(ts + wait - now, 1)
+    retry = max(ts + wait - now, 1)
   end
-  return {0, math.floor(level), retry, math.ceil((capacity - level) / rate), 0}
+  return {0, floor(level), retry, ceil((capacity - level) / rate), 0}
 end
 
 local function token_bucket_refund(key, code, events, w, burst, cost)
@@ -114,9 +173,9 @@ local function token_bucket_refund(key, code, events, w, burst, cost)
   if burst > 0 then
     capacity = burst
   end
-  local v = hmget(key, code, 'tk')[1]
+  local v = load(key, code)
   if v then
-    redis.call('HSET', key, 'tk', num(math.min(tonumber(v) + cost, capacity)))
+    save(key, code, false, min(v[2] + cost, capacity), v[3])
   end
 end
 
@@ -125,16 +184,15 @@ end
 local function fixed_window(key, code, events, w, burst, cost)
   local start = window_start(now, w)
   local finish = start + w
-  local v = hmget(key, code, 'w', 'c')
+  local v = load(key, code) -- window start, count
   local count = 0
-  if v[1] and v[2] and tonumber(v[1]) == start then
-    count = tonumber(v[2])
+  if v and v[2] == start then
+    count = v[3]
   end
-  local need = math.max(cost, 1)
+  local need = max(cost, 1)
   if count + need <= events then
     local write = function()
-      redis.call('HSET', key, 'a', code, 'w', num(start), 'c', num(count + cost))
-      expire_at(key, finish)
+      save(key, code, finish, start, count + cost)
     end
     return {1, events - count - cost, 0, finish - now, 0}, write
   end
@@ -170,16 +228,16 @@ local function sliding_at(ok, sw, sc, sp, at, w)
 end
 
 local function sliding_window(key, code, events, w, burst, cost)
-  local v = hmget(key, code, 'w', 'c', 'p')
+  local v = load(key, code) -- window start, current, previous
   local ok = false
   local sw, sc, sp = 0, 0, 0
-  if v[1] and v[2] and v[3] then
+  if v then
     ok = true
-    sw, sc, sp = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
+    sw, sc, sp = v[2], v[3], v[4]
   end
   local start, cur, prev = sliding_counts(ok, sw, sc, sp, now, w)
   local estimate = sliding_estimate(cur, prev, now - start, w)
-  local need = math.max(cost, 1)
+  local need = max(cost, 1)
   if estimate + need <= events then
     local reset = 0
     if cur + cost > 0 then
@@ -188,10 +246,9 @@ local function sliding_window(key, code, events, w, burst, cost)
       reset = start + w - now
     end
     local write = function()
-      redis.call('HSET', key, 'a', code, 'w', num(start), 'c', num(cur + cost), 'p', num(prev))
-      expire_at(key, start + 2 * w)
+      save(key, code, start + 2 * w, start, cur + cost, prev)
     end
-    return {1, math.floor(events - estimate - cost), 0, reset, 0}, write
+    return {1, floor(events - estimate - cost), 0, reset, 0}, write
   end
   local reset = 0
   if cur > 0 then
@@ -200,12 +257,12 @@ local function sliding_window(key, code, events, w, burst, cost)
     reset = start + w - now
   end
   if need > events then
-    return {0, math.floor(events - estimate), w, reset, 0}
+    return {0, floor(events - estimate), w, reset, 0}
   end
   local avail = events - need
   local at = -1
   if prev > 0 and cur <= avail then
-    local e = math.ceil(w * (1 - (avail - cur) / prev))
+    local e = ceil(w * (1 - (avail - cur) / prev))
     if e < w then
       at = start + e
     end
@@ -214,7 +271,7 @@ local function sliding_window(key, code, events, w, burst, cost)
     if cur == 0 then
       at = start + w
     else
-      at = start + w + math.ceil(w * (1 - avail / cur))
+      at = start + w + ceil(w * (1 - avail / cur))
     end
   end
   local i = 0
@@ -227,21 +284,24 @@ local function sliding_window(key, code, events, w, burst, cost)
     at = at - 1
     i = i + 1
   end
-  return {0, math.floor(events - estimate), math.max(at - now, 1), reset, 0}
+  return {0, floor(events - estimate), max(at - now, 1), reset, 0}
 end
 
 local function window_refund(key, code, events, w, burst, cost, at)
-  local v = hmget(key, code, 'w', 'c', 'p')
-  if not (v[1] and v[2]) then
+  local v = load(key, code) -- start, count (fixed) or current (sliding), previous (sliding)
+  if not v then
     return
   end
   local start = window_start(at, w)
-  local sw = tonumber(v[1])
+  local sw, c, p = v[2], v[3], v[4]
   if sw == start then
-    redis.call('HSET', key, 'c', num(math.max(tonumber(v[2]) - cost, 0)))
-  elseif sw == start + w and v[3] then
-    redis.call('HSET', key, 'p', num(math.max(tonumber(v[3]) - cost, 0)))
+    c = max(c - cost, 0)
+  elseif sw == start + w and p then
+    p = max(p - cost, 0)
+  else
+    return
   end
+  save(key, code, false, sw, c, p)
 end
 
 -- sliding_log ---------------------------------------------------------------
@@ -249,7 +309,7 @@ end
 local function sliding_log(key, code, events, w, burst, cost)
   local trimmed = redis.pcall('ZREMRANGEBYSCORE', key, '-inf', num(now - w))
   if type(trimmed) == 'table' and trimmed.err then
-    redis.call('DEL', key) -- another algorithm's hash: absent
+    redis.call('DEL', key) -- another algorithm's state string: absent
   end
   local count = redis.call('ZCARD', key)
   if count > events then
@@ -260,7 +320,7 @@ local function sliding_log(key, code, events, w, burst, cost)
   if count > 0 then
     newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
   end
-  local need = math.max(cost, 1)
+  local need = max(cost, 1)
   if count + need <= events then
     local reset = 0
     if cost > 0 then
@@ -291,7 +351,7 @@ local function sliding_log(key, code, events, w, burst, cost)
   if need <= events then
     local k = count + need - events
     local oldest = tonumber(redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')[2])
-    retry = math.max(oldest + w - now, 1)
+    retry = max(oldest + w - now, 1)
   end
   return {0, events - count, retry, reset, 0}
 end
@@ -308,12 +368,12 @@ end
 local function leaky_bucket(key, code, events, w, burst, cost)
   local interval = w / events
   local limit = burst * interval
-  local slack = limit - (math.max(cost, 1) - 1) * interval
-  local v = hmget(key, code, 'tat')[1]
+  local slack = limit - (max(cost, 1) - 1) * interval
+  local v = load(key, code) -- theoretical arrival time
   local stored = nil
   local tat = now
   if v then
-    stored = tonumber(v)
+    stored = v[2]
     if stored > tat then
       tat = stored
     end
@@ -323,17 +383,16 @@ local function leaky_bucket(key, code, events, w, burst, cost)
     local after = tat + cost * interval
     local delay = 0
     if cost > 0 then
-      delay = math.ceil(wait)
+      delay = ceil(wait)
     end
     local write = function()
-      redis.call('HSET', key, 'a', code, 'tat', num(after))
-      expire_at(key, math.ceil(after) + SECOND)
+      save(key, code, ceil(after) + SECOND, after)
     end
-    return {1, math.floor((limit - (after - now)) / interval) + 1, 0, math.ceil(after - now), delay}, write
+    return {1, floor((limit - (after - now)) / interval) + 1, 0, ceil(after - now), delay}, write
   end
   local retry = w
   if slack >= 0 then
-    local at = math.ceil(stored - slack)
+    local at = ceil(stored - slack)
     local i = 0
     while i < MAX_STEPS and stored - at > slack do
       at = at + 1
@@ -344,15 +403,15 @@ local function leaky_bucket(key, code, events, w, burst, cost)
       at = at - 1
       i = i + 1
     end
-    retry = math.max(at - now, 1)
+    retry = max(at - now, 1)
   end
-  return {0, math.floor((limit - wait) / interval) + 1, retry, math.ceil(wait), 0}
+  return {0, floor((limit - wait) / interval) + 1, retry, ceil(wait), 0}
 end
 
 local function leaky_bucket_refund(key, code, events, w, burst, cost)
-  local v = hmget(key, code, 'tat')[1]
+  local v = load(key, code)
   if v then
-    redis.call('HSET', key, 'tat', num(tonumber(v) - cost * (w / events)))
+    save(key, code, false, v[2] - cost * (w / events))
   end
 end
 
@@ -362,35 +421,44 @@ local decide = {token_bucket, sliding_window, fixed_window, sliding_log, leaky_b
 local refund = {token_bucket_refund, window_refund, window_refund, sliding_log_refund, leaky_bucket_refund}
 
 local mode = ARGV[1]
+local at = tonumber(ARGV[2])
 local reply = {now}
 local writes = {}
-local all = true
-for i = 1, #KEYS do
-  local b = 3 + (i - 1) * 5
-  local code = tonumber(ARGV[b])
-  local events = tonumber(ARGV[b + 1])
-  local w = tonumber(ARGV[b + 2]) * 1000
-  local burst = tonumber(ARGV[b + 3])
-  local cost = tonumber(ARGV[b + 4])
-  if mode == 'r' then
-    if cost > 0 then
-      refund[code](KEYS[i], code, events, w, burst, cost, tonumber(ARGV[2]))
-    end
-  else
-    local r, write = decide[code](KEYS[i], code, events, w, burst, cost)
-    for j = 1, 5 do
-      reply[#reply + 1] = r[j]
-    end
-    if r[1] == 0 then
-      all = false
-    elseif cost > 0 then
-      writes[#writes + 1] = write
+local a, k = 3, 1 -- next request's ARGV and KEYS
+while a <= #ARGV do
+  local n = tonumber(ARGV[a])
+  local nw, all = 0, true
+  for i = 0, n - 1 do
+    local b = a + 1 + i * 5
+    local key = KEYS[k + i]
+    local code = tonumber(ARGV[b])
+    local events = tonumber(ARGV[b + 1])
+    local w = tonumber(ARGV[b + 2]) * 1000
+    local burst = tonumber(ARGV[b + 3])
+    local cost = tonumber(ARGV[b + 4])
+    if mode == 'r' then
+      if cost > 0 then
+        refund[code](key, code, events, w, burst, cost, at)
+      end
+    else
+      local r, write = decide[code](key, code, events, w, burst, cost)
+      for j = 1, 5 do
+        reply[#reply + 1] = r[j]
+      end
+      if r[1] == 0 then
+        all = false
+      elseif cost > 0 then
+        nw = nw + 1
+        writes[nw] = write
+      end
     end
   end
-end
-if all then
-  for _, write in ipairs(writes) do
-    write()
+  if all then
+    for j = 1, nw do
+      writes[j]()
+    end
   end
+  a, k = a + 1 + n * 5, k + n
 end
+flush()
 return reply
