@@ -181,7 +181,14 @@ to_ms() { # wrk latency like 1.23ms / 456.00us / 1.01s -> ms
   awk -v v="$1" 'BEGIN{ if (v ~ /us$/) {sub(/us$/,"",v); printf "%.3f", v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v); printf "%.3f", v} else if (v ~ /s$/) {sub(/s$/,"",v); printf "%.3f", v*1000} else print v }'
 }
 
-declare -A RPS P50 P99 NAMES
+# CPU time (utime + stime, in clock ticks) a process has used so far.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+TICK=$(getconf CLK_TCK)
+# Redis' pid when it runs on this host (its CPU counts for the Redis cases).
+REDIS_PID=$(redis-cli -u "$REDIS_URL" info server 2>/dev/null | tr -d '\r' | awk -F: '$1=="process_id"{print $2}')
+[ -n "$REDIS_PID" ] && [ -r "/proc/$REDIS_PID/stat" ] || REDIS_PID=""
+
+declare -A RPS P50 P99 NAMES CPU
 run_case() {
   local c=$1 path script=()
   case_config "$c"; NAMES[$c]=$NAME
@@ -190,7 +197,14 @@ run_case() {
   path=$(case_path "$c")
   [ "$c" = 9 ] && script=(-s "$W/random.lua")
   wrk -t2 -c"$CONNS" -d2s "${script[@]}" "http://127.0.0.1:$PORT$path" >/dev/null 2>&1  # warm up
+  local c0 r0 c1 r1 total
+  c0=$(cpu_ticks "$CADDY_PID"); r0=0; [ -n "$REDIS_PID" ] && r0=$(cpu_ticks "$REDIS_PID")
   wrk -t2 -c"$CONNS" -d"$DUR" --latency "${script[@]}" "http://127.0.0.1:$PORT$path" >"$W/wrk-$c.txt" 2>&1
+  c1=$(cpu_ticks "$CADDY_PID"); r1=0; [ -n "$REDIS_PID" ] && r1=$(cpu_ticks "$REDIS_PID")
+  total=$(awk '/requests in/{print $1}' "$W/wrk-$c.txt")
+  # Server CPU per request: Caddy's, plus Redis' when Redis is local
+  # (the other Redis clients of this host are idle during the run).
+  CPU[$c]=$(awk -v t=$(( (c1 - c0) + (r1 - r0) )) -v hz="$TICK" -v n="$total" 'BEGIN{ if (n>0) printf "%.1f", t*1e6/hz/n; else print "-" }')
   RPS[$c]=$(awk '/^Requests\/sec/{print $2}' "$W/wrk-$c.txt")
   P50[$c]=$(to_ms "$(awk '$1=="50%"{print $2}' "$W/wrk-$c.txt")")
   P99[$c]=$(to_ms "$(awk '$1=="99%"{print $2}' "$W/wrk-$c.txt")")
@@ -248,11 +262,13 @@ if [ -n "$base" ]; then
   done
 fi
 
-printf '\n| # | case | req/s | p50 ms | p99 ms | ratio | p99 ms @ %s req/s |\n|---|---|---:|---:|---:|---:|---:|\n' "${RATE:-?}"
+printf '\n| # | case | req/s | p50 ms | p99 ms | ratio | p99 ms @ %s req/s | server CPU µs/req | CPU ratio |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n' "${RATE:-?}"
 for c in $CASES; do
-  ref=${RPS[1]:-0}
-  case $c in 6|7|8|9|10) ref=${RPS[6]:-0} ;; esac
+  ref=${RPS[1]:-0} cref=${CPU[1]:-0}
+  case $c in 6|7|8|9|10) ref=${RPS[6]:-0} cref=${CPU[6]:-0} ;; esac
   ratio=$(awk -v a="${RPS[$c]}" -v b="$ref" 'BEGIN{ if (b>0) printf "%.2f", a/b; else print "-" }')
-  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$c" "${NAMES[$c]}" "${RPS[$c]}" "${P50[$c]}" "${P99[$c]}" "$ratio" "${RP99[$c]:-}"
+  cratio=$(awk -v a="${CPU[$c]}" -v b="$cref" 'BEGIN{ if (a>0 && b>0) printf "%.2f", b/a; else print "-" }')
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$c" "${NAMES[$c]}" "${RPS[$c]}" "${P50[$c]}" "${P99[$c]}" "$ratio" "${RP99[$c]:-}" "${CPU[$c]}" "$cratio"
 done
 echo "ratios: cases 2-5 against case 1 (respond), cases 7-10 against case 6 (static redir)"
+echo "server CPU: Caddy's CPU time per request during the wrk run$([ -n "$REDIS_PID" ] && echo ", plus the local Redis' (pid $REDIS_PID)"); CPU ratio = the baseline's CPU per request / the case's (1.00: costs what the baseline costs)"
