@@ -51,6 +51,10 @@ type scriptCall struct {
 	vals     []any       // the request's part of the reply: 5 values per ask
 	err      error
 	done     chan struct{} // receives once now, vals and err are set
+
+	// The keys and args of a request of up to 4 asks, pooled with the call.
+	keyBuf [4]string
+	argBuf [1 + 5*4]any
 }
 
 var callPool = sync.Pool{New: func() any {
@@ -72,7 +76,22 @@ func (co *coalescer) run(ctx context.Context, keys []string, args []any) (int64,
 // runBy is run bounded by deadline (unless zero) as well as ctx.
 func (co *coalescer) runBy(ctx context.Context, deadline time.Time, keys []string, args []any) (int64, []any, error) {
 	call := callPool.Get().(*scriptCall)
-	call.ctx, call.deadline, call.keys, call.args = ctx, deadline, keys, args
+	call.keys, call.args = keys, args
+	return co.wait(ctx, deadline, call)
+}
+
+// decideAsks is runBy for asks (with their params), whose script
+// arguments are written into buffers pooled with the call.
+func (co *coalescer) decideAsks(ctx context.Context, deadline time.Time, asks []Ask, ps []params) (int64, []any, error) {
+	call := callPool.Get().(*scriptCall)
+	call.keys, call.args = appendScriptArgs(call.keyBuf[:0], call.argBuf[:0], asks, ps)
+	return co.wait(ctx, deadline, call)
+}
+
+// wait queues call (its keys and args set), sends the batch if none is in
+// flight, and waits for its answer, ctx or deadline.
+func (co *coalescer) wait(ctx context.Context, deadline time.Time, call *scriptCall) (int64, []any, error) {
+	call.ctx, call.deadline = ctx, deadline
 	var expired <-chan time.Time
 	if !deadline.IsZero() {
 		call.timer.Reset(time.Until(deadline))

@@ -127,8 +127,7 @@ func (s *RedisStore) decideBy(ctx context.Context, deadline time.Time, asks []As
 		}
 		ps = append(ps, p)
 	}
-	keys, args := scriptArgs(asks, ps)
-	now, vals, err := s.co.runBy(ctx, deadline, keys, args)
+	now, vals, err := s.co.decideAsks(ctx, deadline, asks, ps)
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit script: %w", err)
 	}
@@ -289,11 +288,14 @@ func (s *RedisStore) refund(ctx context.Context, asks []Ask, ps []params, now in
 // the script is ARGV[1] (mode), ARGV[2] (refund time), then the parts of
 // one or more requests.
 func scriptArgs(asks []Ask, ps []params) ([]string, []any) {
-	keys := make([]string, len(asks))
-	args := make([]any, 0, 1+5*len(asks))
+	return appendScriptArgs(make([]string, 0, len(asks)), make([]any, 0, 1+5*len(asks)), asks, ps)
+}
+
+// appendScriptArgs is scriptArgs appending to keys and args.
+func appendScriptArgs(keys []string, args []any, asks []Ask, ps []params) ([]string, []any) {
 	args = append(args, len(asks))
 	for i := range asks {
-		keys[i] = asks[i].Key
+		keys = append(keys, asks[i].Key)
 		p := ps[i]
 		args = append(args, p.code, p.events, p.windowUs/1000, p.burst, p.cost)
 	}
