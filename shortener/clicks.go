@@ -294,6 +294,7 @@ type ClickConfig struct {
 type ClickRecorder struct {
 	cfg      ClickConfig
 	ch       chan Click
+	full     chan struct{} // wakes the writer: the buffer holds a batch
 	dropped  prometheus.Counter
 	drops    atomic.Int64 // this recorder's share of the counter
 	inflight atomic.Int64
@@ -370,6 +371,7 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 	r := &ClickRecorder{
 		cfg:      cfg,
 		ch:       make(chan Click, cfg.Buffer),
+		full:     make(chan struct{}, 1),
 		dropped:  dropped,
 		stream:   cfg.KeyPrefix + ":clicks",
 		group:    clickGroup,
@@ -427,6 +429,14 @@ func (r *ClickRecorder) Record(c Click) {
 	}
 	select {
 	case r.ch <- c:
+		// The writer sleeps until a batch is buffered (or its interval
+		// passes): one wake-up per batch, not per click.
+		if len(r.ch) >= r.cfg.BatchSize {
+			select {
+			case r.full <- struct{}{}:
+			default:
+			}
+		}
 	default:
 		r.drop(1)
 	}
@@ -496,43 +506,48 @@ func (r *ClickRecorder) Close(ctx context.Context) error {
 // outage is sent in pipelines of this many).
 const maxPipeline = 16
 
-// write is the writer goroutine: it gathers clicks into batches and
-// delivers them, retrying with backoff until they are accepted.
+// write is the writer goroutine: it sleeps until the buffer holds a batch
+// (Record wakes it) or its interval passes, then takes the buffered
+// clicks in batches and delivers them, retrying with backoff until they
+// are accepted. A partial batch leaves when the interval passes.
 func (r *ClickRecorder) write() {
 	defer close(r.flushed)
 	n := r.cfg.BatchSize
 	ticker := time.NewTicker(r.cfg.BatchInterval)
 	defer ticker.Stop()
-	cur := make([]Click, 0, n)
 	for {
+		partial := false // the interval passed: a partial batch leaves too
 		select {
-		case c := <-r.ch:
-			cur = append(cur, c)
-			if len(cur) < n {
-				continue
-			}
+		case <-r.full:
 		case <-ticker.C:
-			if len(cur) == 0 {
-				continue
-			}
+			partial = true
 		case <-r.stop:
-			r.final(cur)
+			r.final(nil)
 			return
 		}
-		batches := []ClickBatch{r.seal(cur)}
-		// Take whole batches already waiting, up to one pipeline.
-		for len(batches) < maxPipeline && len(r.ch) >= n {
-			b := make([]Click, 0, n)
-			for len(b) < n {
-				b = append(b, <-r.ch)
+		for {
+			// Whole batches already waiting, up to one pipeline, then the
+			// rest as a partial batch if the interval passed.
+			var batches []ClickBatch
+			for len(batches) < maxPipeline && len(r.ch) >= n {
+				batches = append(batches, r.seal(r.take(n)))
 			}
-			batches = append(batches, r.seal(b))
+			if partial && len(batches) < maxPipeline {
+				if b := r.take(n); len(b) > 0 {
+					batches = append(batches, r.seal(b))
+				}
+			}
+			if len(batches) == 0 {
+				break
+			}
+			if !r.deliver(batches) {
+				r.lose(batches)
+				return
+			}
+			if len(r.ch) < n {
+				break // what is left waits for the next wake-up
+			}
 		}
-		if !r.deliver(batches) {
-			r.lose(batches)
-			return
-		}
-		cur = make([]Click, 0, n)
 	}
 }
 
