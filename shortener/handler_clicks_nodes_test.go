@@ -327,6 +327,12 @@ func TestClicksRedirectPathNoNetworkIO(t *testing.T) {
 	h.rdb.AddHook(hook)
 
 	code := create(t, h, `{"long_url":"https://example.com/cached"}`).Code
+	// The create's invalidation comes back to this instance too, over
+	// pub/sub, and drops the code from L1 whenever it lands: wait for it
+	// (the create's own drop and the echo: two epochs) before filling L1.
+	eventually(t, 10*time.Second, "the create's invalidation echoed back", func() bool {
+		return h.cache.epoch(code) >= 2
+	})
 	reqCtx := context.WithValue(context.Background(), requestKey{}, true)
 	if s := redirectStatus(reqCtx, h, "GET", "/"+code, "User-Agent", testBrowserUA); s != http.StatusFound {
 		t.Fatalf("first redirect = %d", s)
