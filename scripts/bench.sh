@@ -2,6 +2,10 @@
 # make bench: end-to-end throughput and latency of both handlers against Caddy's
 # own baselines, all measured in one run with the same load generator.
 #   BENCH_DURATION (default 10s)  BENCH_CONNECTIONS (default 64)  BENCH_CASES (default: all, e.g. "1 2 3")
+#   BENCH_ROUNDS (default 1): run the cases this many times, one after another,
+#   and add the median of each case's per-round ratios (this machine's
+#   baseline moves by a third between runs; medians of interleaved rounds
+#   move less).
 # Prints a table: req/s, p50, p99 at full load, ratio to the baseline of the same
 # run, and p99 at half the baseline's max rate (vegeta, constant rate).
 set -uo pipefail
@@ -10,6 +14,7 @@ DUR=${BENCH_DURATION:-10s}
 CONNS=${BENCH_CONNECTIONS:-64}
 CASES=${BENCH_CASES:-"1 2 3 4 5 6 7 8 9 10"}
 RATE_DUR=${BENCH_RATE_DURATION:-5s}
+ROUNDS=${BENCH_ROUNDS:-1}
 
 . scripts/services.sh
 trap 'stop_caddy; services_stop' EXIT
@@ -216,7 +221,23 @@ run_case() {
 redis_cmdstats() { redis-cli -u "$REDIS_URL" info commandstats | tr -d '\r' | awk -F'[:=,]' '/^cmdstat_(evalsha|eval|get|set|del|publish|xadd|hset|hmget|pexpireat|time|zadd|zrangebyscore|zremrangebyscore|zcard)[:]/{n[$1]=$3} END{top=n["cmdstat_evalsha"]+n["cmdstat_eval"]+n["cmdstat_get"]+n["cmdstat_set"]+n["cmdstat_del"]+n["cmdstat_publish"]+n["cmdstat_xadd"]; print top+0}'; }
 
 echo "# make bench: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t2 -c$CONNS -d$DUR, Caddy $(bin/caddy version | awk '{print $1}')"
-for c in $CASES; do run_case "$c" || exit 1; done
+# ratio_of case rps|cpu: the case against its baseline (1 or 6) of the same round.
+ratio_of() {
+  local c=$1 ref
+  case $c in 6|7|8|9|10) ref=6 ;; *) ref=1 ;; esac
+  if [ "$2" = rps ]; then
+    awk -v a="${RPS[$c]:-0}" -v b="${RPS[$ref]:-0}" 'BEGIN{ if (a>0 && b>0) printf "%.2f", a/b; else print "-" }'
+  else
+    awk -v a="${CPU[$c]:-0}" -v b="${CPU[$ref]:-0}" 'BEGIN{ if (a>0 && b>0) printf "%.2f", b/a; else print "-" }'
+  fi
+}
+median() { tr ' ' '\n' | grep -v '^-*$' | sort -n | awk '{a[NR]=$1} END{ if (NR==0) print "-"; else if (NR%2) print a[(NR+1)/2]; else printf "%.2f", (a[NR/2]+a[NR/2+1])/2 }'; }
+declare -A RATIOS CRATIOS
+for round in $(seq 1 "$ROUNDS"); do
+  for c in $CASES; do run_case "$c" || exit 1; done
+  for c in $CASES; do RATIOS[$c]+=" $(ratio_of "$c" rps)"; CRATIOS[$c]+=" $(ratio_of "$c" cpu)"; done
+  [ "$ROUNDS" -gt 1 ] && echo "round $round: ratios$(for c in $CASES; do printf ' %s=%s' "$c" "$(ratio_of "$c" rps)"; done)"
+done
 
 # Exactness under load: a fresh quota of 1000/1h hammered with the same load; allowed must be exactly 1000.
 if [[ " $CASES " == *" 4 "* ]]; then
@@ -262,13 +283,13 @@ if [ -n "$base" ]; then
   done
 fi
 
-printf '\n| # | case | req/s | p50 ms | p99 ms | ratio | p99 ms @ %s req/s | server CPU µs/req | CPU ratio |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n' "${RATE:-?}"
+MED_HEAD="" MED_SEP=""
+[ "$ROUNDS" -gt 1 ] && MED_HEAD=" median ratio ($ROUNDS rounds) | median CPU ratio |" MED_SEP="---:|---:|"
+printf '\n| # | case | req/s | p50 ms | p99 ms | ratio | p99 ms @ %s req/s | server CPU µs/req | CPU ratio |%s\n|---|---|---:|---:|---:|---:|---:|---:|---:|%s\n' "${RATE:-?}" "$MED_HEAD" "$MED_SEP"
 for c in $CASES; do
-  ref=${RPS[1]:-0} cref=${CPU[1]:-0}
-  case $c in 6|7|8|9|10) ref=${RPS[6]:-0} cref=${CPU[6]:-0} ;; esac
-  ratio=$(awk -v a="${RPS[$c]}" -v b="$ref" 'BEGIN{ if (b>0) printf "%.2f", a/b; else print "-" }')
-  cratio=$(awk -v a="${CPU[$c]}" -v b="$cref" 'BEGIN{ if (a>0 && b>0) printf "%.2f", b/a; else print "-" }')
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$c" "${NAMES[$c]}" "${RPS[$c]}" "${P50[$c]}" "${P99[$c]}" "$ratio" "${RP99[$c]:-}" "${CPU[$c]}" "$cratio"
+  med=""
+  [ "$ROUNDS" -gt 1 ] && med=" $(echo ${RATIOS[$c]} | median) | $(echo ${CRATIOS[$c]} | median) |"
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |%s\n' "$c" "${NAMES[$c]}" "${RPS[$c]}" "${P50[$c]}" "${P99[$c]}" "$(ratio_of "$c" rps)" "${RP99[$c]:-}" "${CPU[$c]}" "$(ratio_of "$c" cpu)" "$med"
 done
 echo "ratios: cases 2-5 against case 1 (respond), cases 7-10 against case 6 (static redir)"
 echo "server CPU: Caddy's CPU time per request during the wrk run$([ -n "$REDIS_PID" ] && echo ", plus the local Redis' (pid $REDIS_PID)"); CPU ratio = the baseline's CPU per request / the case's (1.00: costs what the baseline costs)"
