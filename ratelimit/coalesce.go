@@ -240,22 +240,19 @@ func (co *coalescer) slotGroups(batch []*scriptCall) [][]*scriptCall {
 // order.
 func joinCalls(calls []*scriptCall) ([]string, []any) {
 	if len(calls) == 1 {
-		args := make([]any, 0, 2+len(calls[0].args))
-		return calls[0].keys, append(append(args, "d", "0"), calls[0].args...)
+		return calls[0].keys, callArgs("d", "0", calls[0].args)
 	}
-	nk, na := 0, 2
-	for _, c := range calls {
+	nk := 0
+	parts := make([][]any, len(calls))
+	for i, c := range calls {
 		nk += len(c.keys)
-		na += len(c.args)
+		parts[i] = c.args
 	}
 	keys := make([]string, 0, nk)
-	args := make([]any, 0, na)
-	args = append(args, "d", "0")
 	for _, c := range calls {
 		keys = append(keys, c.keys...)
-		args = append(args, c.args...)
 	}
-	return keys, args
+	return keys, callArgs("d", "0", parts...)
 }
 
 // deliver hands each call its part of the reply v of the script call that

@@ -93,9 +93,7 @@ func (s *RedisStore) eval(ctx context.Context, keys []string, args []any) (int64
 	if s.co != nil {
 		return s.co.run(ctx, keys, args)
 	}
-	full := make([]any, 0, 2+len(args))
-	full = append(full, "d", "0")
-	v, err := decideScript.Run(ctx, s.sc, keys, append(full, args...)...).Result()
+	v, err := decideScript.Run(ctx, s.sc, keys, callArgs("d", "0", args)...).Result()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -119,13 +117,9 @@ func (s *RedisStore) decideBy(ctx context.Context, deadline time.Time, asks []As
 		return s.Decide(ctx, asks)
 	}
 	var pbuf [4]params
-	ps := pbuf[:0]
-	for i := range asks {
-		p, err := paramsOf(asks[i])
-		if err != nil {
-			return nil, fmt.Errorf("zone key %d: %w", i, err)
-		}
-		ps = append(ps, p)
+	ps, err := appendParams(pbuf[:0], asks)
+	if err != nil {
+		return nil, err
 	}
 	now, vals, err := s.co.decideAsks(ctx, deadline, asks, ps)
 	if err != nil {
@@ -140,13 +134,9 @@ func (s *RedisStore) Decide(ctx context.Context, asks []Ask) ([]Result, error) {
 		return nil, nil
 	}
 	var pbuf [4]params
-	ps := pbuf[:0]
-	for i := range asks {
-		p, err := paramsOf(asks[i])
-		if err != nil {
-			return nil, fmt.Errorf("zone key %d: %w", i, err)
-		}
-		ps = append(ps, p)
+	ps, err := appendParams(pbuf[:0], asks)
+	if err != nil {
+		return nil, err
 	}
 	groups := s.slotGroups(asks)
 	if len(groups) == 1 {
@@ -275,9 +265,7 @@ func (s *RedisStore) decide(ctx context.Context, asks []Ask, ps []params) ([]Res
 // sent alone, not coalesced.
 func (s *RedisStore) refund(ctx context.Context, asks []Ask, ps []params, now int64) error {
 	keys, args := scriptArgs(asks, ps)
-	full := make([]any, 0, 2+len(args))
-	full = append(full, "r", strconv.FormatInt(now, 10))
-	if err := decideScript.Run(ctx, s.c, keys, append(full, args...)...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+	if err := decideScript.Run(ctx, s.c, keys, callArgs("r", strconv.FormatInt(now, 10), args)...).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("ratelimit refund: %w", err)
 	}
 	return nil
@@ -289,6 +277,33 @@ func (s *RedisStore) refund(ctx context.Context, asks []Ask, ps []params, now in
 // one or more requests.
 func scriptArgs(asks []Ask, ps []params) ([]string, []any) {
 	return appendScriptArgs(make([]string, 0, len(asks)), make([]any, 0, 1+5*len(asks)), asks, ps)
+}
+
+// callArgs is the ARGV of a script call: mode, refund time, then the
+// requests' parts.
+func callArgs(mode, at string, parts ...[]any) []any {
+	n := 2
+	for _, p := range parts {
+		n += len(p)
+	}
+	args := make([]any, 0, n)
+	args = append(args, mode, at)
+	for _, p := range parts {
+		args = append(args, p...)
+	}
+	return args
+}
+
+// appendParams validates and converts asks, appending to ps.
+func appendParams(ps []params, asks []Ask) ([]params, error) {
+	for i := range asks {
+		p, err := paramsOf(asks[i])
+		if err != nil {
+			return nil, fmt.Errorf("zone key %d: %w", i, err)
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
 }
 
 // appendScriptArgs is scriptArgs appending to keys and args.
