@@ -39,6 +39,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        count_status <code...>
 //	        on_error     open|closed|local
 //	        dry_run
+//	        approximate  <interval>
 //	        plans postgres <dsn> {
 //	            table    <name>
 //	            refresh  <interval>
@@ -285,6 +286,16 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 				return nil, d.Err(err.Error())
 			}
 			z.OnError = v
+		case "approximate":
+			v, err := cfparse.OneArg(d)
+			if err != nil {
+				return nil, err
+			}
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return nil, d.Errf("invalid approximate '%s': must be a positive duration, such as 100ms", v)
+			}
+			z.Approximate = caddy.Duration(dur)
 		case "dry_run":
 			if d.NextArg() {
 				return nil, d.ArgErr()
@@ -307,6 +318,8 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 		return nil, d.Errf("zone '%s': events is required", z.Name)
 	case z.Window == 0 && (z.Dynamic == nil || z.Dynamic.Window == ""):
 		return nil, d.Errf("zone '%s': window is required", z.Name)
+	case z.Approximate > 0 && !approxAlgorithm(z.Algorithm):
+		return nil, d.Errf("zone '%s': approximate works with token_bucket, sliding_window and fixed_window, not %s", z.Name, z.Algorithm)
 	}
 	return z, nil
 }

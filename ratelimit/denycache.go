@@ -76,19 +76,24 @@ func (c *denyCache) remember(ds []zoneDecision, sent, got time.Time) {
 	}
 }
 
-// answer decides ds locally if every zone holds a valid refusal at now,
-// and reports whether it did.
+// answer decides the zones of ds not decided yet (an approximate zone
+// may be) locally if every one holds a valid refusal at now, and reports
+// whether it did.
 func (c *denyCache) answer(ds []zoneDecision, now time.Time) bool {
 	for i := range ds {
-		if !c.answerOne(&ds[i], now) {
+		if ds[i].state == stateNone && !c.answerOne(&ds[i], now) {
 			for j := range i {
-				ds[j].res = Result{}
+				if ds[j].state == stateNone {
+					ds[j].res = Result{}
+				}
 			}
 			return false
 		}
 	}
 	for i := range ds {
-		ds[i].state = stateStore
+		if ds[i].state == stateNone {
+			ds[i].state, ds[i].cached = stateStore, true
+		}
 	}
 	return true
 }
@@ -131,9 +136,15 @@ func (c *denyCache) forget(keys ...string) {
 }
 
 // forgetDenied drops keys (full store keys) from the handler's deny
-// cache: the admin API's reset calls it with the keys it deleted.
+// cache, and the local counts of its approximate zones: the admin API's
+// reset calls it with the keys it deleted.
 func (h *Handler) forgetDenied(keys ...string) {
 	if h.deny != nil {
 		h.deny.forget(keys...)
+	}
+	for _, z := range h.Zones {
+		if z.approx != nil {
+			z.approx.forget(keys...)
+		}
 	}
 }

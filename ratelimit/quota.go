@@ -237,6 +237,8 @@ func (z *Zone) provisionQuota(ctx caddy.Context, instances int) error {
 
 // cleanup releases what provisionQuota took.
 func (z *Zone) cleanup() error {
+	z.approx.close() // sends the units taken since the last sync
+	z.approx = nil
 	if z.quota == nil {
 		return nil
 	}

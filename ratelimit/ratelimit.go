@@ -87,11 +87,13 @@ type Handler struct {
 	deny   *denyCache // refusals of the Redis store, answered locally; nil: none
 	// inProcess: store is the memory store (no timeout needed)
 	inProcess bool
-	prefix    string
-	timeout   time.Duration
-	onError   failureMode
-	headers   headerMode
-	status    int
+	// approx: some zone is approximate (decided in process, synced)
+	approx  bool
+	prefix  string
+	timeout time.Duration
+	onError failureMode
+	headers headerMode
+	status  int
 
 	hashTag   template
 	policyAll string // RateLimit-Policy when every zone applies
@@ -177,6 +179,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 
 	h.prefix = DefaultKeyPrefix
 	if h.store != nil { // set by tests
+		h.provisionApprox()
 		return h.provisionOps(ctx)
 	}
 	if h.Redis == nil {
@@ -208,6 +211,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.logger.Warn("rate limit store unreachable at start; on_error applies until it answers",
 			zap.Error(err))
 	}
+	h.provisionApprox()
 	return h.provisionOps(ctx)
 }
 
@@ -277,19 +281,29 @@ type zoneDecision struct {
 	state decisionState
 	// source: where the quota came from
 	source quotaSource
+	// held: the approximate zone's entry counting this request while the
+	// store decides it (see approxTable.begin)
+	held *approxEntry
+	mark int64 // the entry's units sent at begin
+	// cached: res came from the deny cache, not from the store itself
+	cached bool
 }
 
 type decisionState uint8
 
 const (
-	stateStore       decisionState = iota // res came from the store
+	stateNone        decisionState = iota // not decided (another zone refused first)
+	stateStore                            // res came from the store
+	stateApprox                           // res came from an approximate zone's local counts
 	stateLocal                            // res came from the local fallback
 	stateFailOpen                         // the store failed; no decision
 	stateFailClosed                       // the store failed; refuse with 503
 	stateUnavailable                      // the store failed while charging after the response
 )
 
-func (d *zoneDecision) decided() bool { return d.state == stateStore || d.state == stateLocal }
+func (d *zoneDecision) decided() bool {
+	return d.state == stateStore || d.state == stateLocal || d.state == stateApprox
+}
 
 // refused reports whether the zone refuses the request (dry_run zones never do).
 func (d *zoneDecision) refused() bool { return d.decided() && !d.res.Allowed && !d.zone.DryRun }
@@ -351,9 +365,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	h.setStoreKeys(ds, tag, keysLen)
 
 	var storeErr error
-	if h.deny == nil || !h.deny.answer(ds, time.Now()) {
-		storeErr = h.decide(r.Context(), ds)
-		h.rechargeAfterDryRun(r.Context(), ds)
+	now := time.Now()
+	if !h.approx || h.approxTake(ds, now) {
+		if h.deny == nil || !h.deny.answer(ds, now) {
+			storeErr = h.decide(r.Context(), ds)
+			h.rechargeAfterDryRun(r.Context(), ds)
+		}
+	}
+	if h.approx {
+		h.approxSettle(ds)
 	}
 
 	// A fail-closed zone refuses with 503.
@@ -382,6 +402,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	for i := range ds {
 		d := &ds[i]
 		switch {
+		case d.state == stateNone:
+			continue
 		case d.state == stateFailOpen:
 			d.zone.counters[outcomeFailOpen].Inc()
 			continue
@@ -479,9 +501,16 @@ func hasCountStatus(ds []zoneDecision) bool {
 // decide asks the store for every zone; when it fails, each zone follows
 // its failure mode. It returns the store's error, if any.
 func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
-	asks, ab := getAsks(len(ds))
+	var ibuf [4]int
+	idx := ibuf[:0] // the zones not decided yet
 	for i := range ds {
-		asks[i] = ds[i].ask
+		if ds[i].state == stateNone {
+			idx = append(idx, i)
+		}
+	}
+	asks, ab := getAsks(len(idx))
+	for j, i := range idx {
+		asks[j] = ds[i].ask
 	}
 	var sent time.Time
 	if h.deny != nil {
@@ -490,8 +519,8 @@ func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
 	results, err := h.callStore(ctx, asks)
 	putAsks(ab)
 	if err == nil {
-		for i := range ds {
-			ds[i].res, ds[i].state = results[i], stateStore
+		for j, i := range idx {
+			ds[i].res, ds[i].state = results[j], stateStore
 		}
 		if h.deny != nil {
 			h.deny.remember(ds, sent, time.Now())
@@ -499,7 +528,7 @@ func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
 		return nil
 	}
 	var local []int
-	for i := range ds {
+	for _, i := range idx {
 		switch ds[i].zone.onError {
 		case failOpen:
 			ds[i].state = stateFailOpen
@@ -586,7 +615,8 @@ func (h *Handler) rechargeAfterDryRun(ctx context.Context, ds []zoneDecision) {
 	dry, enforcing := false, false
 	for i := range ds {
 		d := &ds[i]
-		if d.decided() && !d.res.Allowed {
+		// Approximate zones decided in process took no part in the call.
+		if (d.state == stateStore || d.state == stateLocal) && !d.res.Allowed {
 			if d.zone.DryRun {
 				dry = true
 			} else {
@@ -641,6 +671,8 @@ func (h *Handler) chargeAfter(ctx context.Context, ds []zoneDecision, status int
 			store = append(store, i)
 		case stateLocal:
 			local = append(local, i)
+		case stateApprox:
+			d.zone.approx.charge(d.ask.Key, d.ask.Limit, d.cost)
 		}
 	}
 	if len(store)+len(local) == 0 {

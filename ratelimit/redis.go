@@ -374,6 +374,72 @@ func lenOf(v any) int {
 	return 0
 }
 
+// absorbChunk bounds the asks of one absorb call, so that a sync of many
+// keys never holds Redis in one script for long.
+const absorbChunk = 256
+
+// absorber is a store that takes the local counts of approximate zones
+// (see approxTable): the Redis store.
+type absorber interface {
+	absorb(ctx context.Context, asks []Ask) ([]Result, error)
+}
+
+// absorb charges every ask its whole cost, even past its quota (the state
+// goes into debt that later refills repay), and returns each key's state
+// after, as a cost 0 check sees it: Allowed when at least one unit is
+// left. The asks are independent: one failing call fails only its own,
+// reported by an error (their results are zero).
+func (s *RedisStore) absorb(ctx context.Context, asks []Ask) ([]Result, error) {
+	results := make([]Result, len(asks))
+	ps, err := appendParams(make([]params, 0, len(asks)), asks)
+	if err != nil {
+		return nil, err
+	}
+	var calls [][]int // indexes of the asks of one call
+	for _, g := range s.slotGroups(asks) {
+		if g == nil { // one group: all asks
+			g = make([]int, len(asks))
+			for i := range g {
+				g[i] = i
+			}
+		}
+		for len(g) > absorbChunk {
+			calls = append(calls, g[:absorbChunk])
+			g = g[absorbChunk:]
+		}
+		calls = append(calls, g)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(calls))
+	for c, idx := range calls {
+		wg.Go(func() {
+			keys := make([]string, 0, len(idx))
+			args := make([]any, 0, 2+6*len(idx))
+			args = append(args, "a", "0")
+			for _, i := range idx {
+				keys, args = appendScriptArgs(keys, args, asks[i:i+1], ps[i:i+1])
+			}
+			v, err := decideScript.Run(ctx, s.c, keys, args...).Result()
+			if err != nil {
+				errs[c] = fmt.Errorf("ratelimit absorb: %w", err)
+				return
+			}
+			now, vals, err := splitReply(v, len(idx))
+			if err == nil {
+				var res []Result
+				if res, err = decodeResults(now, vals, len(idx)); err == nil {
+					for j, i := range idx {
+						results[i] = res[j]
+					}
+				}
+			}
+			errs[c] = err
+		})
+	}
+	wg.Wait()
+	return results, errors.Join(errs...)
+}
+
 // Reset implements Resetter: one DEL per key, so keys in different
 // Redis Cluster slots need no shared slot.
 func (s *RedisStore) Reset(ctx context.Context, keys ...string) error {
@@ -389,4 +455,5 @@ var (
 	_ Store         = (*RedisStore)(nil)
 	_ Resetter      = (*RedisStore)(nil)
 	_ deadlineStore = (*RedisStore)(nil)
+	_ absorber      = (*RedisStore)(nil)
 )

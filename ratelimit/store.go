@@ -56,6 +56,10 @@ type Result struct {
 	Delay time.Duration
 	// Now is the store's clock at the decision (Redis TIME).
 	Now time.Time
+
+	// left is Remaining before it is floored at 0: below 0 for a key in
+	// debt (an approximate zone's units charged past the quota).
+	left int64
 }
 
 // Store decides quotas. Implementations: the Redis store (one atomic Lua call

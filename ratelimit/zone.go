@@ -70,6 +70,20 @@ type Zone struct {
 	// Decide, set headers, log and count, but never refuse a request.
 	DryRun bool `json:"dry_run,omitempty"`
 
+	// Decide in process, syncing with Redis every this interval, for
+	// extreme rates: a key's first request (and any after Redis was out of
+	// reach for three intervals) is decided on Redis as usual; the
+	// following ones are decided from what Redis had left at the last
+	// sync, and the units taken are sent at the next. The overshoot is
+	// bounded: between two syncs one instance allows at most
+	// ⌈remaining/instances⌉ of a key; what goes past the quota is still
+	// charged (the key goes into debt, repaid before anything more is
+	// allowed), so the rate over time holds. A key refused in process waits
+	// for the next sync. token_bucket, sliding_window and fixed_window
+	// only; without `redis` the zone is decided in process anyway and this
+	// has no effect. Default: off (every request decided on Redis).
+	Approximate caddy.Duration `json:"approximate,omitempty"`
+
 	// Placeholders for `events`, `burst` and `window`, expanded per
 	// request (such as the output of a `map` assigning a plan per API
 	// key). In the Caddyfile, a value of `events`, `burst` or `window`
@@ -100,7 +114,8 @@ type Zone struct {
 	counters   zoneCounters
 	// quota: nil for a static quota; plans and placeholders otherwise
 	quota     *zoneQuota
-	instances int64 // the handler's instances, for the local fallback
+	instances int64        // the handler's instances, for the local fallback
+	approx    *approxTable // approximate: nil when off or not on Redis
 }
 
 // DefaultAlgorithm is a zone's algorithm when none is set.
@@ -112,6 +127,16 @@ var zoneNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 func validAlgorithm(name string) bool {
 	switch name {
 	case TokenBucket, SlidingWindow, FixedWindow, SlidingLog, LeakyBucket:
+		return true
+	}
+	return false
+}
+
+// approxAlgorithm reports whether an approximate zone may use algorithm
+// name ("" is the default).
+func approxAlgorithm(name string) bool {
+	switch name {
+	case "", TokenBucket, SlidingWindow, FixedWindow:
 		return true
 	}
 	return false
@@ -148,6 +173,12 @@ func (z *Zone) validate() error {
 	}
 	if z.Burst < 0 {
 		return fmt.Errorf("zone %q: burst must be >= 0, got %d", z.Name, z.Burst)
+	}
+	if z.Approximate < 0 {
+		return fmt.Errorf("zone %q: approximate must be > 0", z.Name)
+	}
+	if z.Approximate > 0 && !approxAlgorithm(z.Algorithm) {
+		return fmt.Errorf("zone %q: approximate works with token_bucket, sliding_window and fixed_window, not %s", z.Name, z.Algorithm)
 	}
 	if c := string(z.Cost); c != "" && !strings.Contains(c, "{") {
 		if _, err := parseCost(c); err != nil {

@@ -8,6 +8,11 @@
 -- ARGV[1]: 'd' (decide and, for each request whose asks all pass, charge
 --          them) or 'r' (refund asks charged by an earlier 'd' on this
 --          slot: Redis Cluster, when another slot refused).
+--          Or 'a' (absorb: the local counts of `approximate` zones;
+--          each ask is charged its whole cost even past the quota, the
+--          state going into debt that later refills repay, and its reply
+--          is the state after, as a cost 0 check sees it, remaining
+--          below 0 for a debt). token_bucket, sliding_window, fixed_window.
 -- ARGV[2]: 'r' only: the Redis TIME (µs) of the charging call.
 -- ARGV[3...]: per request: n, its number of asks, then per ask: algorithm
 --          code, events, window (ms), burst, cost.
@@ -415,10 +420,51 @@ local function leaky_bucket_refund(key, code, events, w, burst, cost)
   end
 end
 
+-- absorb (approximate zones) ------------------------------------------------
+-- Each charges cost units whatever is left: a token bucket goes below 0,
+-- a window counts past events. No counterpart in algorithm*.go: the memory
+-- store has no approximate mode.
+
+local function token_bucket_force(key, code, events, w, burst, cost)
+  local capacity = events
+  if burst > 0 then
+    capacity = burst
+  end
+  local rate = events / w
+  local v = load(key, code)
+  local tokens, ts = capacity, now
+  if v then
+    tokens, ts = v[2], v[3]
+  end
+  local after = token_level(tokens, ts, now, capacity, rate) - cost
+  save(key, code, now + ceil((capacity - after) / rate) + SECOND, after, now)
+end
+
+local function fixed_window_force(key, code, events, w, burst, cost)
+  local start = window_start(now, w)
+  local v = load(key, code)
+  local count = 0
+  if v and v[2] == start then
+    count = v[3]
+  end
+  save(key, code, start + w, start, count + cost)
+end
+
+local function sliding_window_force(key, code, events, w, burst, cost)
+  local v = load(key, code)
+  local ok, sw, sc, sp = false, 0, 0, 0
+  if v then
+    ok, sw, sc, sp = true, v[2], v[3], v[4]
+  end
+  local start, cur, prev = sliding_counts(ok, sw, sc, sp, now, w)
+  save(key, code, start + 2 * w, start, cur + cost, prev)
+end
+
 -- dispatch ------------------------------------------------------------------
 
 local decide = {token_bucket, sliding_window, fixed_window, sliding_log, leaky_bucket}
 local refund = {token_bucket_refund, window_refund, window_refund, sliding_log_refund, leaky_bucket_refund}
+local force = {token_bucket_force, sliding_window_force, fixed_window_force}
 
 local mode = ARGV[1]
 local at = tonumber(ARGV[2])
@@ -439,6 +485,14 @@ while a <= #ARGV do
     if mode == 'r' then
       if cost > 0 then
         refund[code](key, code, events, w, burst, cost, at)
+      end
+    elseif mode == 'a' then
+      if cost > 0 then
+        force[code](key, code, events, w, burst, cost)
+      end
+      local r = decide[code](key, code, events, w, burst, 0)
+      for j = 1, 5 do
+        reply[#reply + 1] = r[j]
       end
     else
       local r, write = decide[code](key, code, events, w, burst, cost)

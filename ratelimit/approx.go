@@ -1,0 +1,478 @@
+package ratelimit
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// approxTable is the in-process side of one `approximate` zone on the
+// Redis store: per key, the quota Redis had left at the last sync, and the
+// units this process took since, not yet sent. A request whose key has a
+// fresh entry is decided here, with no round trip; every interval the
+// units taken are sent to Redis in one call per chunk of keys (absorbed:
+// charged whole, even past the quota) and each key's state comes back.
+//
+// The overshoot bound: between two syncs, this process allows at most
+// ⌈remaining/instances⌉ units of a key, remaining being what Redis had
+// left at the last sync. Every unit allowed is charged at the next sync,
+// past the quota if other instances took the rest meanwhile: the state
+// then goes into debt, which refills repay before anything more is
+// allowed, so the overshoot of one interval does not repeat and the rate
+// over time holds. With `instances` set to the number of Caddy instances,
+// all of them together allow at most about what was left in one interval.
+//
+// A key with no entry, or whose entry is approxStaleSyncs intervals old
+// while syncs fail, is decided on Redis through the handler's usual path
+// (timeout, breaker, on_error); its answer refreshes the entry. Units
+// taken locally are never dropped by a failed sync: they are sent again
+// with the next one, and at cleanup (a config reload).
+type approxTable struct {
+	interval  time.Duration
+	instances int64
+	maxKeys   int64
+	store     absorber
+	onFailure func(error) // a sync failed (logged at most once a second)
+
+	syncMu  sync.Mutex // one sync at a time
+	entries sync.Map   // store key -> *approxEntry
+	n       atomic.Int64
+	next    atomic.Int64 // the next sync, Unix ns
+	failing atomic.Bool  // the last sync failed
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// approxEntry is one key of an approxTable.
+type approxEntry struct {
+	mu        sync.Mutex
+	limit     Limit
+	remaining int64     // what Redis had left at its answer (got); < 0: a debt
+	used      int64     // units taken here since, not yet sent
+	sending   int64     // units taken here, in a sync under way
+	inflight  int64     // units of requests being decided on the store
+	taken     int64     // units ever taken here (less those given back)
+	sent      int64     // units ever sent, the store's answer received
+	res       Result    // Redis' answer at got
+	got       time.Time // zero: no answer yet (the entry only holds units)
+	touched   bool      // a request used it since the last sync
+	dead      bool      // dropped from the table: not to be used
+}
+
+// approxStaleSyncs is how many intervals an entry stays usable without a
+// successful sync, once syncs fail.
+const approxStaleSyncs = 3
+
+// approxClockBack: an answer of the store older than the one held by more
+// than this means the store's clock went back. No answer is held up in
+// this process that long.
+const approxClockBack = 5 * time.Second
+
+// approxSyncTimeout bounds one sync's calls. Generous: a call that times
+// out after Redis ran it is sent again, and its units charged twice.
+const approxSyncTimeout = time.Second
+
+func newApproxTable(interval time.Duration, instances, maxKeys int, store absorber, onFailure func(error)) *approxTable {
+	if maxKeys <= 0 {
+		maxKeys = DefaultMaxKeys
+	}
+	t := &approxTable{
+		interval:  interval,
+		instances: int64(max(instances, 1)),
+		maxKeys:   int64(maxKeys),
+		store:     store,
+		onFailure: onFailure,
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	t.next.Store(time.Now().Add(interval).UnixNano())
+	go t.run()
+	return t
+}
+
+// run syncs every interval until close.
+func (t *approxTable) run() {
+	defer close(t.done)
+	tick := time.NewTicker(t.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case now := <-tick.C:
+			t.next.Store(now.Add(t.interval).UnixNano())
+			t.sync(false)
+		}
+	}
+}
+
+// close stops the syncs and sends what is left to send.
+func (t *approxTable) close() {
+	if t == nil {
+		return
+	}
+	close(t.stop)
+	<-t.done
+	t.sync(true)
+}
+
+// take decides one ask from the key's entry at now, charging it locally
+// when allowed. ok is false when there is no fresh entry for this limit:
+// the store must decide.
+func (t *approxTable) take(a Ask, now time.Time) (res Result, ok bool) {
+	v, found := t.entries.Load(a.Key)
+	if !found {
+		return Result{}, false
+	}
+	e := v.(*approxEntry)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dead || e.got.IsZero() || e.limit != a.Limit {
+		return Result{}, false
+	}
+	age := now.Sub(e.got)
+	if age > approxStaleSyncs*t.interval && t.failing.Load() {
+		return Result{}, false // Redis fails: decide there, on_error applies
+	}
+	e.touched = true
+	res = Result{Reset: max(e.res.Reset-age, 0), Now: e.res.Now.Add(age)}
+	need := max(a.Cost, 1)
+	if need > capacity(a.Limit) { // refused whatever is left, as the stores do
+		res.RetryAfter = a.Limit.Window
+		return res, true
+	}
+	share := e.remaining
+	if t.instances > 1 {
+		share = (e.remaining + t.instances - 1) / t.instances
+	}
+	// Requests being decided on the store may have been charged there
+	// already, unknown to remaining: they count until their answer.
+	left := share - e.used - e.sending - e.inflight
+	if left >= need {
+		e.used += a.Cost
+		e.taken += a.Cost
+		res.Allowed, res.Remaining = true, left-a.Cost
+		return res, true
+	}
+	// Nothing changes here before the next sync.
+	res.Remaining = max(left, 0)
+	res.RetryAfter = max(time.Duration(t.next.Load()-now.UnixNano()), time.Microsecond)
+	if e.remaining < need {
+		res.RetryAfter = max(res.RetryAfter, e.res.RetryAfter-age)
+	}
+	return res, true
+}
+
+// capacity is the most units one decision may take under l.
+func capacity(l Limit) int64 {
+	if l.Algorithm == TokenBucket && l.Burst > 0 {
+		return l.Burst
+	}
+	return l.Events
+}
+
+// give returns units a take charged, for a request another zone refused.
+func (t *approxTable) give(key string, units int64) {
+	t.update(key, Limit{}, false, func(e *approxEntry) {
+		e.used -= units // below 0: an offset for the next units taken
+		e.taken -= units
+	})
+}
+
+// charge takes units for key under limit whatever is left: a count_status
+// zone's charge after the response.
+func (t *approxTable) charge(key string, limit Limit, units int64) {
+	t.update(key, limit, true, func(e *approxEntry) {
+		e.used += units
+		e.taken += units
+	})
+}
+
+// begin counts units of a request about to be decided on the store for
+// key, so that the requests decided here meanwhile leave them out. The
+// entry returned (nil when the table is full) goes to learn or end, with
+// mark, the units sent so far.
+func (t *approxTable) begin(key string, limit Limit, units int64) (held *approxEntry, mark int64) {
+	t.update(key, limit, true, func(e *approxEntry) {
+		e.inflight += units
+		held, mark = e, e.sent
+	})
+	return held, mark
+}
+
+// end uncounts units counted by begin on e, whatever the store answered.
+func (t *approxTable) end(e *approxEntry, units int64) {
+	e.mu.Lock()
+	e.inflight -= units
+	e.mu.Unlock()
+}
+
+// learn records the store's exact answer for key: res, received at got,
+// with units not charged by that call (a request another zone refused)
+// added back to its remaining; and, in the same step, ends the units
+// begin counted on held (nil: none) at mark. It returns the most units
+// taken here of which the answer may know nothing: all taken but those
+// sent before begin (the store decided after their answer came back).
+func (t *approxTable) learn(key string, limit Limit, res Result, got time.Time, uncharged int64, held *approxEntry, mark, units int64) (unsent int64) {
+	t.update(key, limit, true, func(e *approxEntry) {
+		if e == held {
+			e.inflight -= units
+			held = nil
+			unsent = e.taken - mark
+		} else { // another entry: its own count
+			unsent = max(e.used, 0) + e.sending
+		}
+		e.touched = true
+		left := res.left + uncharged
+		if e.limit == limit && !t.newer(e, res, left) {
+			return
+		}
+		e.limit, e.remaining, e.res, e.got = limit, left, res, got
+	})
+	if held != nil { // dropped meanwhile, or the table is full
+		t.end(held, units)
+	}
+	return unsent
+}
+
+// newer reports whether an answer of the store, res with left units left,
+// is newer than the one e holds. Answers come back out of order
+// (concurrent requests, a sync, a coalesced batch decided at one instant):
+// the store's clock orders them, and of two at one instant the one with
+// less left is the later. An answer older by more than approxClockBack is
+// taken as newer: the store's clock went back (a failover), and the entry
+// must not stay pinned to the old clock.
+func (t *approxTable) newer(e *approxEntry, res Result, left int64) bool {
+	switch {
+	case e.got.IsZero() || e.res.Now.Sub(res.Now) > approxClockBack:
+		return true
+	case res.Now.Equal(e.res.Now):
+		return left < e.remaining
+	}
+	return res.Now.After(e.res.Now)
+}
+
+// update runs f on key's live entry under its lock, creating it (for
+// limit) when create is set and the table has room.
+func (t *approxTable) update(key string, limit Limit, create bool, f func(*approxEntry)) {
+	for {
+		v, found := t.entries.Load(key)
+		if !found {
+			if !create || t.n.Load() >= t.maxKeys {
+				return
+			}
+			var loaded bool
+			if v, loaded = t.entries.LoadOrStore(key, &approxEntry{limit: limit}); !loaded {
+				t.n.Add(1)
+			}
+		}
+		e := v.(*approxEntry)
+		e.mu.Lock()
+		if !e.dead {
+			f(e)
+			e.mu.Unlock()
+			return
+		}
+		e.mu.Unlock()
+		t.entries.CompareAndDelete(key, e) // dropped meanwhile: make a new one
+	}
+}
+
+// forget drops keys with what they hold (an admin reset).
+func (t *approxTable) forget(keys ...string) {
+	for _, k := range keys {
+		if v, ok := t.entries.LoadAndDelete(k); ok {
+			e := v.(*approxEntry)
+			e.mu.Lock()
+			e.dead = true
+			e.mu.Unlock()
+			t.n.Add(-1)
+		}
+	}
+}
+
+// sync sends the units taken since the last sync, refreshes the entries
+// used since, and drops those idle for a whole interval. final (cleanup)
+// sends units only.
+func (t *approxTable) sync(final bool) {
+	t.syncMu.Lock()
+	defer t.syncMu.Unlock()
+	var asks []Ask
+	var sent []*approxEntry
+	t.entries.Range(func(k, v any) bool {
+		e := v.(*approxEntry)
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		switch {
+		case e.used > 0 || e.touched && !final:
+			// A negative count (units given back after the sync that sent
+			// them) stays, to offset the next units taken.
+			units := max(e.used, 0)
+			asks = append(asks, Ask{Key: k.(string), Limit: e.limit, Cost: units})
+			e.sending, e.used, e.touched = units, e.used-units, false
+			sent = append(sent, e)
+		case !final && e.sending == 0 && e.inflight == 0:
+			e.dead = true
+			if t.entries.CompareAndDelete(k, e) {
+				t.n.Add(-1)
+			}
+		}
+		return true
+	})
+	if len(asks) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), approxSyncTimeout)
+	defer cancel()
+	results, err := t.store.absorb(ctx, asks)
+	got := time.Now()
+	t.failing.Store(err != nil)
+	if err != nil && t.onFailure != nil {
+		t.onFailure(err)
+	}
+	for i, e := range sent {
+		e.mu.Lock()
+		if results == nil || results[i].Now.IsZero() { // not sent: next time
+			e.used += e.sending
+		} else if t.newer(e, results[i], results[i].left) {
+			e.remaining, e.res, e.got = results[i].left, results[i], got
+			e.sent += e.sending
+		} else { // the answer held is later: it counts the units sent
+			e.sent += e.sending
+		}
+		e.sending = 0
+		e.mu.Unlock()
+	}
+}
+
+// approxWarn logs a failed sync of zone at most once a second.
+func (h *Handler) approxWarn(zone string) func(error) {
+	return func(err error) {
+		suppressed, ok := h.warn.allow(time.Now())
+		if !ok {
+			return
+		}
+		h.logger.Warn("rate limit approximate sync failed; local counts kept for the next",
+			zap.String("zone", zone), zap.Error(err), zap.Int64("suppressed", suppressed))
+	}
+}
+
+// provisionApprox starts the tables of the approximate zones, when the
+// store can take their counts (Redis).
+func (h *Handler) provisionApprox() {
+	a, ok := h.store.(absorber)
+	if !ok {
+		return
+	}
+	for _, z := range h.Zones {
+		if z.Approximate > 0 {
+			z.approx = newApproxTable(time.Duration(z.Approximate), h.Instances, h.MaxKeys, a, h.approxWarn(z.Name))
+			h.approx = true
+		}
+	}
+}
+
+// approxTake decides the approximate zones of ds whose keys have fresh
+// local counts (charging them locally when allowed), and reports whether
+// the store must still be asked: some zone is left and none refused.
+func (h *Handler) approxTake(ds []zoneDecision, now time.Time) bool {
+	left, refused := false, false
+	for i := range ds {
+		d := &ds[i]
+		if d.zone.approx == nil {
+			left = true
+			continue
+		}
+		res, ok := d.zone.approx.take(d.ask, now)
+		if !ok {
+			d.held, d.mark = d.zone.approx.begin(d.ask.Key, d.ask.Limit, d.ask.Cost)
+			left = true
+			continue
+		}
+		d.res, d.state = res, stateApprox
+		refused = refused || !res.Allowed && !d.zone.DryRun
+	}
+	return left && !refused
+}
+
+// approxSettle ends a request's part in the approximate zones: the units
+// taken locally go back when the request is refused (all or nothing, as
+// on the store), and an answer of the store refreshes the zone's counts.
+//
+// An answer of the store for a key holding units this process took but
+// has not sent yet (its syncs lag: the entry went stale) is blind to them:
+// the request passes only if the store had room for them too. When it had
+// not, the request is refused and the units the store charged for it go
+// back to the local count (a zone decided exactly in the same call keeps
+// its charge: an error of one request, on the safe side, only while syncs
+// lag).
+func (h *Handler) approxSettle(ds []zoneDecision) {
+	storeRefused := false // the store's call charged nothing
+	for i := range ds {
+		storeRefused = storeRefused || ds[i].state == stateStore && ds[i].refused()
+	}
+	var charged [4]bool // by index, for the usual ≤ 4 zones; more: never given back
+	for i := range ds {
+		d := &ds[i]
+		if d.held == nil || d.state != stateStore || d.cached || !d.res.Allowed {
+			continue
+		}
+		if i < len(charged) {
+			charged[i] = !storeRefused && d.ask.Cost > 0
+		}
+		t := d.zone.approx
+		got := time.Now()
+		unsent := t.learn(d.ask.Key, d.ask.Limit, d.res, got, d.uncharged(storeRefused), d.held, d.mark, d.ask.Cost)
+		d.held = nil // learned
+		if unsent > 0 && d.res.Remaining < unsent {
+			d.res.Allowed, d.res.Remaining = false, 0
+			d.res.RetryAfter = max(time.Duration(t.next.Load()-got.UnixNano()), time.Microsecond)
+		}
+	}
+	refused := false
+	for i := range ds {
+		refused = refused || ds[i].refused() || ds[i].state == stateFailClosed
+	}
+	var got time.Time
+	for i := range ds {
+		d := &ds[i]
+		t := d.zone.approx
+		if t == nil {
+			continue
+		}
+		switch {
+		case d.state == stateApprox:
+			if refused && d.res.Allowed && d.ask.Cost > 0 {
+				t.give(d.ask.Key, d.ask.Cost)
+			}
+		case d.state == stateStore && !d.cached:
+			// (An answer of the deny cache is no news: its clock is
+			// local time added to the store's, not the store's.)
+			if i < len(charged) && charged[i] && refused {
+				t.give(d.ask.Key, d.ask.Cost)
+			}
+			if d.held == nil { // learned above
+				continue
+			}
+			if got.IsZero() {
+				got = time.Now()
+			}
+			t.learn(d.ask.Key, d.ask.Limit, d.res, got, d.uncharged(storeRefused), d.held, d.mark, d.ask.Cost)
+		case d.held != nil:
+			t.end(d.held, d.ask.Cost)
+		}
+	}
+}
+
+// uncharged is the units of an approximate zone's ask the store's call
+// did not charge though the zone passed: another zone refused.
+func (d *zoneDecision) uncharged(storeRefused bool) int64 {
+	if d.res.Allowed && storeRefused {
+		return d.ask.Cost
+	}
+	return 0
+}
