@@ -24,13 +24,15 @@ type redisVariant struct {
 	name   string
 	mode   callMode
 	noDeny bool // without the deny cache
+	approx bool // every zone approximate (100ms)
 }
 
 // callVariants compare how the store sends its calls.
 var callVariants = []redisVariant{
-	{"plain", callsPlain, false},
-	{"autopipeline", callsAutoPipeline, false},
-	{"coalesce", callsCoalesced, false},
+	{"plain", callsPlain, false, false},
+	{"autopipeline", callsAutoPipeline, false, false},
+	{"coalesce", callsCoalesced, false, false},
+	{"approximate", callsCoalesced, false, true},
 }
 
 // benchmarkRedisHandler measures ServeHTTP on a handler on the shared
@@ -41,8 +43,14 @@ func benchmarkRedisHandler(b *testing.B, variants []redisVariant, zones func() [
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
 			_, prefix := testenv.Redis(b)
+			zs := zones()
+			if v.approx {
+				for _, z := range zs {
+					z.Approximate = caddy.Duration(100 * time.Millisecond)
+				}
+			}
 			h := &Handler{
-				Zones:  zones(),
+				Zones:  zs,
 				Redis:  &redispool.Config{URL: testenv.RedisURL(b), KeyPrefix: prefix},
 				calls:  v.mode,
 				logger: zap.NewNop(),
@@ -98,9 +106,10 @@ func BenchmarkHandlerRedisAllowed(b *testing.B) {
 
 func BenchmarkHandlerRedisRefused(b *testing.B) {
 	benchmarkRedisHandler(b, []redisVariant{
-		{"plain-nodeny", callsPlain, true},
-		{"coalesce-nodeny", callsCoalesced, true},
-		{"coalesce-deny", callsCoalesced, false},
+		{"plain-nodeny", callsPlain, true, false},
+		{"coalesce-nodeny", callsCoalesced, true, false},
+		{"coalesce-deny", callsCoalesced, false, false},
+		{"approximate", callsCoalesced, false, true},
 	}, func() []*Zone {
 		return []*Zone{zone("bench", 1, time.Hour)}
 	}, http.StatusTooManyRequests)

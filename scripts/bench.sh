@@ -12,7 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 DUR=${BENCH_DURATION:-10s}
 CONNS=${BENCH_CONNECTIONS:-64}
-CASES=${BENCH_CASES:-"1 2 3 4 5 6 7 8 9 10"}
+CASES=${BENCH_CASES:-"1 2 3 4 5 6 7 8 9 10 11 12"}
 RATE_DUR=${BENCH_RATE_DURATION:-5s}
 ROUNDS=${BENCH_ROUNDS:-1}
 
@@ -115,6 +115,50 @@ case_config() {
 			events 1000000000
 			window 1m
 			algorithm fixed_window
+		}
+	}
+	respond 200" ;;
+  11) NAME="ratelimit redis, allowed, approximate 100ms"; site "	ratelimit {
+		$RL_REDIS
+		zone z {
+			key {client_ip}
+			events 1000000000
+			window 1s
+			approximate 100ms
+		}
+	}
+	respond 200" ;;
+  12) NAME="ratelimit redis, 3 zones, approximate 100ms"; site "	ratelimit {
+		$RL_REDIS
+		zone a {
+			key {client_ip}
+			events 1000000000
+			window 1s
+			approximate 100ms
+		}
+		zone b {
+			key {http.request.host}
+			events 1000000000
+			window 1m
+			algorithm sliding_window
+			approximate 100ms
+		}
+		zone c {
+			key {http.request.method}
+			events 1000000000
+			window 1m
+			algorithm fixed_window
+			approximate 100ms
+		}
+	}
+	respond 200" ;;
+  13) NAME="ratelimit redis, approximate, exactness"; QUOTA=1000; site "	ratelimit {
+		$RL_REDIS
+		zone z$RANDOM {
+			key {client_ip}
+			events $QUOTA
+			window 1h
+			approximate 100ms
 		}
 	}
 	respond 200" ;;
@@ -239,21 +283,25 @@ for round in $(seq 1 "$ROUNDS"); do
   [ "$ROUNDS" -gt 1 ] && echo "round $round: ratios$(for c in $CASES; do printf ' %s=%s' "$c" "$(ratio_of "$c" rps)"; done)"
 done
 
-# Exactness under load: a fresh quota of 1000/1h hammered with the same load; allowed must be exactly 1000.
-if [[ " $CASES " == *" 4 "* ]]; then
+# Exactness under load: a fresh quota of 1000/1h hammered with the same load;
+# allowed must be exactly 1000 (plus what refills meanwhile), exact (case 4's
+# zone) and approximate (one instance: exact as well).
+for c in 4 11; do
+  [[ " $CASES " == *" $c "* ]] || continue
   QUOTA=1000
-  case_config 4; start_caddy || exit 1
+  [ "$c" = 4 ] && case_config 4 || case_config 13
+  start_caddy || exit 1
   before=$(redis_cmdstats)
   wrk -t2 -c"$CONNS" -d5s "http://127.0.0.1:$PORT/" >"$W/wrk-exact.txt" 2>&1
   after=$(redis_cmdstats)
   total=$(awk '/requests in/{print $1}' "$W/wrk-exact.txt")
   non2xx=$(awk '/Non-2xx/{print $NF}' "$W/wrk-exact.txt"); non2xx=${non2xx:-0}
   stop_caddy
-  echo "exactness: quota $QUOTA, requests $total, allowed $((total - non2xx)), refused $non2xx; Redis client commands: $((after - before)) ($(awk -v a=$((after-before)) -v t="$total" 'BEGIN{printf "%.3f", a/t}') per request)"
-fi
+  echo "exactness ($NAME): quota $QUOTA, requests $total, allowed $((total - non2xx)), refused $non2xx; Redis client commands: $((after - before)) ($(awk -v a=$((after-before)) -v t="$total" 'BEGIN{printf "%.3f", a/t}') per request)"
+done
 
 # Redis commands per decision (allowed) and per redirect (redis hit)
-for c in 3 8; do
+for c in 3 11 8; do
   [[ " $CASES " == *" $c "* ]] || continue
   case_config "$c"; start_caddy || exit 1; prepare "$c"
   before=$(redis_cmdstats)
@@ -291,5 +339,5 @@ for c in $CASES; do
   [ "$ROUNDS" -gt 1 ] && med=" $(echo ${RATIOS[$c]} | median) | $(echo ${CRATIOS[$c]} | median) |"
   printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |%s\n' "$c" "${NAMES[$c]}" "${RPS[$c]}" "${P50[$c]}" "${P99[$c]}" "$(ratio_of "$c" rps)" "${RP99[$c]:-}" "${CPU[$c]}" "$(ratio_of "$c" cpu)" "$med"
 done
-echo "ratios: cases 2-5 against case 1 (respond), cases 7-10 against case 6 (static redir)"
+echo "ratios: cases 2-5 and 11-12 against case 1 (respond), cases 7-10 against case 6 (static redir)"
 echo "server CPU: Caddy's CPU time per request during the wrk run$([ -n "$REDIS_PID" ] && echo ", plus the local Redis' (pid $REDIS_PID)"); CPU ratio = the baseline's CPU per request / the case's (1.00: costs what the baseline costs)"
