@@ -44,7 +44,7 @@ func initMetrics(registry *prometheus.Registry) error {
 			Namespace: ns,
 			Subsystem: sub,
 			Name:      "store_duration_seconds",
-			Help:      "Latency of one decision call to the rate limit store.",
+			Help:      "Latency of one decision call to the rate limit store (Redis; the in-process store is not timed).",
 			Buckets:   []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25},
 		})
 		metrics.storeErrors = prometheus.NewCounter(prometheus.CounterOpts{

@@ -365,7 +365,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	h.setStoreKeys(ds, tag, keysLen)
 
 	var storeErr error
-	now := time.Now()
+	var now time.Time // for the deny cache and approximate zones
+	if h.deny != nil || h.approx {
+		now = time.Now()
+	}
 	if !h.approx || h.approxTake(ds, now) {
 		if h.deny == nil || !h.deny.answer(ds, now) {
 			storeErr = h.decide(r.Context(), ds)
@@ -573,6 +576,13 @@ func (h *Handler) decideLocal(ctx context.Context, ds []zoneDecision, idx []int,
 // callStore makes one decision on the store under the timeout and the
 // circuit breaker, and records its latency and failure.
 func (h *Handler) callStore(parent context.Context, asks []Ask) ([]Result, error) {
+	if h.inProcess { // no I/O: nothing to time out, to break or to time
+		results, err := h.store.Decide(parent, asks)
+		if err != nil {
+			return nil, fmt.Errorf("rate limit store: %w", err)
+		}
+		return results, nil
+	}
 	if !h.breaker.allow() {
 		return nil, errBreakerOpen
 	}
@@ -583,12 +593,8 @@ func (h *Handler) callStore(parent context.Context, asks []Ask) ([]Result, error
 	case deadlineStore: // the deadline apart: no context to allocate
 		results, err = s.decideBy(parent, start.Add(h.timeout), asks)
 	default:
-		ctx := parent
-		if !h.inProcess { // the memory store does no I/O: no deadline to arm
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(parent, h.timeout)
-			defer cancel()
-		}
+		ctx, cancel := context.WithTimeout(parent, h.timeout)
+		defer cancel()
 		results, err = h.store.Decide(ctx, asks)
 	}
 	metrics.storeDuration.Observe(time.Since(start).Seconds())
