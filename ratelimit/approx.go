@@ -55,8 +55,6 @@ type approxEntry struct {
 	used      int64     // units taken here since, not yet sent
 	sending   int64     // units taken here, in a sync under way
 	inflight  int64     // units of requests being decided on the store
-	taken     int64     // units ever taken here (less those given back)
-	sent      int64     // units ever sent, the store's answer received
 	res       Result    // Redis' answer at got
 	got       time.Time // zero: no answer yet (the entry only holds units)
 	touched   bool      // a request used it since the last sync
@@ -154,7 +152,6 @@ func (t *approxTable) take(a Ask, now time.Time) (res Result, ok bool) {
 	left := share - e.used - e.sending - e.inflight
 	if left >= need {
 		e.used += a.Cost
-		e.taken += a.Cost
 		res.Allowed, res.Remaining = true, left-a.Cost
 		return res, true
 	}
@@ -179,29 +176,27 @@ func capacity(l Limit) int64 {
 func (t *approxTable) give(key string, units int64) {
 	t.update(key, Limit{}, false, func(e *approxEntry) {
 		e.used -= units // below 0: an offset for the next units taken
-		e.taken -= units
 	})
 }
 
 // charge takes units for key under limit whatever is left: a count_status
 // zone's charge after the response.
 func (t *approxTable) charge(key string, limit Limit, units int64) {
-	t.update(key, limit, true, func(e *approxEntry) {
-		e.used += units
-		e.taken += units
-	})
+	t.update(key, limit, true, func(e *approxEntry) { e.used += units })
 }
 
 // begin counts units of a request about to be decided on the store for
 // key, so that the requests decided here meanwhile leave them out. The
-// entry returned (nil when the table is full) goes to learn or end, with
-// mark, the units sent so far.
-func (t *approxTable) begin(key string, limit Limit, units int64) (held *approxEntry, mark int64) {
+// entry returned (nil when the table is full) goes to learn or end.
+// unsent is the units taken here and not known to be sent: the store,
+// deciding the request, cannot see them (those taken while it decides
+// leave room for the request, as counted here).
+func (t *approxTable) begin(key string, limit Limit, units int64) (held *approxEntry, unsent int64) {
 	t.update(key, limit, true, func(e *approxEntry) {
 		e.inflight += units
-		held, mark = e, e.sent
+		held, unsent = e, max(e.used, 0)+e.sending
 	})
-	return held, mark
+	return held, unsent
 }
 
 // end uncounts units counted by begin on e, whatever the store answered.
@@ -214,17 +209,12 @@ func (t *approxTable) end(e *approxEntry, units int64) {
 // learn records the store's exact answer for key: res, received at got,
 // with units not charged by that call (a request another zone refused)
 // added back to its remaining; and, in the same step, ends the units
-// begin counted on held (nil: none) at mark. It returns the most units
-// taken here of which the answer may know nothing: all taken but those
-// sent before begin (the store decided after their answer came back).
-func (t *approxTable) learn(key string, limit Limit, res Result, got time.Time, uncharged int64, held *approxEntry, mark, units int64) (unsent int64) {
+// begin counted on held (nil: none).
+func (t *approxTable) learn(key string, limit Limit, res Result, got time.Time, uncharged int64, held *approxEntry, units int64) {
 	t.update(key, limit, true, func(e *approxEntry) {
 		if e == held {
 			e.inflight -= units
 			held = nil
-			unsent = e.taken - mark
-		} else { // another entry: its own count
-			unsent = max(e.used, 0) + e.sending
 		}
 		e.touched = true
 		left := res.left + uncharged
@@ -236,7 +226,6 @@ func (t *approxTable) learn(key string, limit Limit, res Result, got time.Time, 
 	if held != nil { // dropped meanwhile, or the table is full
 		t.end(held, units)
 	}
-	return unsent
 }
 
 // newer reports whether an answer of the store, res with left units left,
@@ -340,10 +329,7 @@ func (t *approxTable) sync(final bool) {
 			e.used += e.sending
 		} else if t.newer(e, results[i], results[i].left) {
 			e.remaining, e.res, e.got = results[i].left, results[i], got
-			e.sent += e.sending
-		} else { // the answer held is later: it counts the units sent
-			e.sent += e.sending
-		}
+		} // else the answer held is later: it counts the units sent
 		e.sending = 0
 		e.mu.Unlock()
 	}
@@ -389,7 +375,7 @@ func (h *Handler) approxTake(ds []zoneDecision, now time.Time) bool {
 		}
 		res, ok := d.zone.approx.take(d.ask, now)
 		if !ok {
-			d.held, d.mark = d.zone.approx.begin(d.ask.Key, d.ask.Limit, d.ask.Cost)
+			d.held, d.unsent = d.zone.approx.begin(d.ask.Key, d.ask.Limit, d.ask.Cost)
 			left = true
 			continue
 		}
@@ -404,12 +390,12 @@ func (h *Handler) approxTake(ds []zoneDecision, now time.Time) bool {
 // on the store), and an answer of the store refreshes the zone's counts.
 //
 // An answer of the store for a key holding units this process took but
-// has not sent yet (its syncs lag: the entry went stale) is blind to them:
-// the request passes only if the store had room for them too. When it had
-// not, the request is refused and the units the store charged for it go
-// back to the local count (a zone decided exactly in the same call keeps
-// its charge: an error of one request, on the safe side, only while syncs
-// lag).
+// had not sent when the request went to the store (syncs fail: the entry
+// went stale) is blind to them: the request passes only if the store had
+// room for them too. When it had not, the request is refused and the units
+// the store charged for it go back to the local count, as an offset (a
+// zone decided exactly in the same call keeps its charge: an error of one
+// request, on the safe side, only while syncs fail).
 func (h *Handler) approxSettle(ds []zoneDecision) {
 	storeRefused := false // the store's call charged nothing
 	for i := range ds {
@@ -426,9 +412,9 @@ func (h *Handler) approxSettle(ds []zoneDecision) {
 		}
 		t := d.zone.approx
 		got := time.Now()
-		unsent := t.learn(d.ask.Key, d.ask.Limit, d.res, got, d.uncharged(storeRefused), d.held, d.mark, d.ask.Cost)
+		t.learn(d.ask.Key, d.ask.Limit, d.res, got, d.uncharged(storeRefused), d.held, d.ask.Cost)
 		d.held = nil // learned
-		if unsent > 0 && d.res.Remaining < unsent {
+		if d.unsent > 0 && d.res.Remaining < d.unsent {
 			d.res.Allowed, d.res.Remaining = false, 0
 			d.res.RetryAfter = max(time.Duration(t.next.Load()-got.UnixNano()), time.Microsecond)
 		}
@@ -461,7 +447,7 @@ func (h *Handler) approxSettle(ds []zoneDecision) {
 			if got.IsZero() {
 				got = time.Now()
 			}
-			t.learn(d.ask.Key, d.ask.Limit, d.res, got, d.uncharged(storeRefused), d.held, d.mark, d.ask.Cost)
+			t.learn(d.ask.Key, d.ask.Limit, d.res, got, d.uncharged(storeRefused), d.held, d.ask.Cost)
 		case d.held != nil:
 			t.end(d.held, d.ask.Cost)
 		}

@@ -147,18 +147,18 @@ func TestApproxOneInstanceExact(t *testing.T) {
 	start := time.Now()
 	counts := hammer([]*Handler{h}, 200, 3000, key)
 	refills := int(time.Since(start)/(time.Hour/1000)) + 1
-	// Fewer than 1000 only on a machine so loaded that the syncs lag
-	// (seen under -race with the cores saturated: 899): the store's
-	// answers are then checked against every unit not surely sent, which
-	// errs on the safe side.
+	// Fewer than 1000 only when syncs fail or time out (Redis ran a sync
+	// whose answer came too late: its units are sent again); seen once
+	// (850) under -race with the cores saturated. The safe side.
 	if ok := counts[http.StatusOK]; ok < 800 || ok > 1000+refills || counts[http.StatusOK]+counts[http.StatusTooManyRequests] != 3000 {
 		t.Errorf("statuses %v, want 1000 (up to %d) allowed, the rest 429", counts, 1000+refills)
 	}
 
 	z.approx.sync(false)
 	left := redisTokens(t, h.client.UniversalClient, StoreKey(cfg.KeyPrefix, "api", "", key), z.limit)
-	// Every unit allowed is charged. (On a machine so loaded that the
-	// syncs lag, Redis may be charged more: see approxSettle.)
+	// Every unit allowed is charged. (Redis may be charged more: a sync
+	// sent again, or a request refused here after the store charged it,
+	// see approxSettle.)
 	want := float64(1000 - counts[http.StatusOK])
 	if left > want+float64(refills) {
 		t.Errorf("Redis holds %.2f tokens after the sync, want %.0f: every allowed unit charged", left, want)
@@ -325,7 +325,13 @@ func TestApproxCountStatus(t *testing.T) {
 
 // entryUsed is what key's entry (a key of the zone "api") holds to send.
 func (t *approxTable) entryUsed(prefix, key string) int64 {
-	v, ok := t.entries.Load(StoreKey(prefix, "api", "", key))
+	return t.zoneEntryUsed(prefix, "api", key)
+}
+
+// zoneEntryUsed is what the entry of key in zone holds to send; below 0,
+// units the store charged for requests refused here (see approxSettle).
+func (t *approxTable) zoneEntryUsed(prefix, zone, key string) int64 {
+	v, ok := t.entries.Load(StoreKey(prefix, zone, "", key))
 	if !ok {
 		return 0
 	}
@@ -427,5 +433,45 @@ func TestApproxCaddyfile(t *testing.T) {
 	bad := &Handler{Zones: []*Zone{{Name: "z", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Algorithm: LeakyBucket, Approximate: caddy.Duration(time.Second)}}}
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "approximate") {
 		t.Errorf("Validate: %v, want the approximate error", err)
+	}
+}
+
+// On Redis Cluster, zones in different slots: each key is synced in its
+// own slot's call, and the quota holds as on one Redis.
+func TestApproxCluster(t *testing.T) {
+	c, prefix := testenv.RedisCluster(t)
+	key := approxZone(300, 20*time.Millisecond)
+	ip := &Zone{Name: "ip", Key: "{http.request.method}", Events: 1_000_000, Window: caddy.Duration(time.Hour), Algorithm: FixedWindow,
+		Approximate: caddy.Duration(time.Hour)} // synced by the test only: it reads the entry's count
+	h := &Handler{
+		Zones:   []*Zone{key, ip},
+		Redis:   &redispool.Config{Addresses: testenv.RedisClusterAddrs(t), KeyPrefix: prefix},
+		Timeout: caddy.Duration(5 * time.Second),
+		OnError: "closed",
+	}
+	provision(t, h)
+	k := "k-" + testenv.RandomID(4)
+	counts := hammer([]*Handler{h}, 64, 1000, k)
+	if counts[http.StatusOK] < 200 || counts[http.StatusOK] > 301 { // fewer: see TestApproxOneInstanceExact
+		t.Errorf("statuses %v, want 300 allowed", counts)
+	}
+	key.approx.sync(false)
+	ip.approx.sync(false)
+	sk := StoreKey(prefix, "api", "", k)
+	left := redisTokens(t, c, sk, key.limit)
+	if want := float64(300 - counts[http.StatusOK]); left > want+1 {
+		t.Errorf("key zone holds %.2f tokens, want %.0f: every allowed unit charged", left, want)
+	}
+	// The other zone took one unit per allowed request, none for the
+	// refused.
+	ipKey := StoreKey(prefix, "ip", "", "GET")
+	if keySlot(ipKey) == keySlot(sk) {
+		t.Logf("both zones in slot %d", keySlot(sk))
+	}
+	// (Units the store charged for requests refused here are held as a
+	// negative count, to be repaid.)
+	want := 1_000_000 - int64(counts[http.StatusOK]) + min(ip.approx.zoneEntryUsed(prefix, "ip", "GET"), 0)
+	if got := storeRemaining(t, h, ip, "", "GET"); got != want {
+		t.Errorf("ip zone has %d left, want %d", got, want)
 	}
 }

@@ -284,7 +284,9 @@ type zoneDecision struct {
 	// held: the approximate zone's entry counting this request while the
 	// store decides it (see approxTable.begin)
 	held *approxEntry
-	mark int64 // the entry's units sent at begin
+	// unsent: the entry's units not known to the store when the request
+	// was sent to it
+	unsent int64
 	// cached: res came from the deny cache, not from the store itself
 	cached bool
 }
