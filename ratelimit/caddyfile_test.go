@@ -389,7 +389,7 @@ func TestExamples(t *testing.T) {
 		cluster bool
 		zones   []string // of each handler, in order
 	}{
-		{"ratelimit-api.Caddyfile", false, []string{"per_key,per_ip"}},
+		{"ratelimit-api.Caddyfile", false, []string{"per_tenant", "per_key,per_ip"}},
 		{"ratelimit-login.Caddyfile", false, []string{"per_session", "login"}},
 		{"ratelimit-cluster.Caddyfile", true, []string{"per_key,per_tenant"}},
 	}
