@@ -320,8 +320,11 @@ func (t *approxTable) sync(final bool) {
 	results, err := t.store.absorb(ctx, asks)
 	got := time.Now()
 	t.failing.Store(err != nil)
-	if err != nil && t.onFailure != nil {
-		t.onFailure(err)
+	if err != nil {
+		metrics.storeErrors.Inc()
+		if t.onFailure != nil {
+			t.onFailure(err)
+		}
 	}
 	for i, e := range sent {
 		e.mu.Lock()
