@@ -76,7 +76,7 @@ func benchmarkRedisHandler(b *testing.B, variants []redisVariant, zones func() [
 				w := httptest.NewRecorder()
 				req := httptest.NewRequest(http.MethodGet, "/v1/items", nil)
 				req.Header.Set("X-API-Key", "bench-key")
-				return w, caddyhttp.PrepareRequest(req, caddy.NewReplacer(), w, nil)
+				return w, benchRequest(req, w)
 			}
 			if want != http.StatusOK { // exhaust the quota first
 				w, req := newRequest()
@@ -90,7 +90,7 @@ func benchmarkRedisHandler(b *testing.B, variants []redisVariant, zones func() [
 			b.RunParallel(func(pb *testing.PB) {
 				w, req := newRequest()
 				for pb.Next() {
-					checkBenchStatus(b, h.ServeHTTP(w, req, next), want)
+					checkBenchStatus(b, w, h.ServeHTTP(w, req, next), want)
 				}
 			})
 			b.ReportMetric(float64(trips.n.Load())/float64(b.N), "trips/op")
