@@ -179,8 +179,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 
 	h.prefix = DefaultKeyPrefix
 	if h.store != nil { // set by tests
-		h.provisionApprox()
-		return h.provisionOps(ctx)
+		return h.provisionLast(ctx)
 	}
 	if h.Redis == nil {
 		h.store = NewMemoryStore(h.now, h.MaxKeys)
@@ -211,8 +210,17 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.logger.Warn("rate limit store unreachable at start; on_error applies until it answers",
 			zap.Error(err))
 	}
+	return h.provisionLast(ctx)
+}
+
+// provisionLast ends Provision: the brake and admin registration, then the
+// approximate zones' syncs (goroutines: started once nothing can fail).
+func (h *Handler) provisionLast(ctx caddy.Context) error {
+	if err := h.provisionOps(ctx); err != nil {
+		return err
+	}
 	h.provisionApprox()
-	return h.provisionOps(ctx)
+	return nil
 }
 
 // Validate checks the configuration.
