@@ -19,9 +19,11 @@ say() { echo "services: $*" >&2; }
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 free_port() { # a port whose port+10000 (cluster bus) is free too
+  # Both below Linux's ephemeral range (32768-60999 by default): a client
+  # connection's local port there would make the bind fail.
   local p
   while :; do
-    p=$(( 20000 + RANDOM % 20000 ))
+    p=$(( 20000 + RANDOM % 2700 ))
     if ! port_open "$p" && ! port_open $((p + 10000)); then echo "$p"; return; fi
   done
 }
@@ -82,10 +84,22 @@ setup_redis() {
 setup_cluster() {
   if [ -n "${TEST_REDIS_CLUSTER:-}" ]; then say "redis cluster: using TEST_REDIS_CLUSTER"; return 0; fi
   need_redis_server || return 1
+  local attempt
+  for attempt in 1 2 3; do # a port taken between the check and the bind: again
+    start_cluster && return 0
+    say "redis cluster: attempt $attempt failed"
+  done
+  return 1
+}
+
+start_cluster() {
   local ports=() addrs=() p
   for _ in 1 2 3; do
     p=$(free_port)
-    start_redis "$p" --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 || return 1
+    if ! start_redis "$p" --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000; then
+      for p in "${ports[@]}"; do redis-cli -p "$p" shutdown nosave >/dev/null 2>&1; done
+      return 1
+    fi
     ports+=("$p"); addrs+=("127.0.0.1:$p")
   done
   redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$EDGEKIT_TMP/cluster-create.log" 2>&1 || {
