@@ -22,8 +22,9 @@ import (
 // past the quota if other instances took the rest meanwhile: the state
 // then goes into debt, which refills repay before anything more is
 // allowed, so the overshoot of one interval does not repeat and the rate
-// over time holds. With `instances` set to the number of Caddy instances,
-// all of them together allow at most about what was left in one interval.
+// over time holds. Past the quota, each instance overshoots by at most its
+// share of one interval; `instances` set to the number of Caddy instances
+// keeps the shares small.
 //
 // A key with no entry, or whose entry is approxStaleSyncs intervals old
 // while syncs fail, is decided on Redis through the handler's usual path
