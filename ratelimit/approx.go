@@ -140,7 +140,7 @@ func (t *approxTable) take(a Ask, now time.Time) (res Result, ok bool) {
 	e.touched = true
 	res = Result{Reset: max(e.res.Reset-age, 0), Now: e.res.Now.Add(age)}
 	need := max(a.Cost, 1)
-	if need > capacity(a.Limit) { // refused whatever is left, as the stores do
+	if need > a.Limit.capacity() { // refused whatever is left, as the stores do
 		res.RetryAfter = a.Limit.Window
 		return res, true
 	}
@@ -163,14 +163,6 @@ func (t *approxTable) take(a Ask, now time.Time) (res Result, ok bool) {
 		res.RetryAfter = max(res.RetryAfter, e.res.RetryAfter-age)
 	}
 	return res, true
-}
-
-// capacity is the most units one decision may take under l.
-func capacity(l Limit) int64 {
-	if l.Algorithm == TokenBucket && l.Burst > 0 {
-		return l.Burst
-	}
-	return l.Events
 }
 
 // give returns units a take charged, for a request another zone refused.
@@ -405,19 +397,28 @@ func (h *Handler) approxSettle(ds []zoneDecision) {
 	for i := range ds {
 		storeRefused = storeRefused || ds[i].state == stateStore && ds[i].refused()
 	}
+	// The store's answers first: they may refuse the request.
+	// (An answer of the deny cache is no news: its clock is local time
+	// added to the store's, not the store's.)
 	var charged [4]bool // by index, for the usual ≤ 4 zones; more: never given back
+	var got time.Time
 	for i := range ds {
 		d := &ds[i]
-		if d.held == nil || d.state != stateStore || d.cached || !d.res.Allowed {
+		if d.held == nil || d.state != stateStore || d.cached {
+			continue
+		}
+		if got.IsZero() {
+			got = time.Now()
+		}
+		t := d.zone.approx
+		t.learn(d.ask.Key, d.ask.Limit, d.res, got, d.uncharged(storeRefused), d.held, d.ask.Cost)
+		d.held = nil
+		if !d.res.Allowed {
 			continue
 		}
 		if i < len(charged) {
 			charged[i] = !storeRefused && d.ask.Cost > 0
 		}
-		t := d.zone.approx
-		got := time.Now()
-		t.learn(d.ask.Key, d.ask.Limit, d.res, got, d.uncharged(storeRefused), d.held, d.ask.Cost)
-		d.held = nil // learned
 		if d.unsent > 0 && d.res.Remaining < d.unsent {
 			d.res.Allowed, d.res.Remaining = false, 0
 			d.res.RetryAfter = max(time.Duration(t.next.Load()-got.UnixNano()), time.Microsecond)
@@ -427,32 +428,15 @@ func (h *Handler) approxSettle(ds []zoneDecision) {
 	for i := range ds {
 		refused = refused || ds[i].refused() || ds[i].state == stateFailClosed
 	}
-	var got time.Time
 	for i := range ds {
 		d := &ds[i]
 		t := d.zone.approx
-		if t == nil {
-			continue
-		}
 		switch {
-		case d.state == stateApprox:
-			if refused && d.res.Allowed && d.ask.Cost > 0 {
-				t.give(d.ask.Key, d.ask.Cost)
-			}
-		case d.state == stateStore && !d.cached:
-			// (An answer of the deny cache is no news: its clock is
-			// local time added to the store's, not the store's.)
-			if i < len(charged) && charged[i] && refused {
-				t.give(d.ask.Key, d.ask.Cost)
-			}
-			if d.held == nil { // learned above
-				continue
-			}
-			if got.IsZero() {
-				got = time.Now()
-			}
-			t.learn(d.ask.Key, d.ask.Limit, d.res, got, d.uncharged(storeRefused), d.held, d.ask.Cost)
-		case d.held != nil:
+		case t == nil:
+		case d.state == stateApprox && refused && d.res.Allowed && d.ask.Cost > 0,
+			i < len(charged) && charged[i] && refused:
+			t.give(d.ask.Key, d.ask.Cost)
+		case d.held != nil: // not decided by the store
 			t.end(d.held, d.ask.Cost)
 		}
 	}

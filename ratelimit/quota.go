@@ -170,7 +170,7 @@ func (dq *DynamicQuota) validate(zone string, events, burst int64, window caddy.
 // leaky bucket's queue, are unchanged.
 func braked(l Limit, f float64) Limit {
 	l.Events = brakeUnits(l.Events, f)
-	if l.Burst > 0 && (l.Algorithm == TokenBucket || l.Algorithm == "") {
+	if l.bucketBurst() {
 		l.Burst = brakeUnits(l.Burst, f)
 	}
 	return l
@@ -184,9 +184,8 @@ func brakeUnits(n int64, f float64) int64 {
 // localLimit is l for the `local` fallback of one of instances Caddy
 // instances: ⌈events/instances⌉ (and a token bucket's burst likewise).
 func localLimit(l Limit, instances int64) Limit {
-	alg := l.Algorithm
 	l.Events = ceilDiv(l.Events, instances)
-	if (alg == TokenBucket || alg == "") && l.Burst > 0 {
+	if l.bucketBurst() {
 		l.Burst = ceilDiv(l.Burst, instances)
 	}
 	return l

@@ -24,6 +24,20 @@ type Limit struct {
 	Burst int64
 }
 
+// bucketBurst reports whether Burst is a token bucket's capacity.
+func (l Limit) bucketBurst() bool {
+	return l.Burst > 0 && (l.Algorithm == TokenBucket || l.Algorithm == "")
+}
+
+// capacity is the most units one decision may take under l (a token
+// bucket's burst, else events; the leaky bucket's queue aside).
+func (l Limit) capacity() int64 {
+	if l.bucketBurst() {
+		return l.Burst
+	}
+	return l.Events
+}
+
 // Ask is one zone's part of a decision.
 type Ask struct {
 	// Key is the full store key: "<prefix>:<zone>:<digest of the expanded key>"

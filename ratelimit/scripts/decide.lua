@@ -134,17 +134,22 @@ local function token_level(tokens, ts, at, capacity, rate)
   return level
 end
 
-local function token_bucket(key, code, events, w, burst, cost)
+-- token_state returns a bucket's capacity, refill rate (per µs) and its
+-- stored tokens at ts (a missing bucket is full now).
+local function token_state(key, code, events, w, burst)
   local capacity = events
   if burst > 0 then
     capacity = burst
   end
-  local rate = events / w
   local v = load(key, code) -- tokens, ts
-  local tokens, ts = capacity, now
   if v then
-    tokens, ts = v[2], v[3]
+    return capacity, events / w, v[2], v[3]
   end
+  return capacity, events / w, capacity, now
+end
+
+local function token_bucket(key, code, events, w, burst, cost)
+  local capacity, rate, tokens, ts = token_state(key, code, events, w, burst)
   local level = token_level(tokens, ts, now, capacity, rate)
   local need = max(cost, 1)
   if level >= need then
@@ -426,16 +431,7 @@ end
 -- store has no approximate mode.
 
 local function token_bucket_force(key, code, events, w, burst, cost)
-  local capacity = events
-  if burst > 0 then
-    capacity = burst
-  end
-  local rate = events / w
-  local v = load(key, code)
-  local tokens, ts = capacity, now
-  if v then
-    tokens, ts = v[2], v[3]
-  end
+  local capacity, rate, tokens, ts = token_state(key, code, events, w, burst)
   local after = token_level(tokens, ts, now, capacity, rate) - cost
   save(key, code, now + ceil((capacity - after) / rate) + SECOND, after, now)
 end
