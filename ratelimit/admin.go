@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
+	"github.com/edgekit/caddy-edgekit/internal/strictjson"
 )
 
 func init() {
@@ -451,9 +452,11 @@ type brakeRequest struct {
 
 func setBrake(w http.ResponseWriter, r *http.Request) error {
 	var req brakeRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
+	if err != nil {
+		return apiError(http.StatusBadRequest, "reading body: %v", err)
+	}
+	if err := strictjson.Decode(body, &req); err != nil {
 		return apiError(http.StatusBadRequest, "invalid body: %v", err)
 	}
 	ttl := time.Duration(req.TTL)

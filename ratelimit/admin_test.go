@@ -157,6 +157,8 @@ func TestPlansExampleE2E(t *testing.T) {
 		status            int
 	}{
 		{"PUT", adminURL + "/brake", `{"factor": 2}`, http.StatusBadRequest},
+		{"PUT", adminURL + "/brake", `{"factor": 0.5, "factor": 1}`, http.StatusBadRequest},
+		{"PUT", adminURL + "/brake", `{"factor": 0.5} x`, http.StatusBadRequest},
 		{"GET", adminURL + "/zones/missing/keys/k", "", http.StatusNotFound},
 	} {
 		res, body := call(tt.method, tt.url, "", tt.body)

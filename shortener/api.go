@@ -1,7 +1,6 @@
 package shortener
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/internal/strictjson"
 )
 
 // maxBody is the largest API request body; larger ones get 413.
@@ -57,6 +58,22 @@ func apiErr(status int, format string, args ...any) error {
 }
 
 func keyDigest(k string) [32]byte { return sha256.Sum256([]byte(k)) }
+
+// MinAPIKeyLen is the shortest API key that loads: a key is a password,
+// and a short one falls to guessing.
+const MinAPIKeyLen = 16
+
+// checkAPIKey judges one API key, as configured or after expanding its
+// placeholders.
+func checkAPIKey(k string) error {
+	if k == "" {
+		return errors.New("is empty")
+	}
+	if len(k) < MinAPIKeyLen {
+		return fmt.Errorf("is %d bytes long; at least %d are required", len(k), MinAPIKeyLen)
+	}
+	return nil
+}
 
 // authorized compares the bearer key with every configured key in constant
 // time (over digests, so the key length leaks nothing either).
@@ -188,9 +205,7 @@ func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusBadRequest, "reading body: %v", err)
 	}
 	var req linkRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := strictjson.Decode(body, &req); err != nil {
 		return apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
 	}
 	if _, err := h.policy.check(req.LongURL, h.selfHosts(r)...); err != nil {

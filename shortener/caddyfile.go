@@ -2,6 +2,7 @@ package shortener
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -194,6 +195,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			keys := d.RemainingArgs()
 			if len(keys) == 0 {
 				return d.ArgErr()
+			}
+			for _, k := range keys {
+				if !strings.Contains(k, "{") { // placeholders are judged once expanded
+					if err := checkAPIKey(k); err != nil {
+						return d.Errf("api_key %v", err)
+					}
+				}
 			}
 			h.APIKeys = append(h.APIKeys, keys...)
 		case "source_header":

@@ -59,8 +59,8 @@ func TestCaddyfileAll(t *testing.T) {
 		deny_hosts evil.example *.phish.test
 		deny_hosts more.example
 		api /api
-		api_key {env.SHORTENER_API_KEY} second-key
-		api_key third
+		api_key {env.SHORTENER_API_KEY} second-key-0123456789
+		api_key third-key-0123456789
 		source_header
 	}`)
 	if err != nil {
@@ -83,7 +83,7 @@ func TestCaddyfileAll(t *testing.T) {
 		AllowSchemes:      []string{"https"},
 		DenyHosts:         []string{"evil.example", "*.phish.test", "more.example"},
 		API:               "/api",
-		APIKeys:           []string{"{env.SHORTENER_API_KEY}", "second-key", "third"},
+		APIKeys:           []string{"{env.SHORTENER_API_KEY}", "second-key-0123456789", "third-key-0123456789"},
 		SourceHeader:      true,
 	}
 	if !reflect.DeepEqual(h, want) {
@@ -154,7 +154,8 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"shortener {\napi /\n}", "invalid api path '/'"},
 		{"shortener {\napi /api\n}", "api needs at least one api_key"},
 		{"shortener {\napi_key\n}", "wrong argument count"},
-		{"shortener {\napi_key k\n}", "api_key without api"},
+		{"shortener {\napi_key k-0123456789abcdef\n}", "api_key without api"},
+		{"shortener {\napi /api\napi_key short\n}", "api_key is 5 bytes long; at least 16"},
 		{"shortener {\nsource_header yes\n}", "wrong argument count"},
 	} {
 		_, err := parse(tc.input)

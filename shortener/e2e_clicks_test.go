@@ -41,7 +41,7 @@ http://localhost:%[2]d {
 		}
 		status %[6]s
 		api /api
-		api_key e2e-clicks-key
+		api_key e2e-clicks-key-0123456789
 		clicks on
 		clicks_buffer 4096
 		clicks_batch 1000 1h
@@ -67,7 +67,7 @@ http://localhost:%[2]d {
 	do := func(method, path, body string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer e2e-clicks-key")
+		req.Header.Set("Authorization", "Bearer e2e-clicks-key-0123456789")
 		req.Header.Set("User-Agent", testBrowserUA)
 		resp, err := client.Do(req)
 		if err != nil {

@@ -23,7 +23,7 @@ import (
 func TestE2E(t *testing.T) {
 	_, prefix := testenv.Redis(t)
 	t.Setenv("SHORTENER_E2E_DSN", testenv.Postgres(t))
-	t.Setenv("SHORTENER_E2E_KEY", "e2e-secret-key")
+	t.Setenv("SHORTENER_E2E_KEY", "e2e-secret-key-0123456789")
 	admin, port := testenv.FreePort(t), testenv.FreePort(t)
 	config := func(store, status string) string {
 		return fmt.Sprintf(`{
@@ -71,7 +71,7 @@ http://localhost:%[2]d {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 		if withKey {
-			req.Header.Set("Authorization", "Bearer e2e-secret-key")
+			req.Header.Set("Authorization", "Bearer e2e-secret-key-0123456789")
 		}
 		resp, err := client.Do(req)
 		if err != nil {

@@ -68,13 +68,13 @@ func TestProvisionEmbeddedSharedAcrossReload(t *testing.T) {
 
 func TestProvisionPostgresFromPlaceholder(t *testing.T) {
 	t.Setenv("SHORTENER_TEST_DSN", testenv.Postgres(t))
-	t.Setenv("SHORTENER_TEST_KEY", "k-from-env")
+	t.Setenv("SHORTENER_TEST_KEY", "k-from-env-0123456789")
 	h := &Handler{Store: "postgres", DSN: "{env.SHORTENER_TEST_DSN}", API: "/api", APIKeys: []string{"{env.SHORTENER_TEST_KEY}"}}
 	if err := provision(t, h); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Cleanup() })
-	w := serve(t, h, "POST", "/api/links", `{"long_url":"https://example.com/pg"}`, "Authorization", "Bearer k-from-env")
+	w := serve(t, h, "POST", "/api/links", `{"long_url":"https://example.com/pg"}`, "Authorization", "Bearer k-from-env-0123456789")
 	if w.Code != http.StatusCreated {
 		t.Fatalf("create = %d %s", w.Code, w.Body)
 	}
@@ -85,6 +85,7 @@ func TestProvisionPostgresFromPlaceholder(t *testing.T) {
 
 func TestProvisionErrors(t *testing.T) {
 	t.Setenv("SHORTENER_EMPTY_KEY", "")
+	t.Setenv("SHORTENER_SHORT_KEY", "fifteen-bytes!!")
 	down := fmt.Sprintf("postgres://postgres:secret-pw@127.0.0.1:%d/x?connect_timeout=2", testenv.FreePort(t))
 	for _, tc := range []struct {
 		name string
@@ -93,6 +94,7 @@ func TestProvisionErrors(t *testing.T) {
 	}{
 		{"api without key", &Handler{Path: filepath.Join(t.TempDir(), "a.db"), API: "/api"}, "api_key"},
 		{"empty key from env", &Handler{Path: filepath.Join(t.TempDir(), "b.db"), API: "/api", APIKeys: []string{"{env.SHORTENER_EMPTY_KEY}"}}, "empty"},
+		{"short key from env", &Handler{Path: filepath.Join(t.TempDir(), "d.db"), API: "/api", APIKeys: []string{"{env.SHORTENER_SHORT_KEY}"}}, "15 bytes long; at least 16"},
 		{"postgres down", &Handler{Store: "postgres", DSN: down}, "postgres"},
 		{"bad redis", &Handler{Path: filepath.Join(t.TempDir(), "c.db"), Redis: &redispool.Config{URL: "http://nope"}}, "redis"},
 	} {

@@ -204,8 +204,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.apiKeys = h.apiKeys[:0]
 		for i, k := range h.APIKeys {
 			k = repl.ReplaceKnown(k, "")
-			if k == "" {
-				return fmt.Errorf("shortener: api_key #%d is empty after expanding placeholders", i+1)
+			if err := checkAPIKey(k); err != nil {
+				return fmt.Errorf("shortener: api_key #%d %v after expanding placeholders", i+1, err)
 			}
 			h.apiKeys = append(h.apiKeys, keyDigest(k))
 		}

@@ -140,7 +140,7 @@ func (c Config) Options() (*redis.UniversalOptions, error) {
 	if c.URL != "" {
 		u, err := url.Parse(c.URL)
 		if err != nil {
-			return nil, fmt.Errorf("redis: invalid url: %s", redactErr(err, c.URL))
+			return nil, fmt.Errorf("redis: invalid url: %s", parseFailure(c.URL))
 		}
 		switch u.Scheme {
 		case "redis", "rediss", "unix":
@@ -200,13 +200,50 @@ func Redact(raw string) string {
 	return u.String()
 }
 
-// redactErr renders err with the raw secret-bearing string removed.
+// redactErr renders err with the raw secret-bearing string and its
+// password removed, in every form a message may quote them.
 func redactErr(err error, raw string) string {
 	msg := err.Error()
-	if raw != "" {
-		msg = strings.ReplaceAll(msg, raw, Redact(raw))
+	if raw == "" {
+		return msg
+	}
+	msg = replaceForms(msg, raw, Redact(raw))
+	if u, perr := url.Parse(raw); perr == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = replaceForms(msg, pw, "xxxxx")
+		}
 	}
 	return msg
+}
+
+// replaceForms replaces secret in msg as written and as Go quotes it
+// (strconv.Quote escapes `"`, `\` and control characters).
+func replaceForms(msg, secret, with string) string {
+	msg = strings.ReplaceAll(msg, secret, with)
+	quoted := strconv.Quote(secret)
+	return strings.ReplaceAll(msg, quoted[1:len(quoted)-1], with)
+}
+
+// parseFailure says why raw is not a URL without quoting any of it: the
+// reason is read off raw with its userinfo (everything between "://" and
+// the last "@") cut out, so nothing of a password can show.
+func parseFailure(raw string) string {
+	safe := raw
+	if i := strings.Index(raw, "://"); i >= 0 {
+		if at := strings.LastIndexByte(raw, '@'); at > i {
+			safe = raw[:i+3] + "xxxxx" + raw[at:]
+		}
+	}
+	_, err := url.Parse(safe)
+	var ue *url.Error
+	switch {
+	case err == nil:
+		return "invalid user name or password (not shown)"
+	case errors.As(err, &ue):
+		return ue.Err.Error() + " (the url is not shown: it may hold a password)"
+	default:
+		return "unparsable (the url is not shown: it may hold a password)"
+	}
 }
 
 // Key identifies a connection config in the pool: a digest, so the pool

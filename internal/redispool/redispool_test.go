@@ -196,3 +196,34 @@ func TestClusterClient(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A URL that does not parse must not show its password, whatever bytes the
+// password holds: url.Parse quotes the URL in its error, escaping `"`, `\`
+// and control characters, so a plain search-and-replace misses it.
+func TestInvalidURLNeverShowsPassword(t *testing.T) {
+	for _, pw := range []string{`se"cret`, `se\cret`, "se\x01cret", "se\ncret", "se\x7fcret", `se%zzcret`, "se cret", "sécret\u202e", `se/cr@et`} {
+		for _, raw := range []string{
+			"redis://user:" + pw + "@host:6379/0",
+			"redis://:" + pw + "@host:6379",
+			"rediss://user:" + pw + "@host:notaport/0",
+			"redis://user:" + pw + "@host:6379/notadb",
+		} {
+			cfg := Config{URL: raw}
+			var msgs []string
+			if err := cfg.Validate(); err != nil {
+				msgs = append(msgs, err.Error())
+			}
+			if _, err := cfg.Options(); err != nil {
+				msgs = append(msgs, err.Error())
+			}
+			msgs = append(msgs, cfg.Describe(), Redact(raw))
+			for _, m := range msgs {
+				for _, leak := range []string{"cret", "cr@et"} {
+					if strings.Contains(m, leak) {
+						t.Errorf("url with password %q: message shows it: %s", pw, m)
+					}
+				}
+			}
+		}
+	}
+}
