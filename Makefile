@@ -43,8 +43,8 @@ bench:
 fuzz:
 	bash scripts/fuzz.sh
 
-# Fault-injection, failover (Sentinel, Cluster), reload and attack scenarios,
-# including the long ones behind EDGEKIT_CHAOS=1; see "Failure modes" in the README.
+# Fault-injection, failover (Sentinel, Cluster), reload and attack scenarios
+# alone and verbose (make test runs them too; -short skips the long ones).
 chaos:
 	bash scripts/chaos.sh
 

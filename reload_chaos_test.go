@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,8 +26,8 @@ import (
 // are reused by the new one (the same server-side connection IDs stay),
 // and every counted redirect ends up in the click totals.
 func TestChaosReloadUnderLoad(t *testing.T) {
-	if os.Getenv("EDGEKIT_CHAOS") != "1" {
-		t.Skip("a long reload scenario: run with EDGEKIT_CHAOS=1 (make chaos)")
+	if testing.Short() {
+		t.Skip("a long reload scenario: skipped under -short")
 	}
 	rs := testenv.StartRedis(t)
 	dsn := testenv.Postgres(t)
