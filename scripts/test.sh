@@ -8,6 +8,7 @@ trap services_stop EXIT
 services_start || exit 1
 echo "TEST_REDIS_URL=$TEST_REDIS_URL TEST_REDIS_CLUSTER=${TEST_REDIS_CLUSTER:-} TEST_DATABASE_URL=${TEST_DATABASE_URL:-}" | sed -E 's#://([^:@/ ]+):[^@/ ]*@#://\1:xxxxx@#g'
 set -e
+go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy" >&2; exit 1; }
 go vet ./...
 STATICCHECK=$(go env GOPATH)/bin/staticcheck
 [ -x "$STATICCHECK" ] || go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
