@@ -3,7 +3,8 @@ package ratelimit
 // virtualQueue is leaky_bucket state: tat, the theoretical arrival time
 // (µs) at which the queue is empty again (GCRA). Requests leave one every
 // interval = Window/Events; a request is scheduled at max(now, tat) and
-// takes cost intervals. Stored in Redis as the hash field tat.
+// takes cost intervals. Stored in Redis as the string "5 <tat>" (see
+// decide.lua).
 type virtualQueue struct {
 	tat float64
 }

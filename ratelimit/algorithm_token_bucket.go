@@ -1,7 +1,7 @@
 package ratelimit
 
 // tokenBucket is token_bucket state: the tokens left at time ts (µs).
-// Stored in Redis as the hash fields tk and ts.
+// Stored in Redis as the string "1 <tokens> <ts>" (see decide.lua).
 type tokenBucket struct {
 	tokens float64
 	ts     int64

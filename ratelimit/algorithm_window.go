@@ -3,7 +3,8 @@ package ratelimit
 // windowCounters is the state of fixed_window (start, cur) and
 // sliding_window (start, cur, prev): the start (µs) of the window cur
 // counts, and the count of the window before it. Stored in Redis as the
-// hash fields w, c and p.
+// string "<code> <start> <cur>" (fixed_window, code 3) or
+// "<code> <start> <cur> <prev>" (sliding_window, code 2; see decide.lua).
 type windowCounters struct {
 	start, cur, prev int64
 }
