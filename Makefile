@@ -48,7 +48,7 @@ fuzz:
 chaos:
 	bash scripts/chaos.sh
 
-# Not in CI: SOAK_DURATION (default 30m) of mixed traffic against bin/caddy
+# Not in CI: TestSoak (build tag soak), SOAK_DURATION (default 30m) of mixed traffic against Caddy
 # with Redis and PostgreSQL restarts; heap, goroutines, fds and clicks checked.
 soak:
 	bash scripts/soak.sh

@@ -25,6 +25,7 @@ type RedisServer struct {
 	Port int
 	dir  string
 	cmd  *exec.Cmd
+	aof  bool // append-only file: data survives Shutdown and Start
 }
 
 // StartRedis starts a throwaway Redis (no persistence).
@@ -34,6 +35,19 @@ func StartRedis(t testing.TB) *RedisServer {
 		Unavailable(t, "redis-server is not installed")
 	}
 	s := &RedisServer{t: t, Port: FreePort(t), dir: t.TempDir()}
+	s.Start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// StartRedisAOF starts a throwaway Redis that writes every command to an
+// append-only file, so its data survives Shutdown and Start.
+func StartRedisAOF(t testing.TB) *RedisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		Unavailable(t, "redis-server is not installed")
+	}
+	s := &RedisServer{t: t, Port: FreePort(t), dir: t.TempDir(), aof: true}
 	s.Start()
 	t.Cleanup(s.Stop)
 	return s
@@ -51,8 +65,13 @@ func (s *RedisServer) Start() {
 	if s.cmd != nil {
 		return
 	}
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log"))
+	aof := []string{"--appendonly", "no"}
+	if s.aof {
+		aof = []string{"--appendonly", "yes", "--appendfsync", "always"}
+	}
+	args := append([]string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--save", "",
+		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log")}, aof...)
+	cmd := exec.Command("redis-server", args...)
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("starting redis-server: %v", err)
 	}
@@ -80,6 +99,17 @@ func (s *RedisServer) Stop() {
 		return
 	}
 	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Shutdown stops the server gracefully (SIGTERM: an append-only file is
+// flushed) and waits for it to exit.
+func (s *RedisServer) Shutdown() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	_ = s.cmd.Wait()
 	s.cmd = nil
 }
