@@ -44,7 +44,7 @@ fuzz:
 	bash scripts/fuzz.sh
 
 # Fault-injection, failover (Sentinel, Cluster), reload and attack scenarios,
-# including the long ones behind EDGEKIT_CHAOS=1; see "Failure modes" in the README.
+# including the long ones behind EDGEKIT_CHAOS=1; see docs/failure-modes.md.
 chaos:
 	bash scripts/chaos.sh
 

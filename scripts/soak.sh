@@ -47,7 +47,7 @@ go build -o bin/caddy ./cmd/caddy || exit 1
 
 # A throwaway Redis with an append-only file: a graceful restart keeps the
 # click stream (a Redis that loses its data also loses clicks not yet
-# consumed; see "Failure modes" in the README).
+# consumed; see docs/failure-modes.md).
 REDIS_PORT=$(free_port)
 REDIS_DIR="$EDGEKIT_TMP/soak-redis"
 mkdir -p "$REDIS_DIR"
