@@ -44,7 +44,8 @@ fuzz:
 	bash scripts/fuzz.sh
 
 # Fault-injection, failover (Sentinel, Cluster), reload and attack scenarios
-# alone and verbose (make test runs them too; -short skips the long ones).
+# alone and verbose (make test runs them too; -short skips the long ones);
+# see docs/failure-modes.md.
 chaos:
 	bash scripts/chaos.sh
 

@@ -136,7 +136,9 @@ type Handler struct {
 	// redirect (a found 30x to a GET that is not a prefetch) is queued in
 	// process and counted in the store in the background: through the
 	// Redis stream `<key_prefix>:clicks` when Redis is configured, straight
-	// into the store otherwise. See "Click analytics" in the README. Default: on.
+	// into the store otherwise. The redirect never waits for it; each click
+	// is counted once, or dropped and counted in
+	// `caddy_shortener_clicks_dropped_total`. Default: on.
 	ClicksOff bool `json:"clicks_off,omitempty"`
 
 	// Clicks the in-process buffer holds while they wait for the next
