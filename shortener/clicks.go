@@ -25,7 +25,37 @@ const (
 	DefaultClicksInterval     = time.Second
 	DefaultClicksStreamMaxLen = 1000000
 	DefaultClicksClaimIdle    = time.Minute
+	DefaultClicksBufferBytes  = 8 << 20
+	DefaultClicksStreamBytes  = 128 << 20
+	DefaultClicksReferrers    = 100
+	DefaultClicksRetention    = 400 * 24 * time.Hour
 )
+
+// Sizes of click records. A click is counted as clickFixedSize bytes (the
+// Click value held in the buffer; it also covers the encoded time, class
+// and separators, at most 25 bytes) plus its code and referrer, so no
+// click counts more than maxClickSize bytes, in memory or encoded.
+const (
+	clickFixedSize = 64
+	// MaxReferrerHost is the longest referrer host kept (a DNS name's
+	// limit); ReferrerHost gives "" for longer ones.
+	MaxReferrerHost = 253
+	maxClickSize    = clickFixedSize + MaxCustomCodeLen + MaxReferrerHost
+	// maxBatchBytes bounds a batch (one stream entry, one transaction's
+	// clicks) in bytes: a batch is sealed at batch size clicks or at this
+	// size, whichever comes first (500 typical clicks take about 45 KiB).
+	maxBatchBytes = 64 << 10
+)
+
+// clickSize returns the bytes a click is counted for, or -1 when its code
+// or referrer is out of bounds (such a click is dropped as invalid: its
+// encoding could not be decoded, or it would be stored unbounded).
+func clickSize(c Click) int64 {
+	if !ValidLookupCode(c.Code) || !validReferrerHost(c.Referrer) || c.Class > ClassOther {
+		return -1
+	}
+	return int64(clickFixedSize + len(c.Code) + len(c.Referrer))
+}
 
 // ClickBatch is a set of clicks with an ID unique across instances: the
 // unit of idempotence. A sink applies a batch ID at most once.
@@ -47,14 +77,16 @@ type ClickSink interface {
 }
 
 // clickSinkFor returns the click sink kept in the link store's own
-// database: the tables of migrations/002_clicks.up.sql (applied by
-// OpenPostgres) or buckets in the embedded store's bbolt file.
-func clickSinkFor(s Store) (ClickSink, error) {
+// database: the tables of migrations/002_clicks.up.sql and
+// 003_click_bounds.up.sql (applied by OpenPostgres) or buckets in the
+// embedded store's bbolt file. referrers caps the named referrer hosts
+// per link per day (0: DefaultClicksReferrers).
+func clickSinkFor(s Store, referrers int) (ClickSink, error) {
 	switch s := s.(type) {
 	case *PostgresStore:
-		return newPostgresClickSink(s.pool), nil
+		return newPostgresClickSink(s.pool, referrers), nil
 	case *EmbeddedStore:
-		return newEmbeddedClickSink(s.db)
+		return newEmbeddedClickSink(s.db, referrers)
 	}
 	return nil, fmt.Errorf("click counting needs the postgres or embedded store, not %T", s)
 }
@@ -73,19 +105,39 @@ type ClickConfig struct {
 	// waiting or this long after the last flush. Defaults: 500, 1s.
 	BatchSize     int
 	BatchInterval time.Duration
-	// StreamMaxLen caps the stream (XADD MAXLEN ~), in entries of one batch
-	// each. Default: 1000000.
+	// BufferBytes bounds the clicks held in process (buffered or being
+	// flushed), counted by clickSize. Default: 8 MiB.
+	BufferBytes int64
+	// StreamMaxLen caps the stream in entries of one batch each.
+	// Default: 1000000.
 	StreamMaxLen int64
+	// StreamMaxBytes caps the stream's entries in bytes (batch ID, encoded
+	// clicks and 64 bytes of overhead each): appending trims the oldest
+	// entries past either cap, and counts their clicks as dropped
+	// (stream_trimmed). Default: 128 MiB.
+	StreamMaxBytes int64
 	// ClaimMinIdle: entries pending this long with a consumer are taken over
 	// by another (XAUTOCLAIM). Default: 1m.
 	ClaimMinIdle time.Duration
-	// Registerer for caddy_shortener_clicks_dropped_total; nil: not
-	// registered.
+	// Retention: rollup rows (hourly counters, referrer days) older than
+	// this are pruned in the background, if the sink supports it; the
+	// all-time totals stay. 0: never pruned.
+	Retention time.Duration
+	// PruneDelay is the wait before the first prune, PruneInterval the wait
+	// between prunes, PrunePage the rows one prune statement deletes.
+	// Defaults: 1m, 1h, 1000.
+	PruneDelay    time.Duration
+	PruneInterval time.Duration
+	PrunePage     int
+	// Registerer for the click metrics (caddy_shortener_clicks_*); nil:
+	// not registered.
 	Registerer prometheus.Registerer
 	Logger     *zap.Logger
 	// InstanceID names this recorder's batches and its consumer; it must be
 	// unique per recorder. Default: host name and random hex.
 	InstanceID string
+	// now is the clock of retention. Default: time.Now.
+	now func() time.Time
 
 	// Test hooks: called with a consumer's batches; returning true makes the
 	// consumer stop dead there, as if its process had been killed.
@@ -100,8 +152,12 @@ type ClickRecorder struct {
 	cfg      ClickConfig
 	ch       chan Click
 	full     chan struct{} // wakes the writer: the buffer holds a batch
-	dropped  prometheus.Counter
-	drops    atomic.Int64 // this recorder's share of the counter
+	metrics  *clickMetrics
+	dropped  prometheus.Counter // metrics.dropped{reason="buffer_full"}
+	drops    atomic.Int64       // this recorder's share of the drop counter
+	bytes    atomic.Int64       // bytes of the clicks held (buffered or in flight)
+	flying   int                // clicks the writer holds in batches (writer only)
+	gauges   [2]int64           // clicks and bytes last added to the gauges (writer only)
 	inflight atomic.Int64
 	closed   atomic.Bool
 	seq      atomic.Uint64
@@ -117,6 +173,9 @@ type ClickRecorder struct {
 	cancel   context.CancelFunc // aborts in-flight I/O when Close gives up
 	flushed  chan struct{}      // closed when the writer is done
 	consumed chan struct{}      // closed when the consumer is done
+	pruned   chan struct{}      // closed when the pruner is done
+	pruneCtx context.Context    // cancelled by Close: aborts a prune page
+	pruneEnd context.CancelFunc
 	stopOnce sync.Once
 }
 
@@ -129,9 +188,56 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 	if cfg.Sink == nil {
 		return nil, errors.New("click recorder needs a sink")
 	}
-	if cfg.Buffer < 0 || cfg.BatchSize < 0 || cfg.BatchInterval < 0 || cfg.StreamMaxLen < 0 || cfg.ClaimMinIdle < 0 {
+	if cfg.Buffer < 0 || cfg.BatchSize < 0 || cfg.BatchInterval < 0 || cfg.StreamMaxLen < 0 || cfg.ClaimMinIdle < 0 ||
+		cfg.BufferBytes < 0 || cfg.StreamMaxBytes < 0 || cfg.Retention < 0 || cfg.PruneDelay < 0 || cfg.PruneInterval < 0 || cfg.PrunePage < 0 {
 		return nil, errors.New("click settings must not be negative")
 	}
+	cfg.setDefaults()
+	if cfg.StreamMaxBytes < 4*maxBatchBytes {
+		return nil, fmt.Errorf("the click stream's byte cap must be at least %d (four batches)", 4*maxBatchBytes)
+	}
+	if cfg.BufferBytes < maxBatchBytes {
+		return nil, fmt.Errorf("the click buffer's byte cap must be at least %d (one batch)", maxBatchBytes)
+	}
+	m, err := newClickMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	pctx, pcancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &ClickRecorder{
+		cfg:      cfg,
+		ch:       make(chan Click, cfg.Buffer),
+		full:     make(chan struct{}, 1),
+		metrics:  m,
+		dropped:  m.dropped.WithLabelValues(dropBufferFull),
+		stream:   cfg.KeyPrefix + ":clicks",
+		group:    clickGroup,
+		logger:   cfg.Logger,
+		stop:     make(chan struct{}),
+		ctx:      ctx,
+		cancel:   cancel,
+		pruneCtx: pctx,
+		pruneEnd: pcancel,
+		flushed:  make(chan struct{}),
+		consumed: make(chan struct{}),
+		pruned:   make(chan struct{}),
+	}
+	go r.write()
+	if cfg.Redis != nil {
+		go r.consume()
+	} else {
+		close(r.consumed)
+	}
+	if p, ok := cfg.Sink.(clickPruner); ok && cfg.Retention > 0 {
+		go r.prune(p)
+	} else {
+		close(r.pruned)
+	}
+	return r, nil
+}
+
+func (cfg *ClickConfig) setDefaults() {
 	if cfg.Buffer == 0 {
 		cfg.Buffer = DefaultClicksBuffer
 	}
@@ -153,47 +259,24 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 	if cfg.InstanceID == "" {
 		cfg.InstanceID = newInstanceID()
 	}
-	dropped := prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "caddy",
-		Subsystem: "shortener",
-		Name:      "clicks_dropped_total",
-		Help:      "Clicks not counted because the in-process click buffer was full (or could not be flushed at shutdown).",
-	})
-	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(dropped); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, fmt.Errorf("registering click metrics: %w", err)
-			}
-			existing, ok := are.ExistingCollector.(prometheus.Counter)
-			if !ok {
-				return nil, fmt.Errorf("registering click metrics: %w", err)
-			}
-			dropped = existing
-		}
+	if cfg.BufferBytes == 0 {
+		cfg.BufferBytes = DefaultClicksBufferBytes
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &ClickRecorder{
-		cfg:      cfg,
-		ch:       make(chan Click, cfg.Buffer),
-		full:     make(chan struct{}, 1),
-		dropped:  dropped,
-		stream:   cfg.KeyPrefix + ":clicks",
-		group:    clickGroup,
-		logger:   cfg.Logger,
-		stop:     make(chan struct{}),
-		ctx:      ctx,
-		cancel:   cancel,
-		flushed:  make(chan struct{}),
-		consumed: make(chan struct{}),
+	if cfg.StreamMaxBytes == 0 {
+		cfg.StreamMaxBytes = DefaultClicksStreamBytes
 	}
-	go r.write()
-	if cfg.Redis != nil {
-		go r.consume()
-	} else {
-		close(r.consumed)
+	if cfg.PruneDelay == 0 {
+		cfg.PruneDelay = time.Minute
 	}
-	return r, nil
+	if cfg.PruneInterval == 0 {
+		cfg.PruneInterval = time.Hour
+	}
+	if cfg.PrunePage == 0 {
+		cfg.PrunePage = 1000
+	}
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
 }
 
 // newInstanceID names a recorder: the host name (for XINFO CONSUMERS
@@ -220,13 +303,25 @@ func newInstanceID() string {
 }
 
 // Record queues a click. It never blocks and does no I/O: with the buffer
-// full (or the recorder closed) the click is dropped and counted in
-// caddy_shortener_clicks_dropped_total.
+// full (in clicks or in bytes), the recorder closed, or the click out of
+// bounds (see clickSize), the click is dropped and counted in
+// caddy_shortener_clicks_dropped_total. The click's strings are held until
+// it is flushed: pass copies, not slices of a large request value.
 func (r *ClickRecorder) Record(c Click) {
 	r.inflight.Add(1)
+	defer r.inflight.Add(-1)
 	if r.closed.Load() {
-		r.inflight.Add(-1)
-		r.drop(1)
+		r.drop(dropShutdown, 1)
+		return
+	}
+	size := clickSize(c)
+	if size < 0 {
+		r.drop(dropInvalid, 1)
+		return
+	}
+	if r.bytes.Add(size) > r.cfg.BufferBytes {
+		r.bytes.Add(-size)
+		r.drop(dropBufferFull, 1)
 		return
 	}
 	if c.At.IsZero() {
@@ -243,14 +338,22 @@ func (r *ClickRecorder) Record(c Click) {
 			}
 		}
 	default:
-		r.drop(1)
+		r.bytes.Add(-size)
+		r.drop(dropBufferFull, 1)
 	}
-	r.inflight.Add(-1)
 }
 
-func (r *ClickRecorder) drop(n int) {
+// drop counts n clicks not counted, for reason (one of dropReasons).
+func (r *ClickRecorder) drop(reason string, n int) {
+	if n <= 0 {
+		return
+	}
 	r.drops.Add(int64(n))
-	r.dropped.Add(float64(n))
+	if reason == dropBufferFull {
+		r.dropped.Add(float64(n)) // the hot path's child, resolved once
+		return
+	}
+	r.metrics.dropped.WithLabelValues(reason).Add(float64(n))
 }
 
 // Dropped returns the clicks this recorder dropped.
@@ -277,11 +380,13 @@ func (r *ClickRecorder) Close(ctx context.Context) error {
 			time.Sleep(time.Microsecond)
 		}
 		close(r.stop)
+		r.pruneEnd() // pruning resumes at the next start
 	})
 	done := make(chan struct{})
 	go func() {
 		<-r.flushed
 		<-r.consumed
+		<-r.pruned
 		close(done)
 	}()
 	select {
@@ -328,8 +433,10 @@ func (r *ClickRecorder) write() {
 			partial = true
 		case <-r.stop:
 			r.final(nil)
+			r.report()
 			return
 		}
+		r.report()
 		for {
 			// Whole batches already waiting, up to one pipeline, then the
 			// rest as a partial batch if the interval passed.
@@ -381,16 +488,19 @@ func (r *ClickRecorder) final(cur []Click) {
 	}
 }
 
-// take returns up to n buffered clicks without waiting.
+// take returns up to n buffered clicks, at most maxBatchBytes of them,
+// without waiting.
 func (r *ClickRecorder) take(n int) []Click {
 	var b []Click
-	for len(b) < n {
+	var size int64
+	for len(b) < n && size <= maxBatchBytes-maxClickSize {
 		select {
 		case c := <-r.ch:
 			if b == nil {
-				b = make([]Click, 0, n)
+				b = make([]Click, 0, min(n, 1024))
 			}
 			b = append(b, c)
+			size += clickBytes(c)
 		default:
 			return b
 		}
@@ -398,18 +508,49 @@ func (r *ClickRecorder) take(n int) []Click {
 	return b
 }
 
+// clickBytes is clickSize of a click known to be valid.
+func clickBytes(c Click) int64 { return int64(clickFixedSize + len(c.Code) + len(c.Referrer)) }
+
+func batchBytes(clicks []Click) (n int64) {
+	for _, c := range clicks {
+		n += clickBytes(c)
+	}
+	return n
+}
+
+// report moves the gauges by what changed since its last call: the clicks
+// held in process (buffered and in the writer's batches) and their bytes.
+// Called by the writer only, at each wake-up and flush.
+func (r *ClickRecorder) report() {
+	held, bytes := int64(len(r.ch)+r.flying), r.bytes.Load()
+	r.metrics.buffered.Add(float64(held - r.gauges[0]))
+	r.metrics.bufferedBytes.Add(float64(bytes - r.gauges[1]))
+	r.gauges = [2]int64{held, bytes}
+}
+
+// Buffered returns the clicks this recorder holds (buffered or being
+// flushed) and their bytes: what a crash would lose.
+func (r *ClickRecorder) Buffered() (clicks int, bytes int64) {
+	return len(r.ch), r.bytes.Load()
+}
+
 // lose counts the given batches and everything still buffered as dropped:
 // Close gave up on them.
 func (r *ClickRecorder) lose(batches []ClickBatch) {
 	var n int
+	var size int64
 	for _, b := range batches {
 		n += len(b.Clicks)
+		size += batchBytes(b.Clicks)
 	}
 	for b := r.take(4096); len(b) > 0; b = r.take(4096) {
 		n += len(b)
+		size += batchBytes(b)
 	}
+	r.bytes.Add(-size)
+	r.report()
 	r.lost.Add(int64(n))
-	r.drop(n)
+	r.drop(dropShutdown, n)
 	r.logger.Error("clicks lost at shutdown: could not flush before the deadline", zap.Int("clicks", n))
 }
 
@@ -417,8 +558,27 @@ func (r *ClickRecorder) seal(clicks []Click) ClickBatch {
 	return ClickBatch{ID: r.cfg.InstanceID + "-" + strconv.FormatUint(r.seq.Add(1), 10), Clicks: clicks}
 }
 
-// deliver sends batches until accepted; false only when Close gave up.
+// deliver sends batches until accepted; false only when Close gave up
+// (the caller then counts them lost). Until then they count as held.
 func (r *ClickRecorder) deliver(batches []ClickBatch) bool {
+	var n int
+	var size int64
+	for _, b := range batches {
+		n += len(b.Clicks)
+		size += batchBytes(b.Clicks)
+	}
+	r.flying += n
+	ok := r.send(batches)
+	r.flying -= n
+	if ok {
+		r.bytes.Add(-size)
+		r.report()
+	}
+	return ok
+}
+
+// send sends batches until accepted, retrying with backoff.
+func (r *ClickRecorder) send(batches []ClickBatch) bool {
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
@@ -439,6 +599,7 @@ func (r *ClickRecorder) deliver(batches []ClickBatch) bool {
 		if r.ctx.Err() != nil {
 			return false
 		}
+		r.report() // the buffer fills during an outage: keep the gauges current
 		if attempt == 1 || attempt%20 == 0 {
 			r.logger.Warn("click flush failed; retrying (clicks stay buffered)",
 				zap.Int("batches", len(batches)), zap.Int("attempt", attempt), zap.Error(err))

@@ -78,6 +78,11 @@ func ClassifyRequest(r *http.Request, code string, now time.Time) (Click, bool) 
 	if v := r.Header["Referer"]; len(v) > 0 {
 		ref = v[0]
 	}
+	if len(r.URL.Path) > 128 {
+		// code is the path's last segment: do not pin a long path in
+		// memory until the flush (the buffer counts only the code).
+		code = strings.Clone(code)
+	}
 	return Click{Code: code, At: now, Referrer: ReferrerHost(ref), Class: ClassifyUserAgent(ua)}, true
 }
 
@@ -177,13 +182,13 @@ func ReferrerHost(ref string) string {
 		host = host[:j]
 	}
 	host = strings.TrimSuffix(host, ".")
-	if host == "" || len(host) > 253 {
+	if host == "" || len(host) > MaxReferrerHost {
 		return ""
 	}
 	upper := false
 	for k := 0; k < len(host); k++ {
 		switch c := host[k]; {
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '.', c == '-', c == '_', c == ':', c == '[', c == ']':
+		case hostByte[c]:
 		case 'A' <= c && c <= 'Z':
 			upper = true
 		default:
@@ -198,4 +203,29 @@ func ReferrerHost(ref string) string {
 		return strings.Clone(host)
 	}
 	return host
+}
+
+// hostByte holds the bytes of a referrer host as ReferrerHost keeps it:
+// lowercase letters, digits, '.', '-', '_', and ':', '[', ']' of IPv6.
+var hostByte = func() (t [256]bool) {
+	for _, c := range []byte("abcdefghijklmnopqrstuvwxyz0123456789.-_:[]") {
+		t[c] = true
+	}
+	return t
+}()
+
+// validReferrerHost reports whether h can be a stored referrer host: ""
+// (none) or what ReferrerHost returns, at most MaxReferrerHost bytes of
+// hostByte. Clicks decoded from the stream, or given to Record by a
+// program, are held to it: a host stored is always bounded.
+func validReferrerHost(h string) bool {
+	if len(h) > MaxReferrerHost {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if !hostByte[h[i]] {
+			return false
+		}
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,13 +151,18 @@ func (r *ClickRecorder) apply(ctx context.Context, msgs []redis.XMessage) error 
 	for _, m := range msgs {
 		ids = append(ids, m.ID)
 		if m.Values == nil {
-			continue // trimmed away while pending
+			continue // trimmed away while pending: counted by the trimming writer
 		}
 		id, _ := m.Values[fieldBatch].(string)
 		data, _ := m.Values[fieldClicks].(string)
 		clicks, err := decodeClicks(data)
-		if id == "" || err != nil {
-			r.logger.Error("skipping malformed click stream entry", zap.String("entry", m.ID), zap.Error(err))
+		if id == "" || len(id) > maxBatchIDLen || err != nil {
+			n, nerr := strconv.Atoi(fmt.Sprint(m.Values[fieldCount]))
+			if nerr != nil || n < 0 || n > maxBatchBytes {
+				n = strings.Count(data, "\n") // an entry of an older version
+			}
+			r.drop(dropMalformed, n)
+			r.logger.Error("skipping malformed click stream entry", zap.String("entry", m.ID), zap.Int("clicks", n), zap.Error(err))
 			continue
 		}
 		batches = append(batches, ClickBatch{ID: id, Clicks: clicks})
