@@ -169,15 +169,6 @@ func (a clickAggregate) sortedHours() []hourKey {
 	return keys
 }
 
-func (a clickAggregate) sortedReferrers() []refKey {
-	keys := make([]refKey, 0, len(a.referrers))
-	for k := range a.referrers {
-		keys = append(keys, k)
-	}
-	sortRefKeys(keys)
-	return keys
-}
-
 // topReferrers sorts by count (then host) and keeps the first TopReferrers.
 func topReferrers(m map[string]int64) []ReferrerClicks {
 	out := make([]ReferrerClicks, 0, len(m))
