@@ -1,6 +1,7 @@
 package shortener
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
@@ -48,6 +50,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    clicks_buffer <n>
 //	    clicks_batch  <n> <interval>
 //	    clicks_stream_maxlen <n>
+//	    clicks_buffer_bytes <size>
+//	    clicks_stream_bytes <size>
+//	    clicks_referrers <n>
+//	    clicks_retention <duration>
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
@@ -246,6 +252,36 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			h.ClicksBatch, h.ClicksInterval = n, caddy.Duration(interval)
+		case "clicks_buffer_bytes", "clicks_stream_bytes":
+			if err := h.unmarshalClicksBytes(d, name); err != nil {
+				return err
+			}
+		case "clicks_referrers":
+			v, err := cfparse.OneArg(d)
+			if err != nil {
+				return err
+			}
+			n, err := cfparse.PositiveInt(d, name, v)
+			if err != nil {
+				return err
+			}
+			if err := checkClicksReferrers(n); err != nil {
+				return d.Errf("%v", err)
+			}
+			h.ClicksReferrers = n
+		case "clicks_retention":
+			v, err := cfparse.OneArg(d)
+			if err != nil {
+				return err
+			}
+			dur, err := cfparse.PositiveDuration(d, name, v)
+			if err != nil {
+				return err
+			}
+			if err := checkClicksRetention(dur); err != nil {
+				return d.Errf("%v", err)
+			}
+			h.ClicksRetention = caddy.Duration(dur)
 		default:
 			return d.Errf("unrecognized subdirective '%s'", name)
 		}
@@ -256,6 +292,28 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if h.API == "" && len(h.APIKeys) > 0 {
 		return d.Err("api_key without api")
 	}
+	return nil
+}
+
+// unmarshalClicksBytes reads a size (`8MiB`, `128MB`, `65536`) as
+// request_body's max_size does.
+func (h *Handler) unmarshalClicksBytes(d *caddyfile.Dispenser, name string) error {
+	v, err := cfparse.OneArg(d)
+	if err != nil {
+		return err
+	}
+	n, err := humanize.ParseBytes(v)
+	if err != nil || n == 0 || n > math.MaxInt64 {
+		return d.Errf("invalid %s '%s': must be a positive size like 8MiB", name, v)
+	}
+	lo, hi, field := int64(MinClicksBufferBytes), int64(MaxClicksBufferBytes), &h.ClicksBufferBytes
+	if name == "clicks_stream_bytes" {
+		lo, hi, field = MinClicksStreamBytes, MaxClicksStreamBytes, &h.ClicksStreamBytes
+	}
+	if err := checkClicksBytes(name, int64(n), lo, hi); err != nil {
+		return d.Errf("%v", err)
+	}
+	*field = int64(n)
 	return nil
 }
 

@@ -81,3 +81,49 @@ func TestClicksDefaultsAndValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestCaddyfileClickBounds(t *testing.T) {
+	h, err := parse("shortener {\nclicks_referrers 20\nclicks_retention 90d\nclicks_buffer_bytes 16MiB\nclicks_stream_bytes 1GB\n}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ClicksReferrers != 20 || time.Duration(h.ClicksRetention) != 90*24*time.Hour ||
+		h.ClicksBufferBytes != 16<<20 || h.ClicksStreamBytes != 1e9 {
+		t.Errorf("parsed referrers=%d retention=%v buffer_bytes=%d stream_bytes=%d", h.ClicksReferrers,
+			time.Duration(h.ClicksRetention), h.ClicksBufferBytes, h.ClicksStreamBytes)
+	}
+	for _, tc := range []struct{ input, want string }{
+		{"shortener {\nclicks_referrers\n}", "wrong argument count"},
+		{"shortener {\nclicks_referrers 0\n}", "invalid clicks_referrers '0': must be a positive integer"},
+		{"shortener {\nclicks_referrers 10001\n}", "invalid clicks_referrers 10001: want 1 to 10000"},
+		{"shortener {\nclicks_referrers 5\nclicks_referrers 6\n}", "duplicate subdirective 'clicks_referrers'"},
+		{"shortener {\nclicks_retention forever\n}", "invalid clicks_retention 'forever': must be a positive duration"},
+		{"shortener {\nclicks_retention 12h\n}", "invalid clicks_retention 12h0m0s: want 1d to 36500d"},
+		{"shortener {\nclicks_retention 36501d\n}", "want 1d to 36500d"},
+		{"shortener {\nclicks_buffer_bytes lots\n}", "invalid clicks_buffer_bytes 'lots': must be a positive size like 8MiB"},
+		{"shortener {\nclicks_buffer_bytes 1KiB\n}", "invalid clicks_buffer_bytes 1024: want 65536 to 1073741824 bytes"},
+		{"shortener {\nclicks_buffer_bytes 2GiB\n}", "want 65536 to 1073741824 bytes"},
+		{"shortener {\nclicks_stream_bytes 100KiB\n}", "invalid clicks_stream_bytes 102400: want 262144 to 68719476736 bytes"},
+		{"shortener {\nclicks_stream_bytes 0\n}", "invalid clicks_stream_bytes '0'"},
+		{"shortener {\nclicks_stream_bytes 1MiB 2MiB\n}", "wrong argument count"},
+	} {
+		_, err := parse(tc.input)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parse(%q) = %v, want an error containing %q", tc.input, err, tc.want)
+		}
+	}
+	d := new(Handler)
+	d.setDefaults()
+	if d.ClicksReferrers != 100 || time.Duration(d.ClicksRetention) != 400*24*time.Hour || d.ClicksBufferBytes != 8<<20 || d.ClicksStreamBytes != 128<<20 {
+		t.Errorf("defaults: referrers=%d retention=%v buffer_bytes=%d stream_bytes=%d", d.ClicksReferrers,
+			time.Duration(d.ClicksRetention), d.ClicksBufferBytes, d.ClicksStreamBytes)
+	}
+	for _, bad := range []Handler{
+		{ClicksReferrers: -1}, {ClicksReferrers: 10001}, {ClicksRetention: caddy.Duration(time.Hour)}, {ClicksRetention: -1},
+		{ClicksBufferBytes: 1}, {ClicksBufferBytes: -1}, {ClicksStreamBytes: 1 << 40}, {ClicksStreamBytes: -5},
+	} {
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "clicks_") {
+			t.Errorf("Validate(%+v) = %v, want an error naming the field", bad, err)
+		}
+	}
+}

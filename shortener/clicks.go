@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -26,200 +25,36 @@ const (
 	DefaultClicksInterval     = time.Second
 	DefaultClicksStreamMaxLen = 1000000
 	DefaultClicksClaimIdle    = time.Minute
+	DefaultClicksBufferBytes  = 8 << 20
+	DefaultClicksStreamBytes  = 128 << 20
+	DefaultClicksReferrers    = 100
+	DefaultClicksRetention    = 400 * 24 * time.Hour
 )
 
-// UAClass is the coarse kind of client behind a click.
-type UAClass uint8
-
-// User-agent classes. Bots are counted apart from people; browser and other
-// (apps, unknown clients) are people.
+// Sizes of click records. A click is counted as clickFixedSize bytes (the
+// Click value held in the buffer; it also covers the encoded time, class
+// and separators, at most 25 bytes) plus its code and referrer, so no
+// click counts more than maxClickSize bytes, in memory or encoded.
 const (
-	ClassBrowser UAClass = iota
-	ClassBot
-	ClassOther
+	clickFixedSize = 64
+	// MaxReferrerHost is the longest referrer host kept (a DNS name's
+	// limit); ReferrerHost gives "" for longer ones.
+	MaxReferrerHost = 253
+	maxClickSize    = clickFixedSize + MaxCustomCodeLen + MaxReferrerHost
+	// maxBatchBytes bounds a batch (one stream entry, one transaction's
+	// clicks) in bytes: a batch is sealed at batch size clicks or at this
+	// size, whichever comes first (500 typical clicks take about 45 KiB).
+	maxBatchBytes = 64 << 10
 )
 
-// Click is one counted redirect.
-type Click struct {
-	Code     string
-	At       time.Time
-	Referrer string // host of the Referer header, lowercase; "" if none
-	Class    UAClass
-}
-
-// Bot reports whether the click comes from a crawler, link previewer or
-// script rather than a person.
-func (c Click) Bot() bool { return c.Class == ClassBot }
-
-// CountedRequest reports whether a redirect request counts as a click: HEAD
-// requests and prefetches (`Sec-Purpose: prefetch`, also with `;prerender`,
-// `Purpose: prefetch`, `X-Moz: prefetch`) do not. The caller also skips
-// 404 and 410 answers.
-func CountedRequest(r *http.Request) bool {
-	if r.Method == http.MethodHead {
-		return false
+// clickSize returns the bytes a click is counted for, or -1 when its code
+// or referrer is out of bounds (such a click is dropped as invalid: its
+// encoding could not be decoded, or it would be stored unbounded).
+func clickSize(c Click) int64 {
+	if !ValidLookupCode(c.Code) || !validReferrerHost(c.Referrer) || c.Class > ClassOther {
+		return -1
 	}
-	for _, k := range [...]string{"Sec-Purpose", "Purpose", "X-Moz"} {
-		for _, v := range r.Header[k] {
-			if hasFoldPrefixAt(v, "prefetch") {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// hasFoldPrefixAt reports whether v contains lower (lowercase ASCII) at the
-// start of one of its ';'- or ','-separated items.
-func hasFoldPrefixAt(v, lower string) bool {
-	for len(v) > 0 {
-		v = strings.TrimLeft(v, " \t")
-		if hasPrefixFold(v, lower) {
-			return true
-		}
-		i := strings.IndexAny(v, ";,")
-		if i < 0 {
-			return false
-		}
-		v = v[i+1:]
-	}
-	return false
-}
-
-// ClassifyRequest returns whether r counts as a click and, if so, the click
-// for code at now. It allocates nothing for the common request (at most a
-// copy of the referrer host when the Referer header is long).
-func ClassifyRequest(r *http.Request, code string, now time.Time) (Click, bool) {
-	if !CountedRequest(r) {
-		return Click{}, false
-	}
-	var ua, ref string
-	if v := r.Header["User-Agent"]; len(v) > 0 {
-		ua = v[0]
-	}
-	if v := r.Header["Referer"]; len(v) > 0 {
-		ref = v[0]
-	}
-	return Click{Code: code, At: now, Referrer: ReferrerHost(ref), Class: ClassifyUserAgent(ua)}, true
-}
-
-// botMarkers are lowercase substrings of crawler, previewer and script
-// user agents, indexed by their first byte; botBigrams has a bit set for
-// the first two bytes of each, so one pass over the user agent with one
-// table test per byte finds the few places worth comparing.
-var (
-	botMarkers [256][]string
-	botBigrams [65536 / 64]uint64
-)
-
-func init() {
-	for _, m := range []string{
-		"bot", "crawl", "spider", "slurp", "preview", "facebookexternalhit", "embedly",
-		"curl/", "wget/", "python", "go-http-client", "java/", "libwww", "httpclient", "http_request",
-		"axios/", "node-fetch", "undici", "okhttp/", "headless", "lighthouse", "pingdom", "monitor",
-		"scanner", "archiver", "whatsapp", "vkshare", "postman", "feed", "validator",
-	} {
-		botMarkers[m[0]] = append(botMarkers[m[0]], m)
-		bg := uint16(m[0])<<8 | uint16(m[1])
-		botBigrams[bg/64] |= 1 << (bg % 64)
-	}
-}
-
-// ClassifyUserAgent sorts a User-Agent into browser, bot or other, without
-// regular expressions or allocation. An empty user agent is a bot (scripts
-// send none; browsers always do).
-func ClassifyUserAgent(ua string) UAClass {
-	if ua == "" {
-		return ClassBot
-	}
-	for i := 0; i+1 < len(ua); i++ {
-		bg := uint16(lowerASCII(ua[i]))<<8 | uint16(lowerASCII(ua[i+1]))
-		if botBigrams[bg/64]&(1<<(bg%64)) == 0 {
-			continue
-		}
-		for _, m := range botMarkers[lowerASCII(ua[i])] {
-			if hasPrefixFold(ua[i:], m) {
-				return ClassBot
-			}
-		}
-	}
-	if strings.HasPrefix(ua, "Mozilla/") || strings.HasPrefix(ua, "Opera/") {
-		return ClassBrowser
-	}
-	return ClassOther
-}
-
-func lowerASCII(c byte) byte { return lowerTable[c] }
-
-var lowerTable = func() (t [256]byte) {
-	for i := range t {
-		t[i] = byte(i)
-		if 'A' <= i && i <= 'Z' {
-			t[i] = byte(i) + 'a' - 'A'
-		}
-	}
-	return t
-}()
-
-// hasPrefixFold reports whether s starts with lower, ASCII case-insensitively.
-func hasPrefixFold(s, lower string) bool {
-	if len(s) < len(lower) {
-		return false
-	}
-	for i := 0; i < len(lower); i++ {
-		if lowerASCII(s[i]) != lower[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// ReferrerHost reduces a Referer value to its host, lowercase, without port
-// or user info: "https://News.Example.com:8443/a?b" → "news.example.com".
-// Anything that is not an absolute URL with a plausible host gives "".
-func ReferrerHost(ref string) string {
-	i := strings.Index(ref, "://")
-	if i <= 0 || len(ref) > 4096 {
-		return ""
-	}
-	host := ref[i+3:]
-	if j := strings.IndexAny(host, "/?#"); j >= 0 {
-		host = host[:j]
-	}
-	if j := strings.LastIndexByte(host, '@'); j >= 0 {
-		host = host[j+1:]
-	}
-	if strings.HasPrefix(host, "[") {
-		j := strings.IndexByte(host, ']')
-		if j < 0 {
-			return ""
-		}
-		host = host[:j+1]
-	} else if j := strings.LastIndexByte(host, ':'); j >= 0 {
-		host = host[:j]
-	}
-	host = strings.TrimSuffix(host, ".")
-	if host == "" || len(host) > 253 {
-		return ""
-	}
-	upper := false
-	for k := 0; k < len(host); k++ {
-		switch c := host[k]; {
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '.', c == '-', c == '_', c == ':', c == '[', c == ']':
-		case 'A' <= c && c <= 'Z':
-			upper = true
-		default:
-			return ""
-		}
-	}
-	if upper {
-		return strings.ToLower(host)
-	}
-	if len(ref) > 128 {
-		// Do not pin a long header in memory until the flush.
-		return strings.Clone(host)
-	}
-	return host
+	return int64(clickFixedSize + len(c.Code) + len(c.Referrer))
 }
 
 // ClickBatch is a set of clicks with an ID unique across instances: the
@@ -242,14 +77,16 @@ type ClickSink interface {
 }
 
 // clickSinkFor returns the click sink kept in the link store's own
-// database: the tables of migrations/002_clicks.up.sql (applied by
-// OpenPostgres) or buckets in the embedded store's bbolt file.
-func clickSinkFor(s Store) (ClickSink, error) {
+// database: the tables of migrations/002_clicks.up.sql and
+// 003_click_bounds.up.sql (applied by OpenPostgres) or buckets in the
+// embedded store's bbolt file. referrers caps the named referrer hosts
+// per link per day (0: DefaultClicksReferrers).
+func clickSinkFor(s Store, referrers int) (ClickSink, error) {
 	switch s := s.(type) {
 	case *PostgresStore:
-		return newPostgresClickSink(s.pool), nil
+		return newPostgresClickSink(s.pool, referrers), nil
 	case *EmbeddedStore:
-		return newEmbeddedClickSink(s.db)
+		return newEmbeddedClickSink(s.db, referrers)
 	}
 	return nil, fmt.Errorf("click counting needs the postgres or embedded store, not %T", s)
 }
@@ -268,19 +105,39 @@ type ClickConfig struct {
 	// waiting or this long after the last flush. Defaults: 500, 1s.
 	BatchSize     int
 	BatchInterval time.Duration
-	// StreamMaxLen caps the stream (XADD MAXLEN ~), in entries of one batch
-	// each. Default: 1000000.
+	// BufferBytes bounds the clicks held in process (buffered or being
+	// flushed), counted by clickSize. Default: 8 MiB.
+	BufferBytes int64
+	// StreamMaxLen caps the stream in entries of one batch each.
+	// Default: 1000000.
 	StreamMaxLen int64
+	// StreamMaxBytes caps the stream's entries in bytes (batch ID, encoded
+	// clicks and 64 bytes of overhead each): appending trims the oldest
+	// entries past either cap, and counts their clicks as dropped
+	// (stream_trimmed). Default: 128 MiB.
+	StreamMaxBytes int64
 	// ClaimMinIdle: entries pending this long with a consumer are taken over
 	// by another (XAUTOCLAIM). Default: 1m.
 	ClaimMinIdle time.Duration
-	// Registerer for caddy_shortener_clicks_dropped_total; nil: not
-	// registered.
+	// Retention: rollup rows (hourly counters, referrer days) older than
+	// this are pruned in the background, if the sink supports it; the
+	// all-time totals stay. 0: never pruned.
+	Retention time.Duration
+	// PruneDelay is the wait before the first prune, PruneInterval the wait
+	// between prunes, PrunePage the rows one prune statement deletes.
+	// Defaults: 1m, 1h, 1000.
+	PruneDelay    time.Duration
+	PruneInterval time.Duration
+	PrunePage     int
+	// Registerer for the click metrics (caddy_shortener_clicks_*); nil:
+	// not registered.
 	Registerer prometheus.Registerer
 	Logger     *zap.Logger
 	// InstanceID names this recorder's batches and its consumer; it must be
 	// unique per recorder. Default: host name and random hex.
 	InstanceID string
+	// now is the clock of retention. Default: time.Now.
+	now func() time.Time
 
 	// Test hooks: called with a consumer's batches; returning true makes the
 	// consumer stop dead there, as if its process had been killed.
@@ -295,8 +152,12 @@ type ClickRecorder struct {
 	cfg      ClickConfig
 	ch       chan Click
 	full     chan struct{} // wakes the writer: the buffer holds a batch
-	dropped  prometheus.Counter
-	drops    atomic.Int64 // this recorder's share of the counter
+	metrics  *clickMetrics
+	dropped  prometheus.Counter // metrics.dropped{reason="buffer_full"}
+	drops    atomic.Int64       // this recorder's share of the drop counter
+	bytes    atomic.Int64       // bytes of the clicks held (buffered or in flight)
+	flying   int                // clicks the writer holds in batches (writer only)
+	gauges   [2]int64           // clicks and bytes last added to the gauges (writer only)
 	inflight atomic.Int64
 	closed   atomic.Bool
 	seq      atomic.Uint64
@@ -312,6 +173,9 @@ type ClickRecorder struct {
 	cancel   context.CancelFunc // aborts in-flight I/O when Close gives up
 	flushed  chan struct{}      // closed when the writer is done
 	consumed chan struct{}      // closed when the consumer is done
+	pruned   chan struct{}      // closed when the pruner is done
+	pruneCtx context.Context    // cancelled by Close: aborts a prune page
+	pruneEnd context.CancelFunc
 	stopOnce sync.Once
 }
 
@@ -324,9 +188,56 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 	if cfg.Sink == nil {
 		return nil, errors.New("click recorder needs a sink")
 	}
-	if cfg.Buffer < 0 || cfg.BatchSize < 0 || cfg.BatchInterval < 0 || cfg.StreamMaxLen < 0 || cfg.ClaimMinIdle < 0 {
+	if cfg.Buffer < 0 || cfg.BatchSize < 0 || cfg.BatchInterval < 0 || cfg.StreamMaxLen < 0 || cfg.ClaimMinIdle < 0 ||
+		cfg.BufferBytes < 0 || cfg.StreamMaxBytes < 0 || cfg.Retention < 0 || cfg.PruneDelay < 0 || cfg.PruneInterval < 0 || cfg.PrunePage < 0 {
 		return nil, errors.New("click settings must not be negative")
 	}
+	cfg.setDefaults()
+	if cfg.StreamMaxBytes < 4*maxBatchBytes {
+		return nil, fmt.Errorf("the click stream's byte cap must be at least %d (four batches)", 4*maxBatchBytes)
+	}
+	if cfg.BufferBytes < maxBatchBytes {
+		return nil, fmt.Errorf("the click buffer's byte cap must be at least %d (one batch)", maxBatchBytes)
+	}
+	m, err := newClickMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	pctx, pcancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &ClickRecorder{
+		cfg:      cfg,
+		ch:       make(chan Click, cfg.Buffer),
+		full:     make(chan struct{}, 1),
+		metrics:  m,
+		dropped:  m.dropped.WithLabelValues(dropBufferFull),
+		stream:   cfg.KeyPrefix + ":clicks",
+		group:    clickGroup,
+		logger:   cfg.Logger,
+		stop:     make(chan struct{}),
+		ctx:      ctx,
+		cancel:   cancel,
+		pruneCtx: pctx,
+		pruneEnd: pcancel,
+		flushed:  make(chan struct{}),
+		consumed: make(chan struct{}),
+		pruned:   make(chan struct{}),
+	}
+	go r.write()
+	if cfg.Redis != nil {
+		go r.consume()
+	} else {
+		close(r.consumed)
+	}
+	if p, ok := cfg.Sink.(clickPruner); ok && cfg.Retention > 0 {
+		go r.prune(p)
+	} else {
+		close(r.pruned)
+	}
+	return r, nil
+}
+
+func (cfg *ClickConfig) setDefaults() {
 	if cfg.Buffer == 0 {
 		cfg.Buffer = DefaultClicksBuffer
 	}
@@ -348,47 +259,24 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 	if cfg.InstanceID == "" {
 		cfg.InstanceID = newInstanceID()
 	}
-	dropped := prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "caddy",
-		Subsystem: "shortener",
-		Name:      "clicks_dropped_total",
-		Help:      "Clicks not counted because the in-process click buffer was full (or could not be flushed at shutdown).",
-	})
-	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(dropped); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, fmt.Errorf("registering click metrics: %w", err)
-			}
-			existing, ok := are.ExistingCollector.(prometheus.Counter)
-			if !ok {
-				return nil, fmt.Errorf("registering click metrics: %w", err)
-			}
-			dropped = existing
-		}
+	if cfg.BufferBytes == 0 {
+		cfg.BufferBytes = DefaultClicksBufferBytes
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &ClickRecorder{
-		cfg:      cfg,
-		ch:       make(chan Click, cfg.Buffer),
-		full:     make(chan struct{}, 1),
-		dropped:  dropped,
-		stream:   cfg.KeyPrefix + ":clicks",
-		group:    clickGroup,
-		logger:   cfg.Logger,
-		stop:     make(chan struct{}),
-		ctx:      ctx,
-		cancel:   cancel,
-		flushed:  make(chan struct{}),
-		consumed: make(chan struct{}),
+	if cfg.StreamMaxBytes == 0 {
+		cfg.StreamMaxBytes = DefaultClicksStreamBytes
 	}
-	go r.write()
-	if cfg.Redis != nil {
-		go r.consume()
-	} else {
-		close(r.consumed)
+	if cfg.PruneDelay == 0 {
+		cfg.PruneDelay = time.Minute
 	}
-	return r, nil
+	if cfg.PruneInterval == 0 {
+		cfg.PruneInterval = time.Hour
+	}
+	if cfg.PrunePage == 0 {
+		cfg.PrunePage = 1000
+	}
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
 }
 
 // newInstanceID names a recorder: the host name (for XINFO CONSUMERS
@@ -415,13 +303,25 @@ func newInstanceID() string {
 }
 
 // Record queues a click. It never blocks and does no I/O: with the buffer
-// full (or the recorder closed) the click is dropped and counted in
-// caddy_shortener_clicks_dropped_total.
+// full (in clicks or in bytes), the recorder closed, or the click out of
+// bounds (see clickSize), the click is dropped and counted in
+// caddy_shortener_clicks_dropped_total. The click's strings are held until
+// it is flushed: pass copies, not slices of a large request value.
 func (r *ClickRecorder) Record(c Click) {
 	r.inflight.Add(1)
+	defer r.inflight.Add(-1)
 	if r.closed.Load() {
-		r.inflight.Add(-1)
-		r.drop(1)
+		r.drop(dropShutdown, 1)
+		return
+	}
+	size := clickSize(c)
+	if size < 0 {
+		r.drop(dropInvalid, 1)
+		return
+	}
+	if r.bytes.Add(size) > r.cfg.BufferBytes {
+		r.bytes.Add(-size)
+		r.drop(dropBufferFull, 1)
 		return
 	}
 	if c.At.IsZero() {
@@ -438,14 +338,22 @@ func (r *ClickRecorder) Record(c Click) {
 			}
 		}
 	default:
-		r.drop(1)
+		r.bytes.Add(-size)
+		r.drop(dropBufferFull, 1)
 	}
-	r.inflight.Add(-1)
 }
 
-func (r *ClickRecorder) drop(n int) {
+// drop counts n clicks not counted, for reason (one of dropReasons).
+func (r *ClickRecorder) drop(reason string, n int) {
+	if n <= 0 {
+		return
+	}
 	r.drops.Add(int64(n))
-	r.dropped.Add(float64(n))
+	if reason == dropBufferFull {
+		r.dropped.Add(float64(n)) // the hot path's child, resolved once
+		return
+	}
+	r.metrics.dropped.WithLabelValues(reason).Add(float64(n))
 }
 
 // Dropped returns the clicks this recorder dropped.
@@ -472,11 +380,13 @@ func (r *ClickRecorder) Close(ctx context.Context) error {
 			time.Sleep(time.Microsecond)
 		}
 		close(r.stop)
+		r.pruneEnd() // pruning resumes at the next start
 	})
 	done := make(chan struct{})
 	go func() {
 		<-r.flushed
 		<-r.consumed
+		<-r.pruned
 		close(done)
 	}()
 	select {
@@ -523,8 +433,10 @@ func (r *ClickRecorder) write() {
 			partial = true
 		case <-r.stop:
 			r.final(nil)
+			r.report()
 			return
 		}
+		r.report()
 		for {
 			// Whole batches already waiting, up to one pipeline, then the
 			// rest as a partial batch if the interval passed.
@@ -576,16 +488,19 @@ func (r *ClickRecorder) final(cur []Click) {
 	}
 }
 
-// take returns up to n buffered clicks without waiting.
+// take returns up to n buffered clicks, at most maxBatchBytes of them,
+// without waiting.
 func (r *ClickRecorder) take(n int) []Click {
 	var b []Click
-	for len(b) < n {
+	var size int64
+	for len(b) < n && size <= maxBatchBytes-maxClickSize {
 		select {
 		case c := <-r.ch:
 			if b == nil {
-				b = make([]Click, 0, n)
+				b = make([]Click, 0, min(n, 1024))
 			}
 			b = append(b, c)
+			size += clickBytes(c)
 		default:
 			return b
 		}
@@ -593,18 +508,49 @@ func (r *ClickRecorder) take(n int) []Click {
 	return b
 }
 
+// clickBytes is clickSize of a click known to be valid.
+func clickBytes(c Click) int64 { return int64(clickFixedSize + len(c.Code) + len(c.Referrer)) }
+
+func batchBytes(clicks []Click) (n int64) {
+	for _, c := range clicks {
+		n += clickBytes(c)
+	}
+	return n
+}
+
+// report moves the gauges by what changed since its last call: the clicks
+// held in process (buffered and in the writer's batches) and their bytes.
+// Called by the writer only, at each wake-up and flush.
+func (r *ClickRecorder) report() {
+	held, bytes := int64(len(r.ch)+r.flying), r.bytes.Load()
+	r.metrics.buffered.Add(float64(held - r.gauges[0]))
+	r.metrics.bufferedBytes.Add(float64(bytes - r.gauges[1]))
+	r.gauges = [2]int64{held, bytes}
+}
+
+// Buffered returns the clicks this recorder holds (buffered or being
+// flushed) and their bytes: what a crash would lose.
+func (r *ClickRecorder) Buffered() (clicks int, bytes int64) {
+	return len(r.ch), r.bytes.Load()
+}
+
 // lose counts the given batches and everything still buffered as dropped:
 // Close gave up on them.
 func (r *ClickRecorder) lose(batches []ClickBatch) {
 	var n int
+	var size int64
 	for _, b := range batches {
 		n += len(b.Clicks)
+		size += batchBytes(b.Clicks)
 	}
 	for b := r.take(4096); len(b) > 0; b = r.take(4096) {
 		n += len(b)
+		size += batchBytes(b)
 	}
+	r.bytes.Add(-size)
+	r.report()
 	r.lost.Add(int64(n))
-	r.drop(n)
+	r.drop(dropShutdown, n)
 	r.logger.Error("clicks lost at shutdown: could not flush before the deadline", zap.Int("clicks", n))
 }
 
@@ -612,8 +558,27 @@ func (r *ClickRecorder) seal(clicks []Click) ClickBatch {
 	return ClickBatch{ID: r.cfg.InstanceID + "-" + strconv.FormatUint(r.seq.Add(1), 10), Clicks: clicks}
 }
 
-// deliver sends batches until accepted; false only when Close gave up.
+// deliver sends batches until accepted; false only when Close gave up
+// (the caller then counts them lost). Until then they count as held.
 func (r *ClickRecorder) deliver(batches []ClickBatch) bool {
+	var n int
+	var size int64
+	for _, b := range batches {
+		n += len(b.Clicks)
+		size += batchBytes(b.Clicks)
+	}
+	r.flying += n
+	ok := r.send(batches)
+	r.flying -= n
+	if ok {
+		r.bytes.Add(-size)
+		r.report()
+	}
+	return ok
+}
+
+// send sends batches until accepted, retrying with backoff.
+func (r *ClickRecorder) send(batches []ClickBatch) bool {
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
@@ -634,6 +599,7 @@ func (r *ClickRecorder) deliver(batches []ClickBatch) bool {
 		if r.ctx.Err() != nil {
 			return false
 		}
+		r.report() // the buffer fills during an outage: keep the gauges current
 		if attempt == 1 || attempt%20 == 0 {
 			r.logger.Warn("click flush failed; retrying (clicks stay buffered)",
 				zap.Int("batches", len(batches)), zap.Int("attempt", attempt), zap.Error(err))
@@ -645,240 +611,4 @@ func (r *ClickRecorder) deliver(batches []ClickBatch) bool {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
-}
-
-// Stream entry fields: the batch ID and the clicks, one per line as
-// "code \t unix-ms \t class \t referrer".
-const (
-	fieldBatch  = "batch"
-	fieldClicks = "clicks"
-)
-
-// xadd appends one stream entry per batch in one pipeline. A retry after an
-// ambiguous failure may append a batch twice; the sink skips the second by
-// its batch ID.
-func (r *ClickRecorder) xadd(ctx context.Context, batches []ClickBatch) error {
-	_, err := r.cfg.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, b := range batches {
-			p.XAdd(ctx, &redis.XAddArgs{
-				Stream: r.stream,
-				MaxLen: r.cfg.StreamMaxLen,
-				Approx: true,
-				Values: []string{fieldBatch, b.ID, fieldClicks, encodeClicks(b.Clicks)},
-			})
-		}
-		// No key lives forever: the stream goes a week after its last write.
-		p.Expire(ctx, r.stream, 7*24*time.Hour)
-		return nil
-	})
-	return err
-}
-
-func encodeClicks(clicks []Click) string {
-	var sb strings.Builder
-	sb.Grow(len(clicks) * 32)
-	for _, c := range clicks {
-		sb.WriteString(c.Code)
-		sb.WriteByte('\t')
-		sb.WriteString(strconv.FormatInt(c.At.UnixMilli(), 10))
-		sb.WriteByte('\t')
-		sb.WriteByte('0' + byte(c.Class))
-		sb.WriteByte('\t')
-		sb.WriteString(c.Referrer)
-		sb.WriteByte('\n')
-	}
-	return sb.String()
-}
-
-func decodeClicks(s string) ([]Click, error) {
-	out := make([]Click, 0, strings.Count(s, "\n"))
-	for line := range strings.Lines(s) {
-		line = strings.TrimSuffix(line, "\n")
-		code, rest, ok1 := strings.Cut(line, "\t")
-		ms, rest, ok2 := strings.Cut(rest, "\t")
-		class, ref, ok3 := strings.Cut(rest, "\t")
-		if !ok1 || !ok2 || !ok3 || code == "" || len(class) != 1 || class[0] < '0' || class[0] > '0'+byte(ClassOther) {
-			return nil, fmt.Errorf("malformed click %q", line)
-		}
-		t, err := strconv.ParseInt(ms, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("malformed click time %q", ms)
-		}
-		out = append(out, Click{Code: code, At: time.UnixMilli(t).UTC(), Referrer: ref, Class: UAClass(class[0] - '0')})
-	}
-	return out, nil
-}
-
-// consume runs this instance's consumer in the shared group until Close.
-func (r *ClickRecorder) consume() {
-	defer close(r.consumed)
-	consumer := r.cfg.InstanceID
-	defer r.leaveGroup(consumer)
-	block := min(r.cfg.BatchInterval, time.Second)
-	backoff := 50 * time.Millisecond
-	ownPending := true // read our own pending entries first ("0"), then new ones (">")
-	groupReady := false
-	lastClaim := time.Time{}
-	for {
-		select {
-		case <-r.stop:
-			return
-		default:
-		}
-		err := func() error {
-			ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
-			defer cancel()
-			if !groupReady {
-				err := r.cfg.Redis.XGroupCreateMkStream(ctx, r.stream, r.group, "0").Err()
-				if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
-					return fmt.Errorf("creating consumer group: %w", err)
-				}
-				groupReady = true
-			}
-			if time.Since(lastClaim) >= r.cfg.ClaimMinIdle/2 {
-				if err := r.claim(ctx, consumer); err != nil {
-					return err
-				}
-				lastClaim = time.Now()
-			}
-			start := ">"
-			if ownPending {
-				start = "0"
-			}
-			res, err := r.cfg.Redis.XReadGroup(ctx, &redis.XReadGroupArgs{
-				Group:    r.group,
-				Consumer: consumer,
-				Streams:  []string{r.stream, start},
-				Count:    maxPipeline,
-				Block:    block,
-			}).Result()
-			if errors.Is(err, redis.Nil) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("reading clicks: %w", err)
-			}
-			var msgs []redis.XMessage
-			for _, s := range res {
-				msgs = append(msgs, s.Messages...)
-			}
-			if ownPending && len(msgs) == 0 {
-				ownPending = false
-				return nil
-			}
-			return r.apply(ctx, msgs)
-		}()
-		if errors.Is(err, errConsumerKilled) {
-			r.killed = true
-			return
-		}
-		if err == nil {
-			backoff = 50 * time.Millisecond
-			continue
-		}
-		if r.ctx.Err() != nil {
-			return
-		}
-		if strings.Contains(err.Error(), "NOGROUP") {
-			groupReady = false // Redis lost the stream (restart without persistence)
-		}
-		ownPending = true
-		r.logger.Warn("click consumer failed; retrying", zap.Error(err))
-		select {
-		case <-time.After(backoff):
-		case <-r.stop:
-			return
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
-}
-
-var errConsumerKilled = errors.New("consumer killed by test hook")
-
-// leaveGroup removes this consumer from the group when it stops with
-// nothing pending, so reloads do not pile up consumers. With entries still
-// pending it stays: another instance claims them.
-func (r *ClickRecorder) leaveGroup(consumer string) {
-	if r.killed {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	pending, err := r.cfg.Redis.XPendingExt(ctx, &redis.XPendingExtArgs{
-		Stream: r.stream, Group: r.group, Consumer: consumer, Start: "-", End: "+", Count: 1,
-	}).Result()
-	if err != nil || len(pending) > 0 {
-		return
-	}
-	_ = r.cfg.Redis.XGroupDelConsumer(ctx, r.stream, r.group, consumer).Err()
-}
-
-// claim takes over entries left pending by dead consumers and applies them.
-func (r *ClickRecorder) claim(ctx context.Context, consumer string) error {
-	start := "0-0"
-	for {
-		msgs, next, err := r.cfg.Redis.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-			Stream:   r.stream,
-			Group:    r.group,
-			MinIdle:  r.cfg.ClaimMinIdle,
-			Start:    start,
-			Count:    maxPipeline,
-			Consumer: consumer,
-		}).Result()
-		if err != nil {
-			return fmt.Errorf("claiming pending clicks: %w", err)
-		}
-		if len(msgs) > 0 {
-			if err := r.apply(ctx, msgs); err != nil {
-				return err
-			}
-		}
-		if next == "0-0" || next == "" {
-			return nil
-		}
-		start = next
-	}
-}
-
-// apply counts stream entries in the sink (one transaction, idempotent by
-// batch ID) and then acknowledges and deletes them.
-func (r *ClickRecorder) apply(ctx context.Context, msgs []redis.XMessage) error {
-	ids := make([]string, 0, len(msgs))
-	batches := make([]ClickBatch, 0, len(msgs))
-	for _, m := range msgs {
-		ids = append(ids, m.ID)
-		if m.Values == nil {
-			continue // trimmed away while pending
-		}
-		id, _ := m.Values[fieldBatch].(string)
-		data, _ := m.Values[fieldClicks].(string)
-		clicks, err := decodeClicks(data)
-		if id == "" || err != nil {
-			r.logger.Error("skipping malformed click stream entry", zap.String("entry", m.ID), zap.Error(err))
-			continue
-		}
-		batches = append(batches, ClickBatch{ID: id, Clicks: clicks})
-	}
-	if len(batches) > 0 {
-		if h := r.cfg.crashBeforeApply; h != nil && h(batches) {
-			return errConsumerKilled
-		}
-		applied, err := r.cfg.Sink.ApplyClicks(ctx, batches)
-		if err != nil {
-			return fmt.Errorf("applying clicks: %w", err)
-		}
-		r.replayed.Add(int64(len(batches) - applied))
-		if h := r.cfg.crashAfterApply; h != nil && h(batches) {
-			return errConsumerKilled
-		}
-	}
-	_, err := r.cfg.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAck(ctx, r.stream, r.group, ids...)
-		p.XDel(ctx, r.stream, ids...)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("acknowledging clicks: %w", err)
-	}
-	return nil
 }

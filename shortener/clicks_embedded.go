@@ -12,31 +12,105 @@ import (
 
 // Buckets of the embedded click counters.
 var (
-	bucketClicksHourly    = []byte("clicks_hourly")    // code 0 hour(8) → people(8) bots(8)
-	bucketClicksReferrers = []byte("clicks_referrers") // code 0 day(8) host → count(8)
-	bucketClickBatches    = []byte("click_batches")    // batch ID → applied unix seconds(8)
+	bucketClicksHourly    = []byte("clicks_hourly")       // code 0 hour(8) → people(8) bots(8)
+	bucketClicksReferrers = []byte("clicks_referrers")    // code 0 day(8) host → count(8)
+	bucketClickBatches    = []byte("click_batches")       // batch ID → applied unix seconds(8)
+	bucketClickTotals     = []byte("click_totals")        // code → people(8) bots(8), never pruned
+	bucketReferrerDays    = []byte("click_referrer_days") // code 0 day(8) → named hosts(8)
 )
 
 // embeddedClickSink keeps click counters in buckets of the embedded store's
 // bbolt file.
 type embeddedClickSink struct {
 	db        *bbolt.DB
+	referrers int       // named referrer hosts per link per day
 	lastPrune time.Time // guarded by bbolt's single writer
+	pruning   embeddedPrunePosition
 }
 
-func newEmbeddedClickSink(db *bbolt.DB) (*embeddedClickSink, error) {
+// newEmbeddedClickSink returns the sink in db's buckets; referrers <= 0
+// stands for DefaultClicksReferrers.
+func newEmbeddedClickSink(db *bbolt.DB, referrers int) (*embeddedClickSink, error) {
+	if referrers <= 0 {
+		referrers = DefaultClicksReferrers
+	}
 	err := db.Update(func(tx *bbolt.Tx) error {
 		for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		return createClickBoundBuckets(tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("click buckets: %w", err)
 	}
-	return &embeddedClickSink{db: db}, nil
+	return &embeddedClickSink{db: db, referrers: referrers}, nil
+}
+
+// createClickBoundBuckets creates the buckets of the totals and the
+// referrer day counts, filled from the rollups on first use (a file of an
+// older version), in the transaction that creates them.
+func createClickBoundBuckets(tx *bbolt.Tx) error {
+	if tx.Bucket(bucketClickTotals) == nil {
+		totals, err := tx.CreateBucket(bucketClickTotals)
+		if err != nil {
+			return err
+		}
+		sums := map[string]*[2]uint64{}
+		err = tx.Bucket(bucketClicksHourly).ForEach(func(k, v []byte) error {
+			code, _, ok := splitClickKey(k)
+			if !ok || len(v) != 16 {
+				return nil
+			}
+			if sums[code] == nil {
+				sums[code] = new([2]uint64)
+			}
+			sums[code][0] += binary.BigEndian.Uint64(v[:8])
+			sums[code][1] += binary.BigEndian.Uint64(v[8:])
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for code, v := range sums {
+			if err := totals.Put([]byte(code), binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, v[0]), v[1])); err != nil {
+				return err
+			}
+		}
+	}
+	if tx.Bucket(bucketReferrerDays) == nil {
+		days, err := tx.CreateBucket(bucketReferrerDays)
+		if err != nil {
+			return err
+		}
+		counts := map[dayKey]uint64{}
+		err = tx.Bucket(bucketClicksReferrers).ForEach(func(k, _ []byte) error {
+			code, day, ok := splitClickKey(k)
+			if ok && len(k) > len(code)+9 && string(k[len(code)+9:]) != OtherReferrer {
+				counts[dayKey{code, day}]++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for d, n := range counts {
+			if err := days.Put(clickKey(d.code, d.day, ""), binary.BigEndian.AppendUint64(nil, n)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// splitClickKey reads the code and time of a clickKey.
+func splitClickKey(k []byte) (code string, t int64, ok bool) {
+	i := bytes.IndexByte(k, 0)
+	if i < 0 || len(k) < i+9 {
+		return "", 0, false
+	}
+	return string(k[:i]), int64(binary.BigEndian.Uint64(k[i+1 : i+9])), true
 }
 
 func clickKey(code string, t int64, host string) []byte {
@@ -83,16 +157,11 @@ func (s *embeddedClickSink) ApplyClicks(ctx context.Context, batches []ClickBatc
 				return err
 			}
 		}
-		refs := tx.Bucket(bucketClicksReferrers)
-		for _, k := range agg.sortedReferrers() {
-			key := clickKey(k.code, k.day, k.host)
-			var n uint64
-			if old := refs.Get(key); len(old) == 8 {
-				n = binary.BigEndian.Uint64(old)
-			}
-			if err := refs.Put(key, binary.BigEndian.AppendUint64(nil, n+uint64(agg.referrers[k]))); err != nil {
-				return err
-			}
+		if err := addClickTotals(tx, agg); err != nil {
+			return err
+		}
+		if err := s.countReferrers(tx, agg.referrers); err != nil {
+			return err
 		}
 		if now.Sub(s.lastPrune) > time.Hour {
 			s.lastPrune = now
@@ -148,6 +217,8 @@ func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, t
 			hosts[string(k[len(prefix)+8:])] += int64(binary.BigEndian.Uint64(v))
 		}
 		st.Referrers = topReferrers(hosts)
+		all := readClickTotals(tx, code)
+		st.AllTime = &all
 		return nil
 	})
 	if err != nil {
@@ -157,21 +228,84 @@ func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, t
 	return st, nil
 }
 
-// ClickTotal implements ClickSink.
+// ClickTotal implements ClickSink: the all-time total.
 func (s *embeddedClickSink) ClickTotal(ctx context.Context, code string) (int64, error) {
-	var n int64
-	prefix := append([]byte(code), 0)
+	var t ClickTotals
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bucketClicksHourly).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			n += int64(binary.BigEndian.Uint64(v[:8]) + binary.BigEndian.Uint64(v[8:]))
-		}
+		t = readClickTotals(tx, code)
 		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("click total: %w", err)
 	}
-	return n, nil
+	return t.Total, nil
+}
+
+func readClickTotals(tx *bbolt.Tx, code string) ClickTotals {
+	var t ClickTotals
+	if v := tx.Bucket(bucketClickTotals).Get([]byte(code)); len(v) == 16 {
+		t.People, t.Bots = int64(binary.BigEndian.Uint64(v[:8])), int64(binary.BigEndian.Uint64(v[8:]))
+	}
+	t.Total = t.People + t.Bots
+	return t
+}
+
+// addClickTotals adds the batch's clicks to each link's all-time totals.
+func addClickTotals(tx *bbolt.Tx, agg clickAggregate) error {
+	sums := map[string]*[2]int64{}
+	for k, v := range agg.hourly {
+		if sums[k.code] == nil {
+			sums[k.code] = new([2]int64)
+		}
+		sums[k.code][0] += v[0]
+		sums[k.code][1] += v[1]
+	}
+	totals := tx.Bucket(bucketClickTotals)
+	for code, inc := range sums {
+		var v [16]byte
+		if old := totals.Get([]byte(code)); len(old) == 16 {
+			copy(v[:], old)
+		}
+		binary.BigEndian.PutUint64(v[:8], binary.BigEndian.Uint64(v[:8])+uint64(inc[0]))
+		binary.BigEndian.PutUint64(v[8:], binary.BigEndian.Uint64(v[8:])+uint64(inc[1]))
+		if err := totals.Put([]byte(code), v[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countReferrers adds referrer increments within the cap of named hosts
+// per link per day; bbolt's single writer makes the count exact.
+func (s *embeddedClickSink) countReferrers(tx *bbolt.Tx, incs map[refKey]int64) error {
+	if len(incs) == 0 {
+		return nil
+	}
+	refs, days := tx.Bucket(bucketClicksReferrers), tx.Bucket(bucketReferrerDays)
+	hosts := map[dayKey]int64{}
+	for _, d := range referrerDays(incs) {
+		if v := days.Get(clickKey(d.code, d.day, "")); len(v) == 8 {
+			hosts[d] = int64(binary.BigEndian.Uint64(v))
+		}
+	}
+	stored := func(k refKey) bool { return refs.Get(clickKey(k.code, k.day, k.host)) != nil }
+	writes, added := capReferrers(incs, stored, hosts, s.referrers)
+	for _, k := range sortedRefKeys(writes) {
+		key := clickKey(k.code, k.day, k.host)
+		var n uint64
+		if old := refs.Get(key); len(old) == 8 {
+			n = binary.BigEndian.Uint64(old)
+		}
+		if err := refs.Put(key, binary.BigEndian.AppendUint64(nil, n+uint64(writes[k]))); err != nil {
+			return err
+		}
+	}
+	for d, a := range added {
+		if err := days.Put(clickKey(d.code, d.day, ""), binary.BigEndian.AppendUint64(nil, uint64(hosts[d]+a))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 var _ ClickSink = (*embeddedClickSink)(nil)

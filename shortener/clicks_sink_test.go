@@ -18,7 +18,7 @@ import (
 // by OpenPostgres (with the click tables of 002_clicks.up.sql).
 func newTestPostgresClickSink(t *testing.T) *postgresClickSink {
 	t.Helper()
-	return newPostgresClickSink(testClickPool(t, testenv.Postgres(t)))
+	return newPostgresClickSink(testClickPool(t, testenv.Postgres(t)), 0)
 }
 
 // testClickPool opens a pool on dsn and migrates it as the handler does.
@@ -35,7 +35,7 @@ func testClickPool(t *testing.T, dsn string) *pgxpool.Pool {
 	if err != nil {
 		t.Fatalf("OpenPostgres: %v", err)
 	}
-	if _, err := clickSinkFor(st); err != nil {
+	if _, err := clickSinkFor(st, 0); err != nil {
 		t.Fatal(err)
 	}
 	return pool
@@ -49,7 +49,7 @@ func newTestEmbeddedClickSink(t *testing.T) ClickSink {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	s, err := clickSinkFor(st)
+	s, err := clickSinkFor(st, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +112,7 @@ func TestClickSinkStats(t *testing.T) {
 					{Hour: day.Add(11 * time.Hour), People: 1, Bots: 1},
 				},
 				Referrers: []ReferrerClicks{{Host: "a.example", Count: 3}, {Host: "b.example", Count: 1}},
+				AllTime:   &ClickTotals{Total: 89, People: 86, Bots: 3},
 			}
 			if !reflect.DeepEqual(st, want) {
 				t.Errorf("ClickStats(day) =\n%+v\nwant\n%+v", st, want)

@@ -16,6 +16,17 @@ type ClickStats struct {
 	Bots      int64            `json:"bots"`
 	Hourly    []HourlyClicks   `json:"hourly"`
 	Referrers []ReferrerClicks `json:"referrers"`
+	// AllTime counts every click ever counted for the link: kept apart
+	// from the rollups, never pruned by clicks_retention. Total, People
+	// and Bots above cover the requested window only.
+	AllTime *ClickTotals `json:"all_time,omitempty"`
+}
+
+// ClickTotals are a link's all-time counters.
+type ClickTotals struct {
+	Total  int64 `json:"total"`
+	People int64 `json:"people"`
+	Bots   int64 `json:"bots"`
 }
 
 // HourlyClicks counts one hour's clicks (hour in UTC, at its start).
@@ -123,8 +134,11 @@ func aggregateClicks(batches []ClickBatch) clickAggregate {
 			} else {
 				v[0]++
 			}
-			if c.Referrer != "" {
-				a.referrers[refKey{c.Code, sec - mod(sec, 86400), c.Referrer}]++
+			if ref := c.Referrer; ref != "" {
+				if !validReferrerHost(ref) {
+					ref = OtherReferrer // never store an unbounded host
+				}
+				a.referrers[refKey{c.Code, sec - mod(sec, 86400), ref}]++
 			}
 		}
 	}
@@ -151,24 +165,6 @@ func (a clickAggregate) sortedHours() []hourKey {
 			return keys[i].code < keys[j].code
 		}
 		return keys[i].hour < keys[j].hour
-	})
-	return keys
-}
-
-func (a clickAggregate) sortedReferrers() []refKey {
-	keys := make([]refKey, 0, len(a.referrers))
-	for k := range a.referrers {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		x, y := keys[i], keys[j]
-		if x.code != y.code {
-			return x.code < y.code
-		}
-		if x.day != y.day {
-			return x.day < y.day
-		}
-		return x.host < y.host
 	})
 	return keys
 }

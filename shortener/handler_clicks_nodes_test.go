@@ -307,7 +307,7 @@ func TestClicksRedirectPathNoNetworkIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := clickSinkFor(pg)
+	sink, err := clickSinkFor(pg, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

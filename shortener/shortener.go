@@ -153,10 +153,38 @@ type Handler struct {
 	// Longest wait before buffered clicks are flushed. Default: `1s`.
 	ClicksInterval caddy.Duration `json:"clicks_interval,omitempty"`
 
-	// Approximate cap of the Redis click stream (`XADD MAXLEN ~`), in
-	// entries of one batch each; only a long consumer outage reaches it.
-	// Default: `1000000`.
+	// Cap of the Redis click stream in entries of one batch each; only a
+	// long consumer outage reaches it. clicks_stream_bytes usually binds
+	// first. Default: `1000000`.
 	ClicksStreamMaxLen int64 `json:"clicks_stream_maxlen,omitempty"`
+
+	// Bytes of clicks the in-process buffer holds, those being flushed
+	// included: each click counts 64 bytes plus its code and referrer host
+	// (at most 381). A click past it is dropped and counted
+	// (`caddy_shortener_clicks_dropped_total{reason="buffer_full"}`). It is
+	// what a crash of the process can lose at most, shown by
+	// `caddy_shortener_clicks_buffered_bytes`. 64 KiB to 1 GiB.
+	// Default: `8388608` (8 MiB).
+	ClicksBufferBytes int64 `json:"clicks_buffer_bytes,omitempty"`
+
+	// Cap of the Redis click stream in bytes: its entries' batch IDs and
+	// encoded clicks (at most 64 KiB per entry) plus 64 bytes each. Past
+	// it, or past clicks_stream_maxlen, each append trims the oldest
+	// entries, and their clicks are counted as dropped
+	// (`reason="stream_trimmed"`). 256 KiB to 64 GiB. Default: `134217728`
+	// (128 MiB).
+	ClicksStreamBytes int64 `json:"clicks_stream_bytes,omitempty"`
+
+	// Named referrer hosts counted per link per UTC day; the clicks of
+	// further hosts that day are counted under the host `other`. Exact
+	// across instances. 1 to 10000. Default: `100`.
+	ClicksReferrers int `json:"clicks_referrers,omitempty"`
+
+	// How long hourly and referrer rollups are kept: rows dated before
+	// the UTC day this long ago are deleted in the background (hourly,
+	// in pages), each link's all-time total stays. 1d to 36500d.
+	// Default: `400d`.
+	ClicksRetention caddy.Duration `json:"clicks_retention,omitempty"`
 
 	store        Store
 	ownStore     func() error // releases what Provision opened for the store
@@ -270,12 +298,15 @@ func (h *Handler) startClicks(ctx caddy.Context, prefix string) error {
 		return nil
 	}
 	cfg := ClickConfig{
-		Sink:          sink,
-		Buffer:        h.ClicksBuffer,
-		BatchSize:     h.ClicksBatch,
-		BatchInterval: time.Duration(h.ClicksInterval),
-		StreamMaxLen:  h.ClicksStreamMaxLen,
-		Logger:        h.logger,
+		Sink:           sink,
+		Buffer:         h.ClicksBuffer,
+		BatchSize:      h.ClicksBatch,
+		BatchInterval:  time.Duration(h.ClicksInterval),
+		StreamMaxLen:   h.ClicksStreamMaxLen,
+		BufferBytes:    h.ClicksBufferBytes,
+		StreamMaxBytes: h.ClicksStreamBytes,
+		Retention:      time.Duration(h.ClicksRetention),
+		Logger:         h.logger,
 	}
 	if reg := ctx.GetMetricsRegistry(); reg != nil {
 		cfg.Registerer = reg
@@ -301,7 +332,7 @@ func (h *Handler) clickSink() (ClickSink, error) {
 	}
 	switch s := s.(type) {
 	case *PostgresStore, *EmbeddedStore:
-		return clickSinkFor(s)
+		return clickSinkFor(s, h.ClicksReferrers)
 	case ClickSink:
 		return s, nil
 	}
@@ -403,18 +434,7 @@ func (h *Handler) setDefaults() {
 	if h.BlockSize == 0 {
 		h.BlockSize = DefaultBlockSize
 	}
-	if h.ClicksBuffer == 0 {
-		h.ClicksBuffer = DefaultClicksBuffer
-	}
-	if h.ClicksBatch == 0 {
-		h.ClicksBatch = DefaultClicksBatch
-	}
-	if h.ClicksInterval == 0 {
-		h.ClicksInterval = caddy.Duration(DefaultClicksInterval)
-	}
-	if h.ClicksStreamMaxLen == 0 {
-		h.ClicksStreamMaxLen = DefaultClicksStreamMaxLen
-	}
+	h.setClickDefaults()
 	if len(h.AllowSchemes) == 0 {
 		h.AllowSchemes = []string{"http", "https"}
 	}
@@ -461,8 +481,8 @@ func (h *Handler) Validate() error {
 	if h.LocalCacheEntries < 0 || h.LocalCacheTTL < 0 || h.CacheTTL < 0 || h.NegativeTTL < 0 {
 		return errors.New("shortener: cache sizes and durations must not be negative")
 	}
-	if h.ClicksBuffer < 0 || h.ClicksBatch < 0 || h.ClicksInterval < 0 || h.ClicksStreamMaxLen < 0 {
-		return errors.New("shortener: clicks_buffer, clicks_batch (size and interval) and clicks_stream_maxlen must not be negative")
+	if err := h.validateClicks(); err != nil {
+		return err
 	}
 	if h.API != "" && len(h.APIKeys) == 0 {
 		return errors.New("shortener: the api needs at least one api_key")

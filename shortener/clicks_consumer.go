@@ -1,0 +1,192 @@
+package shortener
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// consume runs this instance's consumer in the shared group until Close.
+func (r *ClickRecorder) consume() {
+	defer close(r.consumed)
+	consumer := r.cfg.InstanceID
+	defer r.leaveGroup(consumer)
+	block := min(r.cfg.BatchInterval, time.Second)
+	backoff := 50 * time.Millisecond
+	ownPending := true // read our own pending entries first ("0"), then new ones (">")
+	groupReady := false
+	lastClaim := time.Time{}
+	for {
+		select {
+		case <-r.stop:
+			return
+		default:
+		}
+		err := func() error {
+			ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
+			defer cancel()
+			if !groupReady {
+				err := r.cfg.Redis.XGroupCreateMkStream(ctx, r.stream, r.group, "0").Err()
+				if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+					return fmt.Errorf("creating consumer group: %w", err)
+				}
+				groupReady = true
+			}
+			if time.Since(lastClaim) >= r.cfg.ClaimMinIdle/2 {
+				if err := r.claim(ctx, consumer); err != nil {
+					return err
+				}
+				lastClaim = time.Now()
+			}
+			start := ">"
+			if ownPending {
+				start = "0"
+			}
+			res, err := r.cfg.Redis.XReadGroup(ctx, &redis.XReadGroupArgs{
+				Group:    r.group,
+				Consumer: consumer,
+				Streams:  []string{r.stream, start},
+				Count:    maxPipeline,
+				Block:    block,
+			}).Result()
+			if errors.Is(err, redis.Nil) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("reading clicks: %w", err)
+			}
+			var msgs []redis.XMessage
+			for _, s := range res {
+				msgs = append(msgs, s.Messages...)
+			}
+			if ownPending && len(msgs) == 0 {
+				ownPending = false
+				return nil
+			}
+			return r.apply(ctx, msgs)
+		}()
+		if errors.Is(err, errConsumerKilled) {
+			r.killed = true
+			return
+		}
+		if err == nil {
+			backoff = 50 * time.Millisecond
+			continue
+		}
+		if r.ctx.Err() != nil {
+			return
+		}
+		if strings.Contains(err.Error(), "NOGROUP") {
+			groupReady = false // Redis lost the stream (restart without persistence)
+		}
+		ownPending = true
+		r.logger.Warn("click consumer failed; retrying", zap.Error(err))
+		select {
+		case <-time.After(backoff):
+		case <-r.stop:
+			return
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+var errConsumerKilled = errors.New("consumer killed by test hook")
+
+// leaveGroup removes this consumer from the group when it stops with
+// nothing pending, so reloads do not pile up consumers. With entries still
+// pending it stays: another instance claims them.
+func (r *ClickRecorder) leaveGroup(consumer string) {
+	if r.killed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	pending, err := r.cfg.Redis.XPendingExt(ctx, &redis.XPendingExtArgs{
+		Stream: r.stream, Group: r.group, Consumer: consumer, Start: "-", End: "+", Count: 1,
+	}).Result()
+	if err != nil || len(pending) > 0 {
+		return
+	}
+	_ = r.cfg.Redis.XGroupDelConsumer(ctx, r.stream, r.group, consumer).Err()
+}
+
+// claim takes over entries left pending by dead consumers and applies them.
+func (r *ClickRecorder) claim(ctx context.Context, consumer string) error {
+	start := "0-0"
+	for {
+		msgs, next, err := r.cfg.Redis.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+			Stream:   r.stream,
+			Group:    r.group,
+			MinIdle:  r.cfg.ClaimMinIdle,
+			Start:    start,
+			Count:    maxPipeline,
+			Consumer: consumer,
+		}).Result()
+		if err != nil {
+			return fmt.Errorf("claiming pending clicks: %w", err)
+		}
+		if len(msgs) > 0 {
+			if err := r.apply(ctx, msgs); err != nil {
+				return err
+			}
+		}
+		if next == "0-0" || next == "" {
+			return nil
+		}
+		start = next
+	}
+}
+
+// apply counts stream entries in the sink (one transaction, idempotent by
+// batch ID) and then acknowledges and deletes them.
+func (r *ClickRecorder) apply(ctx context.Context, msgs []redis.XMessage) error {
+	ids := make([]string, 0, len(msgs))
+	batches := make([]ClickBatch, 0, len(msgs))
+	for _, m := range msgs {
+		ids = append(ids, m.ID)
+		if m.Values == nil {
+			continue // trimmed away while pending: counted by the trimming writer
+		}
+		id, _ := m.Values[fieldBatch].(string)
+		data, _ := m.Values[fieldClicks].(string)
+		clicks, err := decodeClicks(data)
+		if id == "" || len(id) > maxBatchIDLen || err != nil {
+			n, nerr := strconv.Atoi(fmt.Sprint(m.Values[fieldCount]))
+			if nerr != nil || n < 0 || n > maxBatchBytes {
+				n = strings.Count(data, "\n") // an entry of an older version
+			}
+			r.drop(dropMalformed, n)
+			r.logger.Error("skipping malformed click stream entry", zap.String("entry", m.ID), zap.Int("clicks", n), zap.Error(err))
+			continue
+		}
+		batches = append(batches, ClickBatch{ID: id, Clicks: clicks})
+	}
+	if len(batches) > 0 {
+		if h := r.cfg.crashBeforeApply; h != nil && h(batches) {
+			return errConsumerKilled
+		}
+		applied, err := r.cfg.Sink.ApplyClicks(ctx, batches)
+		if err != nil {
+			return fmt.Errorf("applying clicks: %w", err)
+		}
+		r.replayed.Add(int64(len(batches) - applied))
+		if h := r.cfg.crashAfterApply; h != nil && h(batches) {
+			return errConsumerKilled
+		}
+	}
+	_, err := r.cfg.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAck(ctx, r.stream, r.group, ids...)
+		p.XDel(ctx, r.stream, ids...)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("acknowledging clicks: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package shortener
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// prunedBuckets are the embedded rollups retention prunes, in the order a
+// pass walks them (a day's host count after its hosts).
+var prunedBuckets = [...][]byte{bucketClicksHourly, bucketClicksReferrers, bucketReferrerDays}
+
+// pruneScan bounds the keys one page looks at, so a page's write
+// transaction stays short however few of them are old.
+const pruneScan = 64 << 10
+
+// embeddedPrunePosition is where the current pass stopped: a bucket of
+// prunedBuckets and the last key looked at (nil: its start).
+type embeddedPrunePosition struct {
+	mu     sync.Mutex
+	bucket int
+	after  []byte
+}
+
+// PruneClicks implements clickPruner: one write transaction deletes up to
+// limit keys dated before cutoff, looking at no more than pruneScan keys,
+// and the next call goes on from there; done when the pass has walked
+// every pruned bucket to its end.
+func (s *embeddedClickSink) PruneClicks(ctx context.Context, cutoff time.Time, limit int) (int, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	p := &s.pruning
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	saved := embeddedPrunePosition{bucket: p.bucket, after: p.after}
+	cut := cutoff.Unix()
+	var deleted int
+	var done bool
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		scanned := 0
+		for p.bucket < len(prunedBuckets) {
+			b := tx.Bucket(prunedBuckets[p.bucket])
+			c := b.Cursor()
+			k, _ := c.First()
+			if p.after != nil {
+				if k, _ = c.Seek(p.after); bytes.Equal(k, p.after) {
+					k, _ = c.Next()
+				}
+			}
+			var old [][]byte
+			for ; k != nil && deleted+len(old) < limit && scanned < pruneScan; k, _ = c.Next() {
+				scanned++
+				p.after = bytes.Clone(k)
+				if _, t, ok := splitClickKey(k); ok && t < cut {
+					old = append(old, p.after)
+				}
+			}
+			for _, o := range old {
+				if err := b.Delete(o); err != nil {
+					return err
+				}
+			}
+			deleted += len(old)
+			if k != nil {
+				return nil // page full: the next call goes on here
+			}
+			p.bucket, p.after = p.bucket+1, nil
+		}
+		done = true
+		p.bucket = 0
+		return nil
+	})
+	if err != nil {
+		p.bucket, p.after = saved.bucket, saved.after
+		return 0, false, fmt.Errorf("pruning clicks: %w", err)
+	}
+	return deleted, done, nil
+}
+
+var _ clickPruner = (*embeddedClickSink)(nil)
