@@ -148,16 +148,32 @@ func countQuery(raw, name string) int {
 		if pair == "" || strings.Contains(pair, ";") {
 			continue
 		}
-		k, _, _ := strings.Cut(pair, "=")
+		k, v, _ := strings.Cut(pair, "=")
 		if strings.ContainsAny(k, "%+") {
 			var err error
 			if k, err = url.QueryUnescape(k); err != nil {
 				continue
 			}
 		}
-		if k == name {
+		if k == name && validEscapes(v) {
 			n++
 		}
 	}
 	return n
+}
+
+// validEscapes reports whether every '%' in s starts an escape
+// url.QueryUnescape accepts (two hex digits), without decoding.
+func validEscapes(s string) bool {
+	for i := strings.IndexByte(s, '%'); i >= 0; i = strings.IndexByte(s, '%') {
+		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			return false
+		}
+		s = s[i+3:]
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
