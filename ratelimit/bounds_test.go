@@ -2,7 +2,7 @@ package ratelimit
 
 import (
 	"context"
-		"errors"
+	"errors"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -83,10 +83,10 @@ func TestHugeCostRefused(t *testing.T) {
 			}
 			// Past int64 is a huge cost too; not a number stays a 500.
 			for cost, want := range map[string]int{
-				"99999999999999999999": http.StatusTooManyRequests,
-				"4":                    http.StatusTooManyRequests,
-				"abc":                  http.StatusInternalServerError,
-				"-1":                   http.StatusInternalServerError,
+				"99999999999999999999":  http.StatusTooManyRequests,
+				"4":                     http.StatusTooManyRequests,
+				"abc":                   http.StatusInternalServerError,
+				"-1":                    http.StatusInternalServerError,
 				"-99999999999999999999": http.StatusInternalServerError,
 			} {
 				if s := send("k4", cost).status; s != want {
