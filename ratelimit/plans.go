@@ -42,8 +42,10 @@ type Plans struct {
 	Refresh caddy.Duration `json:"refresh,omitempty"`
 
 	// A template expanded per request to the plan key looked up in the
-	// table, such as `{http.request.header.X-Plan}` or a `map` output.
-	// Default: the zone's `key`, so the table holds a quota per key.
+	// table, such as `{http.request.header.X-Plan}` or a `map` output. A
+	// request carrying a header, cookie or query parameter it reads more
+	// than once is refused with 400. Default: the zone's `key`, so the
+	// table holds a quota per key.
 	PlanKey string `json:"plan_key,omitempty"`
 }
 

@@ -59,7 +59,9 @@ type Handler struct {
 	// A template expanded per request, such as
 	// `{http.request.header.X-Tenant}`: all of a request's keys then share
 	// one Redis Cluster slot, so their decision is one atomic call. Without
-	// it, zones in different slots are decided with one call per slot.
+	// it, zones in different slots are decided with one call per slot. A
+	// request carrying a header, cookie or query parameter it reads more
+	// than once is refused with 400.
 	HashTag string `json:"hash_tag,omitempty"`
 
 	// Which response headers to send: `ietf` (`RateLimit-Policy`,
