@@ -45,7 +45,8 @@ type params struct {
 func (p params) need() int64 { return max(p.cost, 1) }
 
 // paramsOf validates an Ask and converts it. Window is truncated to whole
-// milliseconds, the resolution the Redis script receives.
+// milliseconds, the resolution the Redis script receives. An Ask out of
+// bounds (see checkParams) is an ErrInvalidAsk.
 func paramsOf(a Ask) (params, error) {
 	p := params{
 		events:   a.Limit.Events,
@@ -53,32 +54,12 @@ func paramsOf(a Ask) (params, error) {
 		windowUs: int64(a.Limit.Window/time.Millisecond) * 1000,
 		cost:     a.Cost,
 	}
-	switch a.Limit.Algorithm {
-	case TokenBucket, "":
-		p.code = codeTokenBucket
-	case SlidingWindow:
-		p.code = codeSlidingWindow
-	case FixedWindow:
-		p.code = codeFixedWindow
-	case SlidingLog:
-		p.code = codeSlidingLog
-	case LeakyBucket:
-		p.code = codeLeakyBucket
-	default:
-		return p, fmt.Errorf("unknown algorithm %q", a.Limit.Algorithm)
+	var ok bool
+	if p.code, ok = algorithmCode(a.Limit.Algorithm); !ok {
+		return p, fmt.Errorf("%w: unknown algorithm %q", ErrInvalidAsk, a.Limit.Algorithm)
 	}
-	switch {
-	case p.events <= 0:
-		return p, fmt.Errorf("events must be > 0, got %d", p.events)
-	case p.windowUs <= 0:
-		return p, fmt.Errorf("window must be at least 1ms, got %s", a.Limit.Window)
-	case p.burst < 0:
-		return p, fmt.Errorf("burst must be >= 0, got %d", p.burst)
-	case p.cost < 0:
-		return p, fmt.Errorf("cost must be >= 0, got %d", p.cost)
-	case p.events > 1<<50 || p.burst > 1<<50 || p.cost > 1<<50 || p.windowUs > 1<<50:
-		// Lua numbers are doubles: keep every integer exact.
-		return p, fmt.Errorf("events, burst, cost or window too large")
+	if err := checkParams(p); err != nil {
+		return p, fmt.Errorf("%w: %w", ErrInvalidAsk, err)
 	}
 	return p, nil
 }

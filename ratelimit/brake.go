@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// The global brake: a factor 0 < f <= 1 that multiplies every quota of
+// The global brake: a factor 0.001 <= f <= 1 that multiplies every quota of
 // every handler sharing a store (f = 0.1 cuts everyone to 10% while a
 // backend recovers). It lives in Redis at `<key_prefix>:brake` with a TTL,
 // or in the process for handlers with the in-process store, and is set and
@@ -33,13 +33,23 @@ const DefaultBrakeTTL = 10 * time.Minute
 // brakeReadTimeout bounds one read of the brake.
 const brakeReadTimeout = 250 * time.Millisecond
 
-// checkBrake validates a brake factor and TTL.
+// The bounds of a brake. A factor below MinBrakeFactor is no brake but
+// an outage (and it would stretch a leaky bucket's queue past the
+// stores' bounds); a brake is a measure for an incident, and one
+// forgotten must lift itself: past MaxBrakeTTL, set it again.
+const (
+	MinBrakeFactor = 0.001
+	MaxBrakeTTL    = 24 * time.Hour
+)
+
+// checkBrake validates a brake factor and TTL; the error names the field
+// (the admin API's JSON field) and the bounds.
 func checkBrake(f float64, ttl time.Duration) error {
-	if !(f > 0 && f <= 1) { // also refuses NaN
-		return fmt.Errorf("invalid brake factor %v: must be > 0 and <= 1", f)
+	if !(f >= MinBrakeFactor && f <= 1) { // also refuses NaN
+		return fmt.Errorf("invalid brake factor %v: must be at least %v and at most 1", f, MinBrakeFactor)
 	}
-	if ttl <= 0 {
-		return fmt.Errorf("invalid brake ttl %s: must be positive", ttl)
+	if ttl <= 0 || ttl > MaxBrakeTTL {
+		return fmt.Errorf("invalid brake ttl %s: must be positive and at most %s", ttl, MaxBrakeTTL)
 	}
 	return nil
 }

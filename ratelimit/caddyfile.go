@@ -211,6 +211,9 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 			if name == "burst" && (err != nil || n < 0) {
 				return nil, d.Errf("invalid burst '%s': must be a non-negative integer", v)
 			}
+			if err := checkEvents(name, n); err != nil {
+				return nil, d.Errf("invalid %v", err)
+			}
 			if name == "events" {
 				z.Events = n
 			} else {
@@ -232,6 +235,9 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 			if dur <= 0 {
 				return nil, d.Errf("invalid window '%s': must be positive", v)
 			}
+			if err := checkWindow(dur); err != nil {
+				return nil, d.Errf("invalid %v", err)
+			}
 			z.Window = caddy.Duration(dur)
 		case "algorithm":
 			v, err := cfparse.OneArg(d)
@@ -248,8 +254,12 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 				return nil, err
 			}
 			if !strings.Contains(v, "{") {
-				if _, err := parseCost(v); err != nil {
+				n, err := parseCost(v)
+				if err != nil {
 					return nil, d.Err(err.Error())
+				}
+				if n > MaxEvents {
+					return nil, d.Errf("invalid cost '%s': must be at most 2^50 (%d)", v, int64(MaxEvents))
 				}
 			}
 			z.Cost = caddyhttp.WeakString(v)
@@ -320,6 +330,9 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 		return nil, d.Errf("zone '%s': window is required", z.Name)
 	case z.Approximate > 0 && !approxAlgorithm(z.Algorithm):
 		return nil, d.Errf("zone '%s': approximate works with token_bucket, sliding_window and fixed_window, not %s", z.Name, z.Algorithm)
+	}
+	if err := z.checkBounds(); err != nil { // what the values make together
+		return nil, d.Errf("zone '%s': %v", z.Name, err)
 	}
 	return z, nil
 }

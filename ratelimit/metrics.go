@@ -29,6 +29,7 @@ var metrics = struct {
 	decisions     *prometheus.CounterVec
 	storeDuration prometheus.Histogram
 	storeErrors   prometheus.Counter
+	inputs        *prometheus.CounterVec
 }{}
 
 func initMetrics(registry *prometheus.Registry) error {
@@ -53,13 +54,19 @@ func initMetrics(registry *prometheus.Registry) error {
 			Name:      "store_errors_total",
 			Help:      "Rate limit store calls that failed or timed out.",
 		})
+		metrics.inputs = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns,
+			Subsystem: sub,
+			Name:      "invalid_input_total",
+			Help:      "Requests whose rate limit input was out of bounds or ambiguous, per zone and kind (never a store failure).",
+		}, []string{"zone", "kind"})
 	})
 	if registry == nil {
 		return nil
 	}
 	// Several ratelimit handlers in one config share the registry; the
 	// second registration of the same collector is not an error.
-	for _, c := range []prometheus.Collector{metrics.decisions, metrics.storeDuration, metrics.storeErrors} {
+	for _, c := range []prometheus.Collector{metrics.decisions, metrics.storeDuration, metrics.storeErrors, metrics.inputs} {
 		if err := registry.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) || are.ExistingCollector != c {
@@ -78,6 +85,33 @@ func newZoneCounters(zone string) zoneCounters {
 	var c zoneCounters
 	for o := range c {
 		c[o] = metrics.decisions.WithLabelValues(zone, outcomeNames[o])
+	}
+	return c
+}
+
+// inputKind is what was wrong with a request's input: the `kind` label of
+// caddy_ratelimit_invalid_input_total.
+type inputKind uint8
+
+const (
+	inputCostOverQuota inputKind = iota // a cost the zone can never grant: refused with its status
+	inputCost                           // a cost that is not a non-negative integer: 500
+	inputQuota                          // a placeholder quota invalid or past the bounds: 500
+	inputPlan                           // the plan key names a row skipped at load: the zone's own quota applied
+	inputRepeated                       // a field the key is read from sent more than once: 400
+	numInputKinds
+)
+
+var inputKindNames = [numInputKinds]string{"cost_over_quota", "cost", "quota", "plan", "repeated"}
+
+// inputCounters are one zone's invalid input counters, looked up once at
+// provision.
+type inputCounters [numInputKinds]prometheus.Counter
+
+func newInputCounters(zone string) inputCounters {
+	var c inputCounters
+	for k := range c {
+		c[k] = metrics.inputs.WithLabelValues(zone, inputKindNames[k])
 	}
 	return c
 }

@@ -25,8 +25,10 @@ import (
 // and `burst` (integer, may be NULL). The table is read at load and again
 // every `refresh` in the background, so a changed plan applies without a
 // reload, and a request only looks its plan up in memory. A request whose
-// plan key is not in the table gets the zone's own quota. When PostgreSQL
-// fails, the last plans read keep applying (and the failure is logged).
+// plan key is not in the table gets the zone's own quota, as does one
+// whose row is invalid or past the bounds of the zone's fields (such rows
+// are skipped with a warning at each read). When PostgreSQL fails, the
+// last plans read keep applying (and the failure is logged).
 type Plans struct {
 	// The PostgreSQL connection string, a URL or key=value pairs;
 	// `{env.*}` placeholders are expanded once at load. Its password never
@@ -40,8 +42,10 @@ type Plans struct {
 	Refresh caddy.Duration `json:"refresh,omitempty"`
 
 	// A template expanded per request to the plan key looked up in the
-	// table, such as `{http.request.header.X-Plan}` or a `map` output.
-	// Default: the zone's `key`, so the table holds a quota per key.
+	// table, such as `{http.request.header.X-Plan}` or a `map` output. A
+	// request carrying a header, cookie or query parameter it reads more
+	// than once is refused with 400. Default: the zone's `key`, so the
+	// table holds a quota per key.
 	PlanKey string `json:"plan_key,omitempty"`
 }
 
@@ -125,8 +129,12 @@ type plan struct {
 
 // planTable is one read of the plans table: immutable once published.
 type planTable struct {
-	byKey  map[string]plan
-	loaded time.Time
+	byKey map[string]plan
+	// skipped: the keys of rows with an invalid quota or one past the
+	// bounds, so that a request naming one is counted (and gets the
+	// zone's own quota).
+	skipped map[string]struct{}
+	loaded  time.Time
 }
 
 // planLoader holds the plans of one table, read at start and every
@@ -135,11 +143,12 @@ type planTable struct {
 // refresh: a reload keeps the plans already read, even while PostgreSQL
 // is down.
 type planLoader struct {
-	pool    *pgpool.Pool
-	query   string
-	name    string // redacted DSN and table, for logs
-	refresh time.Duration
-	logger  *zap.Logger
+	pool      *pgpool.Pool
+	query     string
+	name      string // redacted DSN and table, for logs
+	refresh   time.Duration
+	algorithm string // of the zones reading it: the bounds of a row depend on it
+	logger    *zap.Logger
 
 	table  atomic.Pointer[planTable]
 	loads  atomic.Int64 // successful reads, for tests and the admin API
@@ -173,10 +182,10 @@ func (l *planLoader) Destruct() error {
 }
 
 // loadPlans returns the shared loader of p (placeholders of the DSN
-// expanded). A new loader reads the table once before returning; when that
-// fails the error is logged and the zone's own quota applies until a
-// refresh succeeds.
-func loadPlans(p *Plans, logger *zap.Logger) (*planHandle, error) {
+// expanded) for zones of algorithm. A new loader reads the table once
+// before returning; when that fails the error is logged and the zone's own
+// quota applies until a refresh succeeds.
+func loadPlans(p *Plans, algorithm string, logger *zap.Logger) (*planHandle, error) {
 	dsn := caddy.NewReplacer().ReplaceKnown(p.Postgres, "")
 	table := p.Table
 	if table == "" {
@@ -186,7 +195,7 @@ func loadPlans(p *Plans, logger *zap.Logger) (*planHandle, error) {
 	if refresh <= 0 {
 		refresh = DefaultPlansRefresh
 	}
-	sum := sha256.Sum256([]byte(dsn + "\x00" + table + "\x00" + refresh.String()))
+	sum := sha256.Sum256([]byte(dsn + "\x00" + table + "\x00" + refresh.String() + "\x00" + algorithm))
 	key := hex.EncodeToString(sum[:])
 	v, _, err := planLoaders.LoadOrNew(key, func() (caddy.Destructor, error) {
 		pool, err := pgpool.Get(dsn, pgpool.Settings{
@@ -198,15 +207,16 @@ func loadPlans(p *Plans, logger *zap.Logger) (*planHandle, error) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		l := &planLoader{
-			pool:    pool,
-			query:   plansQuery(table),
-			name:    pgpool.Redact(dsn) + " table " + table,
-			refresh: refresh,
-			logger:  logger,
-			cancel:  cancel,
-			done:    make(chan struct{}),
+			pool:      pool,
+			query:     plansQuery(table),
+			name:      pgpool.Redact(dsn) + " table " + table,
+			refresh:   refresh,
+			algorithm: algorithm,
+			logger:    logger,
+			cancel:    cancel,
+			done:      make(chan struct{}),
 		}
-		l.table.Store(&planTable{byKey: map[string]plan{}})
+		l.table.Store(&planTable{byKey: map[string]plan{}, skipped: map[string]struct{}{}})
 		if err := l.load(ctx); err != nil {
 			logger.Warn("rate limit plans not loaded; zone quotas apply until a refresh succeeds",
 				zap.String("plans", l.name), zap.Error(err))
@@ -245,11 +255,12 @@ func (l *planLoader) run(ctx context.Context) {
 }
 
 // load reads the whole table and publishes it. Rows with an invalid quota
-// are skipped and logged; a failed read keeps the published table.
+// or one past the bounds are skipped and logged (the first one's reason,
+// never its key); a failed read keeps the published table.
 func (l *planLoader) load(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, plansLoadTimeout)
 	defer cancel()
-	t, skipped, err := l.read(ctx)
+	t, skipped, why, err := l.read(ctx)
 	if err != nil {
 		l.fails.Add(1)
 		return err
@@ -258,20 +269,23 @@ func (l *planLoader) load(ctx context.Context) error {
 	l.table.Store(t)
 	l.loads.Add(1)
 	if skipped > 0 {
-		l.logger.Warn("rate limit plans: rows with an invalid quota skipped",
-			zap.String("plans", l.name), zap.Int("skipped", skipped))
+		l.logger.Warn("rate limit plans: rows with an invalid quota skipped; their keys get the zone's own quota",
+			zap.String("plans", l.name), zap.String("algorithm", l.algorithm),
+			zap.Int("skipped", skipped), zap.NamedError("first", why))
 	}
 	return nil
 }
 
-func (l *planLoader) read(ctx context.Context) (*planTable, int, error) {
+// read reads the table: the plans, how many rows were skipped and why the
+// first was.
+func (l *planLoader) read(ctx context.Context) (*planTable, int, error, error) {
 	rows, err := l.pool.Query(ctx, l.query)
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading plans: %w", err)
+		return nil, 0, nil, fmt.Errorf("reading plans: %w", err)
 	}
 	defer rows.Close()
-	t := &planTable{byKey: map[string]plan{}, loaded: time.Now()}
-	skipped := 0
+	t := &planTable{byKey: map[string]plan{}, skipped: map[string]struct{}{}, loaded: time.Now()}
+	var why error
 	for rows.Next() {
 		var (
 			key           string
@@ -279,25 +293,51 @@ func (l *planLoader) read(ctx context.Context) (*planTable, int, error) {
 			seconds       float64
 		)
 		if err := rows.Scan(&key, &events, &seconds, &burst); err != nil {
-			return nil, 0, fmt.Errorf("reading plans: %w", err)
+			return nil, 0, nil, fmt.Errorf("reading plans: %w", err)
 		}
-		window := time.Duration(math.Round(seconds * float64(time.Second)))
-		if events <= 0 || burst < 0 || window < time.Millisecond || seconds > 1<<40 {
-			skipped++
+		p, err := planOf(l.algorithm, events, seconds, burst)
+		if err != nil {
+			t.skipped[key] = struct{}{}
+			if why == nil {
+				why = err
+			}
 			continue
 		}
-		t.byKey[key] = plan{events: events, window: window, burst: burst}
+		t.byKey[key] = p
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("reading plans: %w", err)
+		return nil, 0, nil, fmt.Errorf("reading plans: %w", err)
 	}
-	return t, skipped, nil
+	return t, len(t.skipped), why, nil
 }
 
-// lookup returns the plan of key, if the table has one.
-func (l *planLoader) lookup(key string) (plan, bool) {
-	p, ok := l.table.Load().byKey[key]
+// planOf is the plan of one row for zones of algorithm; an error when its
+// quota is invalid or past the bounds (see checkLimit): the row is skipped.
+func planOf(algorithm string, events int64, seconds float64, burst int64) (plan, error) {
+	if !(seconds >= 0.001 && seconds <= MaxWindow.Seconds()) { // NaN too
+		return plan{}, fmt.Errorf("window_seconds %v: must be at least 0.001 and at most %v (10 years)", seconds, MaxWindow.Seconds())
+	}
+	p := plan{events: events, window: time.Duration(math.Round(seconds * float64(time.Second))), burst: burst}
+	if err := checkLimit(Limit{Algorithm: algorithm, Events: p.events, Window: p.window, Burst: p.burst}); err != nil {
+		return plan{}, err
+	}
+	return p, nil
+}
+
+// lookup returns the plan of key, if the table has a valid one.
+func (l *planLoader) lookup(key string) (p plan, ok bool) {
+	p, ok, _ = l.lookupRow(key)
 	return p, ok
+}
+
+// lookupRow is lookup, and whether key names a row skipped at load.
+func (l *planLoader) lookupRow(key string) (p plan, ok, skipped bool) {
+	t := l.table.Load()
+	if p, ok = t.byKey[key]; ok {
+		return p, true, false
+	}
+	_, skipped = t.skipped[key]
+	return p, false, skipped
 }
 
 var _ caddy.Destructor = (*planLoader)(nil)

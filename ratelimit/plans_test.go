@@ -105,7 +105,7 @@ func plansDB(t *testing.T, dsn string) func(sql string, args ...any) {
 // openPlans loads the plans of p and releases them when the test ends.
 func openPlans(t *testing.T, p *Plans) *planHandle {
 	t.Helper()
-	h, err := loadPlans(p, zap.NewNop())
+	h, err := loadPlans(p, TokenBucket, zap.NewNop())
 	if err != nil {
 		t.Fatalf("loadPlans: %v", err)
 	}

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DynamicQuota holds the placeholders of a zone's `events`, `burst` and
 // `window`, expanded per request (for example the outputs of a `map` that
 // assigns a plan per API key). A value that does not expand to a valid
-// number fails the request with status 500 (logged); it never bypasses
-// the limit.
+// number, or a quota past the bounds of the zone's own fields, fails the
+// request with status 500 (logged); it never bypasses the limit.
 type DynamicQuota struct {
 	// Expands to the quota, a positive integer.
 	Events string `json:"events,omitempty"`
@@ -54,6 +55,7 @@ type zoneQuota struct {
 
 	planExpr                          template // planKey, prepared
 	eventsExpr, burstExpr, windowExpr template // dynamic's, prepared
+	skippedPlan                       prometheus.Counter
 }
 
 // prepare prepares the templates of the plan key and the placeholders.
@@ -71,8 +73,12 @@ func (q *zoneQuota) prepare() {
 // zone's quota with its placeholders expanded.
 func (q *zoneQuota) limitFor(r *http.Request, repl *caddy.Replacer) (Limit, quotaSource, error) {
 	if q.plans != nil {
-		if p, ok := q.plans.lookup(q.planExpr.expand(r, repl)); ok {
+		p, ok, skipped := q.plans.lookupRow(q.planExpr.expand(r, repl))
+		if ok {
 			return q.planLimit(p), sourcePlan, nil
+		}
+		if skipped && q.skippedPlan != nil {
+			q.skippedPlan.Inc()
 		}
 	}
 	if q.dynamic == nil {
@@ -133,8 +139,8 @@ func (q *zoneQuota) expandLimit(expand func(field, tmpl string) (string, error))
 		}
 		l.Window = d
 	}
-	if l.Events > 1<<50 || l.Burst > 1<<50 || l.Window > 1<<50*time.Microsecond {
-		return l, fmt.Errorf("zone %q: expanded quota too large", q.zone)
+	if err := checkLimit(l); err != nil {
+		return l, fmt.Errorf("zone %q: expanded quota: %w", q.zone, err)
 	}
 	return l, nil
 }
@@ -165,7 +171,7 @@ func (dq *DynamicQuota) validate(zone string, events, burst int64, window caddy.
 	return nil
 }
 
-// braked is l under the brake factor f (0 < f < 1): the quota and the
+// braked is l under the brake factor f (MinBrakeFactor <= f < 1): the quota and the
 // token bucket's capacity become ⌈n·f⌉, at least 1. The window, and the
 // leaky bucket's queue, are unchanged.
 func braked(l Limit, f float64) Limit {
@@ -220,14 +226,15 @@ func (z *Zone) provisionQuota(ctx caddy.Context, instances int) error {
 	if z.Dynamic == nil && z.Plans == nil {
 		return nil
 	}
-	z.quota = &zoneQuota{zone: z.Name, base: z.limit, dynamic: z.Dynamic}
+	z.quota = &zoneQuota{zone: z.Name, base: z.limit, dynamic: z.Dynamic, skippedPlan: z.inputs[inputPlan]}
 	if z.Plans != nil {
 		z.quota.planKey = cmp.Or(z.Plans.PlanKey, z.Key)
+		z.once = appendFields(z.once, z.quota.planKey)
 	}
 	z.quota.prepare()
 	if z.Plans != nil {
 		var err error
-		if z.quota.plans, err = loadPlans(z.Plans, ctx.Logger()); err != nil {
+		if z.quota.plans, err = loadPlans(z.Plans, z.limit.Algorithm, ctx.Logger()); err != nil {
 			return fmt.Errorf("zone %q: plans: %w", z.Name, err)
 		}
 	}

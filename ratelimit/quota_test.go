@@ -56,7 +56,7 @@ func TestZoneQuotaLimitFor(t *testing.T) {
 		{name: "tiny window", q: zoneQuota{zone: "api", base: base, dynamic: &DynamicQuota{Window: "{w}"}},
 			vars: map[string]any{"w": "10us"}, wantErr: "must be a duration of at least 1ms"},
 		{name: "huge events", q: zoneQuota{zone: "api", base: base, dynamic: &DynamicQuota{Events: "{e}"}},
-			vars: map[string]any{"e": "9007199254740993"}, wantErr: "too large"},
+			vars: map[string]any{"e": "9007199254740993"}, wantErr: "must be at most 2^50"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -59,7 +59,9 @@ type Handler struct {
 	// A template expanded per request, such as
 	// `{http.request.header.X-Tenant}`: all of a request's keys then share
 	// one Redis Cluster slot, so their decision is one atomic call. Without
-	// it, zones in different slots are decided with one call per slot.
+	// it, zones in different slots are decided with one call per slot. A
+	// request carrying a header, cookie or query parameter it reads more
+	// than once is refused with 400.
 	HashTag string `json:"hash_tag,omitempty"`
 
 	// Which response headers to send: `ietf` (`RateLimit-Policy`,
@@ -172,6 +174,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.policyAll = policyHeader(h.Zones)
 	h.hashTag = newTemplate(h.HashTag)
+	for _, z := range h.Zones { // the hash tag is part of every store key
+		z.once = appendFields(z.once, h.HashTag)
+	}
 	h.direct = errroute.New(ctx.Modules())
 	if needLocal {
 		h.local = NewMemoryStore(h.now, h.MaxKeys)
@@ -345,26 +350,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		if !match {
 			continue
 		}
-		cost, err := z.requestCost(r, repl)
+		d, err := h.zoneDecisionFor(z, r, repl, brake)
 		if err != nil {
-			h.logger.Error("rate limit cost", zap.String("zone", z.Name), zap.Error(err))
-			return caddyhttp.Error(http.StatusInternalServerError, err)
-		}
-		limit, source := z.limit, sourceStatic
-		if z.quota != nil {
-			if limit, source, err = z.quota.limitFor(r, repl); err != nil {
-				h.logger.Error("rate limit quota", zap.String("zone", z.Name), zap.Error(err))
-				return caddyhttp.Error(http.StatusInternalServerError, err)
-			}
-		}
-		if brake < 1 {
-			limit = braked(limit, brake)
-		}
-		d := zoneDecision{zone: z, key: z.keyExpr.expand(r, repl), cost: cost, source: source, ask: Ask{
-			Limit: limit, Cost: cost,
-		}}
-		if len(z.CountStatus) > 0 {
-			d.ask.Cost = 0 // checked now, charged after the response
+			return err
 		}
 		keysLen += storeKeyLen(h.prefix, z.Name, tag)
 		ds = append(ds, d)
@@ -387,6 +375,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	if h.approx {
 		h.approxSettle(ds)
+	}
+	if errors.Is(storeErr, ErrInvalidAsk) { // a bound missed: a bug, never a bypass
+		h.logger.Error("rate limit ask out of bounds", zap.Error(storeErr))
+		return caddyhttp.Error(http.StatusInternalServerError, storeErr)
 	}
 
 	// A fail-closed zone refuses with 503.
@@ -612,8 +604,9 @@ func (h *Handler) callStore(parent context.Context, asks []Ask) ([]Result, error
 		err = fmt.Errorf("store returned %d results for %d zones", len(results), len(asks))
 	}
 	if err != nil {
-		// A client that went away is not a store failure.
-		if parent.Err() == nil {
+		// A client that went away is not a store failure, nor an Ask
+		// the store refused to decide.
+		if parent.Err() == nil && !errors.Is(err, ErrInvalidAsk) {
 			metrics.storeErrors.Inc()
 			h.breaker.failure()
 		}

@@ -2,8 +2,15 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"time"
 )
+
+// ErrInvalidAsk is the error of a store that refuses an Ask out of its
+// bounds (see checkParams): the request's fault or the handler's, never a
+// failure of the store, and nothing was decided or charged. The handler
+// checks every quota and cost before it asks, so it never sees this.
+var ErrInvalidAsk = errors.New("invalid rate limit ask")
 
 // Algorithm names, as written in the Caddyfile and JSON.
 const (
@@ -46,8 +53,8 @@ type Ask struct {
 	Limit Limit
 	// Cost in units; 0 checks without taking (allowed while at least one
 	// unit is left; charges nothing). A cost larger than the capacity
-	// (Events, token_bucket Burst, leaky_bucket Burst+1) is always refused,
-	// with RetryAfter = Window.
+	// (Events, token_bucket Burst, leaky_bucket Burst+1: see maxCost) is
+	// always refused, with RetryAfter = Window; up to 2^51 is accepted.
 	Cost int64
 }
 
@@ -82,7 +89,8 @@ type Store interface {
 	// Decide decides every Ask of one request atomically and all-or-nothing:
 	// if any Ask is refused, no Ask is charged. Results are in Ask order.
 	// The keys of one call must be distinct (one per zone). An error means
-	// no decision (invalid Ask, store unreachable or too slow).
+	// no decision: an Ask out of bounds (ErrInvalidAsk), or the store
+	// unreachable or too slow.
 	Decide(ctx context.Context, asks []Ask) ([]Result, error)
 }
 

@@ -24,31 +24,41 @@ type Zone struct {
 	// or `{http.request.header.X-API-Key}`. Unknown placeholders expand to
 	// the empty string, and an empty key is still a key: all requests that
 	// expand to it share one quota (an absent header never bypasses the
-	// limit). Required.
+	// limit). A request carrying a header, cookie or query parameter the
+	// key (or `plan_key`, or `hash_tag`) reads more than once is refused
+	// with 400, nothing charged; one header line holding a comma-separated
+	// list is one value. Key client addresses by `{client_ip}` (with the
+	// server's `trusted_proxies`), never by `X-Forwarded-For`. Required.
 	Key string `json:"key"`
 
 	// The quota: how many units (requests at cost 1) a key may take per
-	// window. Required, > 0, unless `dynamic` sets it.
+	// window. Required, > 0, at most 2^50 (sliding_log: 10000), unless
+	// `dynamic` sets it.
 	Events int64 `json:"events,omitempty"`
 
-	// The length of the window over which `events` are allowed. Required,
-	// unless `dynamic` sets it.
+	// The length of the window over which `events` are allowed: at least
+	// 1ms, at most 10 years (87600h). Required, unless `dynamic` sets it.
 	Window caddy.Duration `json:"window,omitempty"`
 
 	// `token_bucket`, `sliding_window`, `fixed_window`, `sliding_log` or
 	// `leaky_bucket`. Default: `token_bucket`.
 	Algorithm string `json:"algorithm,omitempty"`
 
-	// token_bucket: the bucket's capacity (default: `events`). leaky_bucket:
-	// how many requests may wait for their turn, each held by the handler
-	// until it leaves (default: `0`, no waiting). Unused by the others.
+	// token_bucket: the bucket's capacity (default: `events`); it refills
+	// in burst × window / events, at most 10 years. leaky_bucket: how many
+	// requests may wait for their turn, each held by the handler until it
+	// leaves (default: `0`, no waiting); the longest wait, burst × window /
+	// events, is at most 24h. Unused by the others. At most 2^50.
 	Burst int64 `json:"burst,omitempty"`
 
-	// Units one request takes: a non-negative integer or a placeholder
-	// template expanded per request (such as
+	// Units one request takes: a non-negative integer (at most 2^50) or a
+	// placeholder template expanded per request (such as
 	// `{http.request.header.X-Cost}`); a template that does not expand to a
 	// non-negative integer fails the request with status 500, it never
-	// bypasses the limit. `0` checks the quota without taking any.
+	// bypasses the limit. A cost larger than the zone can ever grant (its
+	// quota before any brake: `events`, a token bucket's `burst`, a leaky
+	// bucket's `burst` + 1) is refused like any refusal (`status`, headers),
+	// nothing charged. `0` checks the quota without taking any.
 	// Default: `1`.
 	Cost caddyhttp.WeakString `json:"cost,omitempty"`
 
@@ -112,6 +122,8 @@ type Zone struct {
 	// errRefused is the error of a request the zone refuses.
 	errRefused error
 	counters   zoneCounters
+	inputs     inputCounters // invalid inputs, by kind
+	once       []field       // what the key (plan key, hash tag) reads: sent once
 	// quota: nil for a static quota; plans and placeholders otherwise
 	quota     *zoneQuota
 	instances int64        // the handler's instances, for the local fallback
@@ -173,6 +185,9 @@ func (z *Zone) validate() error {
 	}
 	if z.Burst < 0 {
 		return fmt.Errorf("zone %q: burst must be >= 0, got %d", z.Name, z.Burst)
+	}
+	if err := z.checkBounds(); err != nil {
+		return fmt.Errorf("zone %q: %w", z.Name, err)
 	}
 	if z.Approximate < 0 {
 		return fmt.Errorf("zone %q: approximate must be > 0", z.Name)
@@ -244,6 +259,8 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances int) erro
 	z.nameAny = z.Name
 	z.errRefused = fmt.Errorf("rate limit exceeded in zone %q", z.Name)
 	z.counters = newZoneCounters(z.Name)
+	z.inputs = newInputCounters(z.Name)
+	z.once = appendFields(nil, z.Key)
 	return z.provisionQuota(ctx, instances)
 }
 
@@ -324,14 +341,6 @@ func (t *template) expand(r *http.Request, repl *caddy.Replacer) string {
 		return caddy.ToString(v)
 	}
 	return repl.ReplaceAll(t.raw, "")
-}
-
-func parseCost(s string) (int64, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("invalid cost %q: must be a non-negative integer", s)
-	}
-	return n, nil
 }
 
 // ceilDiv is ⌈a/b⌉, at least 1.

@@ -1,0 +1,60 @@
+package ratelimit
+
+import (
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// zoneDecisionFor is what a request asks of zone z: its key, its cost and
+// its quota (plan, placeholders, then brake), each checked before any
+// store is asked, so that a value a client sends is a decision, never a
+// store failure. An error is the request's answer: 400 when a field the
+// key is read from was sent more than once, 500 for a cost or a quota
+// that is not a valid number (see checkLimit).
+//
+// A cost past what the zone's quota can ever grant, before the brake, is
+// asked as that largest cost + 1: the store refuses it whatever the key's
+// state, with the zone's status and headers, and charges nothing (a
+// count_status zone checks it now rather than charging it later).
+func (h *Handler) zoneDecisionFor(z *Zone, r *http.Request, repl *caddy.Replacer, brake float64) (zoneDecision, error) {
+	if f := repeatedField(z.once, r); f != nil {
+		z.inputs[inputRepeated].Inc()
+		if c := h.logger.Check(zapcore.DebugLevel, "rate limit key field sent more than once"); c != nil {
+			c.Write(zap.String("zone", z.Name), zap.Error(f.err))
+		}
+		return zoneDecision{}, caddyhttp.Error(http.StatusBadRequest, f.err)
+	}
+	cost, err := z.requestCost(r, repl)
+	if err != nil {
+		z.inputs[inputCost].Inc()
+		h.logger.Error("rate limit cost", zap.String("zone", z.Name), zap.Error(err))
+		return zoneDecision{}, caddyhttp.Error(http.StatusInternalServerError, err)
+	}
+	limit, source := z.limit, sourceStatic
+	if z.quota != nil {
+		if limit, source, err = z.quota.limitFor(r, repl); err != nil {
+			z.inputs[inputQuota].Inc()
+			h.logger.Error("rate limit quota", zap.String("zone", z.Name), zap.Error(err))
+			return zoneDecision{}, caddyhttp.Error(http.StatusInternalServerError, err)
+		}
+	}
+	over := cost > limit.maxCost()
+	if over {
+		cost = limit.maxCost() + 1
+		z.inputs[inputCostOverQuota].Inc()
+	}
+	if brake < 1 {
+		limit = braked(limit, brake)
+	}
+	d := zoneDecision{zone: z, key: z.keyExpr.expand(r, repl), cost: cost, source: source, ask: Ask{
+		Limit: limit, Cost: cost,
+	}}
+	if len(z.CountStatus) > 0 && !over {
+		d.ask.Cost = 0 // checked now, charged after the response
+	}
+	return d, nil
+}
