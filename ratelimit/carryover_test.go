@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,6 +45,13 @@ func newReloadSite(t *testing.T) *reloadSite {
 // keep the test apart (no admin endpoint, nothing persisted).
 func (s *reloadSite) load(body string) {
 	s.t.Helper()
+	if err := loadErr(s, body); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// loadErr loads body as load does and returns the error.
+func loadErr(s *reloadSite, body string) error {
 	cf := fmt.Sprintf(`{
 	admin off
 	persist_config off
@@ -62,11 +70,12 @@ http://localhost:%d {
 `, s.port, s.https, s.port, body)
 	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil) // warnings: formatting only
 	if err != nil {
-		s.t.Fatalf("adapting the Caddyfile: %v\n%s", err, cf)
+		return fmt.Errorf("adapting the Caddyfile: %w\n%s", err, cf)
 	}
 	if err := caddy.Load(cfg, true); err != nil {
-		s.t.Fatalf("loading the config: %v", err)
+		return fmt.Errorf("loading the config: %w", err)
 	}
+	return nil
 }
 
 // get sends GET path with X-Key: key and returns the status (0: failed).
@@ -141,6 +150,31 @@ func TestReloadKeepsRefusedKey(t *testing.T) {
 	s.expect("zone changed", "/a/x", "k1", 1, http.StatusServiceUnavailable)
 }
 
+// In a handler whose other zone changed, the unchanged zone keeps its
+// state; a config that fails to load leaves the running one's state alone.
+func TestReloadKeepsUnchangedZoneOfChangedHandler(t *testing.T) {
+	s := newReloadSite(t)
+	other := func(events int) string {
+		return fmt.Sprintf("zone by_path {\n\t\t\t\tkey {http.request.uri.path}\n\t\t\t\tevents %d\n\t\t\t\twindow 1h\n\t\t\t}", events)
+	}
+	s.load(limitedRoute("/a/*", 3, other(1000)))
+	s.expect("first config", "/a/x", "k", 3, http.StatusOK)
+	s.expect("first config", "/a/x", "k", 1, http.StatusTooManyRequests)
+	s.load(limitedRoute("/a/*", 3, other(2000)))
+	s.expect("other zone changed", "/a/y", "k", 1, http.StatusTooManyRequests)
+
+	states, loads := carriedSize()
+	bad := limitedRoute("/a/*", 3, other(2000)) + limitedRoute("/b/*", 3, "redis \"redis://[::1\"")
+	err := loadErr(s, bad)
+	if err == nil || !strings.Contains(err.Error(), "loading the config") {
+		t.Fatalf("a config with an invalid Redis URL: %v, want a failure at provisioning", err)
+	}
+	if gotStates, gotLoads := carriedSize(); gotStates != states || gotLoads != loads {
+		t.Errorf("after a failed load: %d zone states in %d loads, want %d in %d", gotStates, gotLoads, states, loads)
+	}
+	s.expect("after a failed load", "/a/y", "k", 1, http.StatusTooManyRequests)
+}
+
 // Two blocks with identical zones never share state, and each keeps its
 // own across reloads, also when a block is added before them.
 func TestReloadIdenticalBlocksApart(t *testing.T) {
@@ -184,9 +218,12 @@ func TestReloadUnderLoad(t *testing.T) {
 	before, _ := carriedSize()
 	s := newReloadSite(t)
 	const quota = 40
+	// Two zones: a decision locks both zones' stores, shared by the old
+	// and the new handler while a reload drains.
+	global := "zone global {\n\t\t\t\tkey all\n\t\t\t\tevents 1000000\n\t\t\t\twindow 1h\n\t\t\t}"
 	configs := []string{
-		limitedRoute("/a/*", quota, ""),
-		limitedRoute("/a/*", quota, "") + "\trespond /other \"elsewhere\"\n",
+		limitedRoute("/a/*", quota, global),
+		limitedRoute("/a/*", quota, global) + "\trespond /other \"elsewhere\"\n",
 	}
 	s.load(configs[0])
 	states, loads := carriedSize()
