@@ -79,19 +79,25 @@ http://localhost:%d {
 }
 
 // get sends GET path with X-Key: key and returns the status (0: failed).
+// A connection the old config's server closes as a reload completes fails
+// before any response: such a request is sent again, a few times.
 func (s *reloadSite) get(path, key string) int {
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://localhost:%d%s", s.port, path), nil)
-	if err != nil {
-		s.t.Fatal(err)
+	for range 5 {
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://localhost:%d%s", s.port, path), nil)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		req.Header.Set("X-Key", key)
+		res, err := s.client.Do(req)
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
 	}
-	req.Header.Set("X-Key", key)
-	res, err := s.client.Do(req)
-	if err != nil {
-		return 0
-	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	return res.StatusCode
+	return 0
 }
 
 // expect sends n requests and requires each status to be want.
