@@ -112,3 +112,58 @@ func TestMemoryEvictionCost(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMemoryEvictionKeepsRefused: whatever the algorithm, quota and bound
+// (max_keys >= 2), a refused key stays refused until its Retry-After while
+// a client floods the store with new keys, each used once; and the store
+// never holds more than max_keys keys.
+func FuzzMemoryEvictionKeepsRefused(f *testing.F) {
+	f.Add(uint8(0), uint8(5), uint8(0), uint8(10), []byte{200, 3, 50, 9, 255, 0})
+	f.Add(uint8(4), uint8(2), uint8(1), uint8(2), []byte{40, 1, 40, 1})
+	f.Add(uint8(2), uint8(9), uint8(3), uint8(30), []byte{255, 255, 255, 255})
+	f.Fuzz(func(t *testing.T, alg, events, burst, maxKeys uint8, steps []byte) {
+		l := Limit{Algorithm: allAlgorithms[int(alg)%len(allAlgorithms)], Events: 2 + int64(events%30), Window: time.Minute}
+		switch l.Algorithm {
+		case LeakyBucket:
+			l.Burst = 1 + int64(burst%10) // one unit never fills the queue
+		case TokenBucket:
+			l.Burst = int64(burst % 40)
+			if l.Burst == 1 {
+				l.Burst = 2
+			}
+		}
+		bound := 2 + int(maxKeys%60)
+		clock := newTestClock(traceBase.Add(time.Duration(events) * 7919 * time.Microsecond))
+		s := NewMemoryStore(clock.Now, bound)
+		victim := Ask{Key: "victim", Limit: l, Cost: 1}
+		var refused Result
+		for range l.capacity() + 1 + l.Burst {
+			if refused = ask1(t, s, victim); !refused.Allowed {
+				break
+			}
+		}
+		if refused.Allowed {
+			t.Fatalf("%+v: never refused", l)
+		}
+		start, now := clock.Now(), clock.Now()
+		key := 0
+		for i := 0; i+1 < len(steps); i += 2 {
+			now = now.Add(time.Duration(steps[i]) * time.Millisecond)
+			if now.Sub(start) >= refused.RetryAfter {
+				break
+			}
+			clock.Set(now)
+			for range int(steps[i+1]) % 200 {
+				key++
+				ask1(t, s, Ask{Key: "attacker:" + strconv.Itoa(key), Limit: l, Cost: 1})
+			}
+			if n := s.Len(); n > bound {
+				t.Fatalf("%d keys held, want <= max_keys %d", n, bound)
+			}
+		}
+		if r := ask1(t, s, Ask{Key: "victim", Limit: l, Cost: 1}); r.Allowed {
+			t.Errorf("%+v, max_keys %d: the victim passed %s after its refusal (Retry-After %s), after %d new keys",
+				l, bound, now.Sub(start), refused.RetryAfter, key)
+		}
+	})
+}
