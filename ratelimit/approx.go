@@ -30,13 +30,16 @@ import (
 // while syncs fail, is decided on Redis through the handler's usual path
 // (timeout, breaker, on_error); its answer refreshes the entry. Units
 // taken locally are never dropped by a failed sync: they are sent again
-// with the next one, and at cleanup (a config reload).
+// with the next one. A table is carried over a config reload with its zone
+// (see carryover.go): the handlers of both configs use it meanwhile, and
+// the last to go sends what is left, once.
 type approxTable struct {
 	interval  time.Duration
 	instances int64
 	maxKeys   int64
-	store     absorber
-	onFailure func(error) // a sync failed (logged at most once a second)
+	// owner: the store the syncs go to and where their failures are
+	// logged, the newest handler's (see zoneState.own).
+	owner atomic.Pointer[approxOwner]
 
 	syncMu  sync.Mutex // one sync at a time
 	entries sync.Map   // store key -> *approxEntry
@@ -46,6 +49,13 @@ type approxTable struct {
 
 	stop chan struct{}
 	done chan struct{}
+}
+
+// approxOwner is what a table's syncs use of one handler.
+type approxOwner struct {
+	handler   *Handler
+	store     absorber
+	onFailure func(error) // a sync failed (logged at most once a second)
 }
 
 // approxEntry is one key of an approxTable.
@@ -83,11 +93,10 @@ func newApproxTable(interval time.Duration, instances, maxKeys int, store absorb
 		interval:  interval,
 		instances: int64(max(instances, 1)),
 		maxKeys:   int64(maxKeys),
-		store:     store,
-		onFailure: onFailure,
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	t.owner.Store(&approxOwner{store: store, onFailure: onFailure})
 	t.next.Store(time.Now().Add(interval).UnixNano())
 	go t.run()
 	return t
@@ -310,13 +319,14 @@ func (t *approxTable) sync(final bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), approxSyncTimeout)
 	defer cancel()
-	results, err := t.store.absorb(ctx, asks)
+	o := t.owner.Load()
+	results, err := o.store.absorb(ctx, asks)
 	got := time.Now()
 	t.failing.Store(err != nil)
 	if err != nil {
 		metrics.storeErrors.Inc()
-		if t.onFailure != nil {
-			t.onFailure(err)
+		if o.onFailure != nil {
+			o.onFailure(err)
 		}
 	}
 	for i, e := range sent {
@@ -344,15 +354,19 @@ func (h *Handler) approxWarn(zone string) func(error) {
 }
 
 // provisionApprox starts the tables of the approximate zones, when the
-// store can take their counts (Redis).
+// store can take their counts (Redis), or takes over those of the previous
+// config (see carryover.go).
 func (h *Handler) provisionApprox() {
 	a, ok := h.store.(absorber)
 	if !ok {
 		return
 	}
-	for _, z := range h.Zones {
+	for i, z := range h.Zones {
 		if z.Approximate > 0 {
-			z.approx = newApproxTable(time.Duration(z.Approximate), h.Instances, h.MaxKeys, a, h.approxWarn(z.Name))
+			o := &approxOwner{handler: h, store: a, onFailure: h.approxWarn(z.Name)}
+			z.approx = h.carried[i].ownApprox(o, func() *approxTable {
+				return newApproxTable(time.Duration(z.Approximate), h.Instances, h.MaxKeys, a, o.onFailure)
+			})
 			h.approx = true
 		}
 	}

@@ -136,24 +136,29 @@ func TestAttackKeysCluster(t *testing.T) {
 func TestAttackMemoryStoreBounded(t *testing.T) {
 	h := &Handler{Zones: []*Zone{zone("bounded", 1, time.Minute)}}
 	provision(t, h)
-	inProcess, ok := h.store.(*MemoryStore)
+	inProcess, ok := h.store.(*zoneMemory)
 	if !ok {
-		t.Fatalf("handler without redis: store %T, want *MemoryStore", h.store)
+		t.Fatalf("handler without redis: store %T, want *zoneMemory", h.store)
 	}
 	c := newClock()
 	for _, tt := range []struct {
-		name  string
-		s     *MemoryStore
-		bound int
+		name string
+		s    interface {
+			Store
+			Len() int
+		}
+		prefix string
+		zone   string
+		bound  int
 	}{
-		{"max_keys 100", NewMemoryStore(c.Now, 100), 100},
-		{"handler default", inProcess, DefaultMaxKeys},
+		{"max_keys 100", NewMemoryStore(c.Now, 100), "rl", "flood", 100},
+		{"handler default", inProcess, h.prefix, "bounded", DefaultMaxKeys},
 	} {
 		limit := Limit{Algorithm: SlidingLog, Events: 1, Window: time.Hour}
 		ctx := context.Background()
 		flood := tt.bound + tt.bound/2
 		for i := range flood {
-			key := StoreKey("rl", "flood", "", fmt.Sprint(i))
+			key := StoreKey(tt.prefix, tt.zone, "", fmt.Sprint(i))
 			if _, err := tt.s.Decide(ctx, []Ask{{Key: key, Limit: limit, Cost: 1}}); err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +166,7 @@ func TestAttackMemoryStoreBounded(t *testing.T) {
 		if n := tt.s.Len(); n != tt.bound {
 			t.Errorf("%s: the store holds %d keys after %d distinct ones, want %d", tt.name, n, flood, tt.bound)
 		}
-		last := StoreKey("rl", "flood", "", fmt.Sprint(flood-1))
+		last := StoreKey(tt.prefix, tt.zone, "", fmt.Sprint(flood-1))
 		res, err := tt.s.Decide(ctx, []Ask{{Key: last, Limit: limit, Cost: 1}})
 		if err != nil || res[0].Allowed {
 			t.Errorf("%s: the most recent key after the flood: %+v (%v), want refused", tt.name, res, err)

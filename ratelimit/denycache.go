@@ -6,7 +6,7 @@ import (
 	"github.com/maypok86/otter/v2"
 )
 
-// denyCacheSize bounds the refused keys one handler remembers.
+// denyCacheSize bounds the refused keys one zone remembers.
 const denyCacheSize = 10000
 
 // denyCache remembers the keys the Redis store refused, so that a refused
@@ -41,7 +41,15 @@ const denyCacheSize = 10000
 // the store gave with its refusal. Clocks: local monotonic time only; the
 // store's clock is read from its answer (Result.Now), aged by the local
 // time elapsed since.
+//
+// Each zone remembers its refusals in its own table, carried over a config
+// reload with the zone's other in-process state (see carryover.go).
 type denyCache struct {
+	tables map[*Zone]*denyTable
+}
+
+// denyTable is one zone's remembered refusals, by store key.
+type denyTable struct {
 	entries *otter.Cache[string, denial]
 }
 
@@ -54,8 +62,8 @@ type denial struct {
 	until time.Time // sent + RetryAfter: answered locally before this
 }
 
-func newDenyCache() *denyCache {
-	return &denyCache{entries: otter.Must(&otter.Options[string, denial]{MaximumSize: denyCacheSize})}
+func newDenyTable() *denyTable {
+	return &denyTable{entries: otter.Must(&otter.Options[string, denial]{MaximumSize: denyCacheSize})}
 }
 
 // remember records the refusals the store gave for ds, asked at sent and
@@ -63,10 +71,11 @@ func newDenyCache() *denyCache {
 func (c *denyCache) remember(ds []zoneDecision, sent, got time.Time) {
 	for i := range ds {
 		d := &ds[i]
-		if d.state != stateStore || d.res.Allowed || d.zone.DryRun || d.res.RetryAfter <= 0 {
+		t := c.tables[d.zone]
+		if t == nil || d.state != stateStore || d.res.Allowed || d.zone.DryRun || d.res.RetryAfter <= 0 {
 			continue
 		}
-		c.entries.Set(d.ask.Key, denial{
+		t.entries.Set(d.ask.Key, denial{
 			limit: d.ask.Limit,
 			cost:  d.ask.Cost,
 			res:   d.res,
@@ -100,15 +109,16 @@ func (c *denyCache) answer(ds []zoneDecision, now time.Time) bool {
 
 // answerOne sets d.res from a valid entry, if there is one.
 func (c *denyCache) answerOne(d *zoneDecision, now time.Time) bool {
-	if d.zone.DryRun {
+	t := c.tables[d.zone]
+	if t == nil || d.zone.DryRun {
 		return false
 	}
-	e, ok := c.entries.GetIfPresent(d.ask.Key)
+	e, ok := t.entries.GetIfPresent(d.ask.Key)
 	if !ok || e.limit != d.ask.Limit || d.ask.Cost < e.cost {
 		return false
 	}
 	if !now.Before(e.until) {
-		c.entries.Invalidate(d.ask.Key)
+		t.entries.Invalidate(d.ask.Key)
 		return false
 	}
 	d.res = e.resultAt(now)
@@ -130,8 +140,10 @@ func (e *denial) resultAt(now time.Time) Result {
 // forget drops keys (full store keys): an admin reset must reach the
 // store's next answer at once.
 func (c *denyCache) forget(keys ...string) {
-	for _, k := range keys {
-		c.entries.Invalidate(k)
+	for _, t := range c.tables {
+		for _, k := range keys {
+			t.entries.Invalidate(k)
+		}
 	}
 }
 

@@ -66,7 +66,7 @@ func TestDenyCacheRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newDenyCache()
+			c := &denyCache{tables: map[*Zone]*denyTable{z: newDenyTable(), dry: newDenyTable(), other: newDenyTable()}}
 			c.remember(tt.learn, sent, got)
 			ds := append([]zoneDecision(nil), tt.ask...)
 			if answered := c.answer(ds, tt.at); answered != tt.answered {
@@ -179,7 +179,7 @@ func TestDenyCacheReleasesAtRetryTime(t *testing.T) {
 	if s := send(); s != http.StatusTooManyRequests {
 		t.Fatalf("second request: status %d, want 429", s)
 	}
-	e, ok := h.deny.entries.GetIfPresent(StoreKey(prefix, "tick", "", "k"))
+	e, ok := h.deny.tables[h.Zones[0]].entries.GetIfPresent(StoreKey(prefix, "tick", "", "k"))
 	if !ok {
 		t.Fatal("the refusal was not remembered")
 	}

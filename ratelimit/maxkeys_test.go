@@ -45,8 +45,8 @@ func TestMaxKeysBoundsTheInProcessStore(t *testing.T) {
 			t.Fatalf("first request of user %d: status %d, want 200", i, got)
 		}
 	}
-	if n := h.store.(*MemoryStore).Len(); n != 50 {
-		t.Errorf("store holds %d keys, want max_keys = 50", n)
+	if n := h.store.(*zoneMemory).Len(); n != 50 {
+		t.Errorf("store holds %d keys, want max_keys = 50 (one zone)", n)
 	}
 	if got := do(h, next, get("/", "X-User", "999")).status; got != http.StatusTooManyRequests {
 		t.Errorf("second request of the newest user: status %d, want 429", got)

@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // DefaultMaxKeys is the memory store's default bound on the number of keys
@@ -15,26 +14,41 @@ const DefaultMaxKeys = 100000
 
 // MemoryStore is the in-process Store: the same algorithms as the Redis
 // store, on an injectable clock, for a single Caddy instance (and for the
-// local fallback when Redis fails). It keeps at most maxKeys keys, dropping
-// the least recently used, and forgets a key's state when it would have
-// expired on Redis.
+// local fallback when Redis fails). It keeps at most maxKeys keys and
+// forgets a key's state when it would have expired on Redis. When full, it
+// drops the key that loses the least by being dropped (see victim): a key
+// whose state equals a fresh one first, never a refused key before one
+// that has more left.
 type MemoryStore struct {
-	now func() time.Time
+	now     func() time.Time
+	maxKeys int
+	// order: stores decided together are locked in this order (see
+	// zoneMemory), so that two callers never wait on each other.
+	order uint64
 
 	mu   sync.Mutex
-	keys *simplelru.LRU[string, *memoryEntry]
+	keys map[string]*memoryEntry
+	lru  memoryEntry // sentinel: lru.next is the most recent, lru.prev the oldest
 }
 
 // memoryEntry is one key's state; only the algorithm's own field is used.
 type memoryEntry struct {
+	key        string
+	prev, next *memoryEntry // the LRU list
+
 	code     int
-	ok       bool  // holds state (else: as if the key did not exist)
-	expireAt int64 // µs; the state is forgotten from then on
+	busy     bool   // part of the decision under way: never the victim
+	ok       bool   // holds state (else: as if the key did not exist)
+	expireAt int64  // µs; the state is forgotten from then on
+	p        params // the quota it was last charged under (for victim)
 	bucket   tokenBucket
 	counters windowCounters
 	log      requestLog
 	queue    virtualQueue
 }
+
+// memoryOrder numbers the memory stores (see MemoryStore.order).
+var memoryOrder atomic.Uint64
 
 // NewMemoryStore returns a memory store reading time from now (nil:
 // time.Now) and keeping at most maxKeys keys (<= 0: DefaultMaxKeys).
@@ -45,15 +59,16 @@ func NewMemoryStore(now func() time.Time, maxKeys int) *MemoryStore {
 	if maxKeys <= 0 {
 		maxKeys = DefaultMaxKeys
 	}
-	keys, _ := simplelru.NewLRU[string, *memoryEntry](maxKeys, nil) // errors only for size <= 0
-	return &MemoryStore{now: now, keys: keys}
+	s := &MemoryStore{now: now, maxKeys: maxKeys, order: memoryOrder.Add(1), keys: map[string]*memoryEntry{}}
+	s.lru.next, s.lru.prev = &s.lru, &s.lru
+	return s
 }
 
 // Len reports how many keys the store holds.
 func (s *MemoryStore) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.keys.Len()
+	return len(s.keys)
 }
 
 // Decide implements Store: every Ask is decided first, then, only if all
@@ -64,7 +79,24 @@ func (s *MemoryStore) Decide(ctx context.Context, asks []Ask) ([]Result, error) 
 		return nil, err
 	}
 	var pbuf [4]params
-	ps := pbuf[:0]
+	ps, err := paramsOfAll(pbuf[:0], asks)
+	if err != nil {
+		return nil, err
+	}
+	var sbuf [4]*MemoryStore
+	parts := sbuf[:0]
+	for range asks {
+		parts = append(parts, s)
+	}
+	now := s.now().UnixMicro()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropExpiredOldest(now)
+	return decideOn(parts, asks, ps, now), nil
+}
+
+// paramsOfAll appends the params of every ask to ps.
+func paramsOfAll(ps []params, asks []Ask) ([]params, error) {
 	for i := range asks {
 		p, err := paramsOf(asks[i])
 		if err != nil {
@@ -72,63 +104,69 @@ func (s *MemoryStore) Decide(ctx context.Context, asks []Ask) ([]Result, error) 
 		}
 		ps = append(ps, p)
 	}
+	return ps, nil
+}
+
+// decideOn decides asks[i] (params ps[i]) on parts[i] at now, all or
+// nothing. Every part must be locked.
+func decideOn(parts []*MemoryStore, asks []Ask, ps []params, now int64) []Result {
 	results := make([]Result, len(asks))
-	now := s.now().UnixMicro()
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dropExpiredOldest(now)
-
 	var ebuf [4]*memoryEntry
 	entries := ebuf[:0]
 	var dbuf [4]decision
 	decisions := dbuf[:0]
 	all := true
 	for i := range asks {
-		e := s.lookup(asks[i].Key, ps[i].code, now)
+		e := parts[i].lookup(asks[i].Key, ps[i].code, now)
 		d := e.decide(now, ps[i])
+		if e != nil {
+			e.busy = true
+		}
 		entries = append(entries, e)
 		decisions = append(decisions, d)
 		all = all && d.allowed
 		results[i] = d.result(now)
 	}
-	if !all {
-		return results, nil
-	}
-	for i, e := range entries {
-		if ps[i].cost == 0 {
-			continue
+	if all {
+		for i, e := range entries {
+			if ps[i].cost == 0 {
+				continue
+			}
+			if e == nil {
+				e = parts[i].add(asks[i].Key, ps[i].code, now)
+				e.busy, entries[i] = true, e
+			}
+			e.take(now, ps[i], decisions[i])
 		}
-		if e == nil {
-			e = &memoryEntry{code: ps[i].code}
-			s.keys.Add(asks[i].Key, e)
-		}
-		e.take(now, ps[i], decisions[i])
 	}
-	return results, nil
+	for _, e := range entries {
+		if e != nil {
+			e.busy = false
+		}
+	}
+	return results
 }
 
-// lookup returns the key's entry, or nil when it has none; an expired
-// entry or one of another algorithm is cleared.
+// lookup returns the key's entry, marked as the most recently used, or
+// nil when it has none; an expired entry or one of another algorithm is
+// cleared.
 func (s *MemoryStore) lookup(key string, code int, now int64) *memoryEntry {
-	e, found := s.keys.Get(key)
+	e, found := s.keys[key]
 	if !found {
 		return nil
 	}
+	s.touch(e)
 	if e.code != code || now >= e.expireAt {
-		e.code = code
-		e.ok = false
-		e.log.times, e.log.head = e.log.times[:0], 0
+		e.clear(code)
 	}
 	return e
 }
 
-// dropExpiredOldest removes the least recently used key if its state has
-// expired, so idle keys go away even without a flood of new ones.
-func (s *MemoryStore) dropExpiredOldest(now int64) {
-	if _, e, found := s.keys.GetOldest(); found && now >= e.expireAt {
-		s.keys.RemoveOldest()
-	}
+// clear makes e hold no state, for algorithm code.
+func (e *memoryEntry) clear(code int) {
+	e.code = code
+	e.ok = false
+	e.log.times, e.log.head = e.log.times[:0], 0
 }
 
 // decide decides p for the entry (nil: no state).
@@ -190,6 +228,7 @@ func (e *memoryEntry) take(now int64, p params, d decision) {
 	}
 	e.ok = true
 	e.expireAt = d.expireAt
+	e.p = p
 }
 
 // Reset implements Resetter.
@@ -200,7 +239,9 @@ func (s *MemoryStore) Reset(ctx context.Context, keys ...string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range keys {
-		s.keys.Remove(k)
+		if e, ok := s.keys[k]; ok {
+			s.remove(e)
+		}
 	}
 	return nil
 }

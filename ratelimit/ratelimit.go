@@ -4,6 +4,7 @@ package ratelimit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -77,16 +78,23 @@ type Handler struct {
 	// often secrets (API keys) or personal data (IP addresses).
 	LogKeys bool `json:"log_keys,omitempty"`
 
-	// The most keys the in-process store (no `redis`) and the `local`
-	// fallback each hold; past it the least recently used key is dropped,
-	// so a flood of distinct keys cannot exhaust memory. Default: `100000`.
+	// The most keys each zone holds in the in-process store (no `redis`)
+	// and in the `local` fallback, so a flood of distinct keys cannot
+	// exhaust memory. Past it, of the 16 least recently used keys, one
+	// whose state equals a fresh one is dropped, else the one that has
+	// used the least of its quota: a refused key goes last. Default:
+	// `100000`.
 	MaxKeys int `json:"max_keys,omitempty"`
 
-	store  Store        // the quotas: Redis or in-process
-	local  *MemoryStore // the `local` fallback, nil when no zone uses it
+	store  Store       // the quotas: Redis or in-process (a zoneMemory)
+	local  *zoneMemory // the `local` fallback, nil when no zone uses it
 	client *redispool.Client
 	calls  callMode   // how the Redis store sends its calls (set by benchmarks)
 	deny   *denyCache // refusals of the Redis store, answered locally; nil: none
+	// carried: each zone's in-process state, by zone index, carried over
+	// config reloads (see carryover.go); carryScope: the config load
+	carried    []*zoneState
+	carryScope any
 	// inProcess: store is the memory store (no timeout needed)
 	inProcess bool
 	// approx: some zone is approximate (decided in process, synced)
@@ -165,12 +173,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.checkZones(); err != nil {
 		return err
 	}
-	needLocal := false
+	defs, err := zoneDefs(h.Zones) // before provisioning consumes them
+	if err != nil {
+		return err
+	}
 	for _, z := range h.Zones {
 		if err := z.provision(ctx, h.onError, max(h.Instances, 1)); err != nil {
 			return err
 		}
-		needLocal = needLocal || z.onError == failLocal
 	}
 	h.policyAll = policyHeader(h.Zones)
 	h.hashTag = newTemplate(h.HashTag)
@@ -178,18 +188,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		z.once = appendFields(z.once, h.HashTag)
 	}
 	h.direct = errroute.New(ctx.Modules())
-	if needLocal {
-		h.local = NewMemoryStore(h.now, h.MaxKeys)
-	}
 
 	h.prefix = DefaultKeyPrefix
 	if h.store != nil { // set by tests
-		return h.provisionLast(ctx)
+		return h.provisionLast(ctx, defs, false)
 	}
 	if h.Redis == nil {
-		h.store = NewMemoryStore(h.now, h.MaxKeys)
-		h.inProcess = true
-		return h.provisionOps(ctx)
+		h.inProcess = true // the zones' memory stores: see provisionCarry
+		return h.provisionLast(ctx, defs, false)
 	}
 	cfg := h.Redis.Expand()
 	if err := cfg.Validate(); err != nil {
@@ -208,19 +214,22 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	// On a cluster, zones in several slots are charged and refunded
 	// separately: a refusal may then be due to another request's passing
 	// charge, which must not be remembered (see denyCache).
-	if _, cluster := h.client.UniversalClient.(*redis.ClusterClient); !cluster || len(h.Zones) == 1 || h.HashTag != "" {
-		h.deny = newDenyCache()
-	}
+	_, cluster := h.client.UniversalClient.(*redis.ClusterClient)
+	deny := !cluster || len(h.Zones) == 1 || h.HashTag != ""
 	if err := redispool.Ping(ctx, h.client, cfg, pingTimeout); err != nil {
 		h.logger.Warn("rate limit store unreachable at start; on_error applies until it answers",
 			zap.Error(err))
 	}
-	return h.provisionLast(ctx)
+	return h.provisionLast(ctx, defs, deny)
 }
 
-// provisionLast ends Provision: the brake and admin registration, then the
-// approximate zones' syncs (goroutines: started once nothing can fail).
-func (h *Handler) provisionLast(ctx caddy.Context) error {
+// provisionLast ends Provision: the zones' in-process state (carried over
+// from the previous config when unchanged; deny: with a deny cache), the
+// brake and admin registration, then the approximate zones' syncs.
+func (h *Handler) provisionLast(ctx caddy.Context, defs []json.RawMessage, deny bool) error {
+	if err := h.provisionCarry(ctx, defs, deny); err != nil {
+		return err
+	}
 	if err := h.provisionOps(ctx); err != nil {
 		return err
 	}
@@ -274,9 +283,11 @@ func (h *Handler) checkZones() error {
 	return nil
 }
 
-// Cleanup releases the Redis client, the plans and the brake.
+// Cleanup releases the Redis client, the plans, the brake and the zones'
+// in-process state (which goes only when no newer config uses it).
 func (h *Handler) Cleanup() error {
 	h.cleanupOps()
+	h.cleanupCarry()
 	var errs []error
 	for _, z := range h.Zones {
 		errs = append(errs, z.cleanup())
