@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/idna"
+	"golang.org/x/text/unicode/bidi"
+	"golang.org/x/text/unicode/rangetable"
 )
 
 // This file reads a URL host the way a browser does: the host parser of
@@ -40,6 +42,7 @@ var (
 	errHostEmpty   = errors.New("the host is empty")
 	errHostInvalid = errors.New("the host is not a valid domain name or IP address")
 	errHostControl = errors.New("the host contains a control, bidi or format character")
+	errHostBidiNew = errors.New("the host mixes right-to-left text with characters newer than Unicode 13.0")
 	errHostName    = errors.New("the host is not a DNS name (letters, digits, '-', '_' and '.', labels of 1 to 63 bytes)")
 )
 
@@ -148,7 +151,71 @@ func domainToASCII(domain string) (string, error) {
 	if err != nil || ascii == "" {
 		return "", errHostInvalid
 	}
+	if hasBadACELabel(domain) {
+		return "", errHostInvalid
+	}
+	// A valid result is a fixed point. The second pass sees the labels as
+	// the standard does after mapping: x/net/idna decides whether the
+	// Bidi rule applies from the runes before mapping, so "ℷn" (U+2137
+	// maps to Hebrew dalet) escapes the rule in the first pass only.
+	if again, err := whatwgIDNA.ToASCII(ascii); err != nil || again != ascii {
+		return "", errHostInvalid
+	}
+	if unicodeForm, _ := whatwgIDNA.ToUnicode(ascii); newInBidiDomain(unicodeForm) {
+		return "", errHostBidiNew
+	}
 	return ascii, nil
+}
+
+// unicode13 holds the code points assigned in Unicode 13.0.
+var unicode13 = rangetable.Assigned("13.0.0")
+
+// newInBidiDomain reports a Bidi domain name (one with a right-to-left or
+// Arabic-number character) holding a character assigned after Unicode
+// 13.0. Browsers' IDNA tables disagree on the bidi class of such
+// characters (Node 20's refuses ؝ U+061D in "ز؝1" where x/net/idna
+// accepts it), so whether the Bidi rule passes depends on the browser:
+// refused, beyond the standard.
+func newInBidiDomain(domain string) bool {
+	bidiDomain, recent := false, false
+	for _, r := range domain {
+		switch p, _ := bidi.LookupRune(r); p.Class() {
+		case bidi.R, bidi.AL, bidi.AN:
+			bidiDomain = true
+		}
+		recent = recent || (r >= utf8.RuneSelf && !unicode.Is(unicode13, r))
+	}
+	return bidiDomain && recent
+}
+
+// idnaMapOnly maps without refusing anything (errors are ignored): used
+// rune by rune to see the labels UTS #46 mapping makes.
+var idnaMapOnly = idna.New(idna.MapForLookup(), idna.Transitional(false), idna.StrictDomainName(false))
+
+// hasBadACELabel reports a label that the UTS #46 mapping turns into
+// "xn--" alone or "xn--" followed by non-ASCII ("XN--㌀-" maps to
+// "xn--アパート-"). UTS #46 refuses both; x/net/idna decodes the first to
+// an empty label and the second as punycode with non-ASCII basic code
+// points, returning a different, valid A-label. The runes are mapped one
+// by one, without the final NFC step: NFC can merge a mapped "n" with a
+// combining mark but never makes "x", "n" or "-", so this finds every such
+// label and at worst a few more.
+func hasBadACELabel(domain string) bool {
+	var b strings.Builder
+	for _, r := range domain {
+		if r < utf8.RuneSelf {
+			b.WriteRune(unicode.ToLower(r))
+			continue
+		}
+		m, _ := idnaMapOnly.ToUnicode(string(r))
+		b.WriteString(m)
+	}
+	for label := range strings.SplitSeq(b.String(), ".") {
+		if strings.HasPrefix(label, "xn--") && (label == "xn--" || !isASCII(label)) {
+			return true
+		}
+	}
+	return false
 }
 
 func isASCII(s string) bool {

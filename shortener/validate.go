@@ -128,7 +128,7 @@ func (p urlPolicy) check(raw string, selfHosts ...string) (string, error) {
 	if p.denyPrivate && privateHost(h) {
 		return "", fmt.Errorf("long_url host '%s' is a loopback, private or link-local address or a localhost name (deny_private)", h.ascii)
 	}
-	out := t.scheme + "://" + h.ascii + t.port + escapeNonASCII(t.rest)
+	out := t.ascii(h)
 	if _, err := url.Parse(out); err != nil {
 		return "", errors.New("long_url is not a valid URL")
 	}
@@ -273,6 +273,11 @@ func (t target) parseHost() (webHost, error) {
 	return h, nil
 }
 
+// ascii serializes t with its host h: every byte ASCII.
+func (t target) ascii(h webHost) string {
+	return t.scheme + "://" + h.ascii + t.port + escapeNonASCII(t.rest)
+}
+
 // selfKey is the denyKey of one of the shortener's own hosts; a host that
 // does not parse is compared lower-cased.
 func selfKey(host string) string {
@@ -301,6 +306,24 @@ func escapeNonASCII(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// asciiLocation returns the Location of a stored long URL. Links stored
+// since hosts are normalised are ASCII and returned as they are. An older
+// link's Unicode host is put in ASCII as check does, other non-ASCII bytes
+// percent-encoded; when its host does not map, every non-ASCII byte is
+// percent-encoded (a browser maps that host as it would have mapped the
+// raw one). Location never carries raw Unicode.
+func asciiLocation(long string) string {
+	if isASCII(long) {
+		return long
+	}
+	if t, err := splitTarget(long); err == nil {
+		if h, err := t.parseHost(); err == nil {
+			return t.ascii(h)
+		}
+	}
+	return escapeNonASCII(long)
 }
 
 // hostOnly strips the port of a Host header value.
