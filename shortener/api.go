@@ -208,11 +208,12 @@ func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
 	if err := strictjson.Decode(body, &req); err != nil {
 		return apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
 	}
-	if _, err := h.policy.check(req.LongURL, h.selfHosts(r)...); err != nil {
+	long, err := h.policy.check(req.LongURL, h.selfHosts(r)...)
+	if err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
 	now := h.now()
-	l := Link{LongURL: req.LongURL, CreatedAt: now.UTC().Truncate(time.Microsecond)}
+	l := Link{LongURL: long, CreatedAt: now.UTC().Truncate(time.Microsecond)}
 	if req.ExpiresAt != "" {
 		t, err := time.Parse(time.RFC3339, req.ExpiresAt)
 		if err != nil {

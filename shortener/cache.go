@@ -41,7 +41,7 @@ func (e *entry) gone(now int64) bool {
 var maxExpiry = time.Unix(0, math.MaxInt64)
 
 func liveEntry(longURL string, expires time.Time, ttl time.Duration) *entry {
-	e := &entry{state: stateLive, location: longURL, ttl: ttl}
+	e := &entry{state: stateLive, location: asciiLocation(longURL), ttl: ttl} // once per cache load, not per hit
 	if !expires.IsZero() {
 		e.expires = math.MaxInt64 // past 2262, Unix nanoseconds overflow
 		if expires.Before(maxExpiry) {

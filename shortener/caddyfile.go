@@ -43,6 +43,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    base_url      <url>
 //	    allow_schemes <scheme...>
 //	    deny_hosts    <host...>
+//	    deny_private  on|off
 //	    api           <path>
 //	    api_key       <key...>
 //	    source_header
@@ -187,7 +188,22 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if len(hosts) == 0 {
 				return d.ArgErr()
 			}
+			for _, host := range hosts {
+				if _, _, err := parseDenyEntry(host); err != nil {
+					return d.Errf("%v", err)
+				}
+			}
 			h.DenyHosts = append(h.DenyHosts, hosts...)
+		case "deny_private":
+			v, err := cfparse.OneArg(d)
+			if err != nil {
+				return err
+			}
+			if v != "on" && v != "off" {
+				return d.Errf("invalid deny_private '%s': want on or off", v)
+			}
+			on := v == "on"
+			h.DenyPrivate = &on
 		case "api":
 			v, err := cfparse.OneArg(d)
 			if err != nil {

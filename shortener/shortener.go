@@ -117,8 +117,21 @@ type Handler struct {
 
 	// Hosts refused as link targets: an exact host, or `*.example.com` for
 	// every subdomain of example.com (list `example.com` as well to refuse
-	// it too). Case-insensitive; a trailing dot is ignored.
+	// it too). Entries and link hosts are both read as a browser reads a
+	// URL host (WHATWG URL standard: percent-decoding, IDNA UTS #46, every
+	// IPv4 number form), so `ｅｖｉｌ.com`, `evil。com` and `%65vil.com`
+	// match `evil.com`, and `2130706433` or `[::ffff:127.0.0.1]` match
+	// `127.0.0.1`. Case-insensitive; a trailing dot is ignored.
 	DenyHosts []string `json:"deny_hosts,omitempty"`
+
+	// Refuses new links to literal loopback, private (RFC 1918), shared
+	// (100.64.0.0/10), link-local (169.254.0.0/16, fe80::/10),
+	// unique-local (fc00::/7) and unspecified addresses (also embedded in
+	// IPv4-mapped and NAT64 IPv6 addresses) and to `localhost` and names
+	// under `.localhost`. Names are not resolved. Existing links still
+	// redirect. Set to false (`deny_private off`) for a shortener of
+	// intranet addresses. Default: `true`.
+	DenyPrivate *bool `json:"deny_private,omitempty"`
 
 	// Path the management API is mounted under, e.g. `/api`. Absent: no API.
 	API string `json:"api,omitempty"`
@@ -438,12 +451,15 @@ func (h *Handler) setDefaults() {
 	if len(h.AllowSchemes) == 0 {
 		h.AllowSchemes = []string{"http", "https"}
 	}
-	h.policy = newURLPolicy(h.AllowSchemes, h.DenyHosts)
+	h.policy, _ = newURLPolicy(h.AllowSchemes, h.DenyHosts, h.denyPrivate()) // Validate reports a bad entry
 	if h.API != "" {
 		h.API = "/" + strings.Trim(h.API, "/")
 		h.reserved, _, _ = strings.Cut(h.API[1:], "/")
 	}
 }
+
+// denyPrivate is deny_private with its default.
+func (h *Handler) denyPrivate() bool { return h.DenyPrivate == nil || *h.DenyPrivate }
 
 // Validate checks the settings without touching the network.
 func (h *Handler) Validate() error {
@@ -492,6 +508,9 @@ func (h *Handler) Validate() error {
 	}
 	if h.API == "/" {
 		return errors.New("shortener: the api cannot be mounted at /")
+	}
+	if _, err := newURLPolicy(nil, h.DenyHosts, false); err != nil {
+		return fmt.Errorf("shortener: %w", err)
 	}
 	if h.BaseURL != "" {
 		u, err := url.Parse(h.BaseURL)
