@@ -26,6 +26,7 @@ type EmbeddedStore struct {
 // Buckets and keys of the file.
 var (
 	embeddedLinks  = []byte("links") // code → embeddedRecord (JSON)
+	embeddedOrder  = []byte("order") // creation sequence number, 8 bytes big-endian → code
 	embeddedMeta   = []byte("meta")
 	embeddedNextID = []byte("next_id") // in meta: the next free ID, 8 bytes big-endian
 )
@@ -65,6 +66,9 @@ func openEmbedded(path string, timeout time.Duration) (*EmbeddedStore, error) {
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(embeddedLinks); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucketIfNotExists(embeddedOrder); err != nil {
 			return err
 		}
 		_, err := tx.CreateBucketIfNotExists(embeddedMeta)
@@ -141,7 +145,17 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 			if b.Get(key) != nil {
 				return ErrCodeTaken
 			}
-			return b.Put(key, v)
+			if err := b.Put(key, v); err != nil {
+				return err
+			}
+			// The number is part of this transaction: a rolled-back
+			// create leaves no gap.
+			o := tx.Bucket(embeddedOrder)
+			seq, err := o.NextSequence()
+			if err != nil {
+				return err
+			}
+			return o.Put(seqKey(int64(seq)), key)
 		})
 	}
 	switch {
@@ -231,6 +245,74 @@ func (s *EmbeddedStore) NextBlock(ctx context.Context, size int64) (int64, error
 	return first, nil
 }
 
+// ScanCodes implements CodeLister.
+func (s *EmbeddedStore) ScanCodes(ctx context.Context, after string, limit int) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var codes []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(embeddedLinks).Cursor()
+		k, _ := c.Seek([]byte(after))
+		if k != nil && string(k) == after {
+			k, _ = c.Next()
+		}
+		for ; k != nil && len(codes) < limit; k, _ = c.Next() {
+			codes = append(codes, string(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing codes: %w", err)
+	}
+	return codes, nil
+}
+
+// CodesSince implements CodeLister. Links created before the order bucket
+// existed have no number; ScanCodes lists them.
+func (s *EmbeddedStore) CodesSince(ctx context.Context, after int64, limit int) ([]SeqCode, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if after < 0 {
+		after = 0
+	}
+	var codes []SeqCode
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(embeddedOrder).Cursor()
+		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(codes) < limit; k, v = c.Next() {
+			if len(k) != 8 {
+				return fmt.Errorf("corrupt order key (%d bytes)", len(k))
+			}
+			codes = append(codes, SeqCode{Seq: int64(binary.BigEndian.Uint64(k)), Code: string(v)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing new codes: %w", err)
+	}
+	return codes, nil
+}
+
+// LastSeq implements CodeLister.
+func (s *EmbeddedStore) LastSeq(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	var last int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		last = int64(tx.Bucket(embeddedOrder).Sequence())
+		return nil
+	})
+	return last, err
+}
+
+func seqKey(seq int64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], uint64(seq))
+	return k[:]
+}
+
 // Close closes the file and releases its lock.
 func (s *EmbeddedStore) Close() error {
 	return s.db.Close()
@@ -261,4 +343,7 @@ func fromMicros(us int64) time.Time {
 	return time.UnixMicro(us).UTC()
 }
 
-var _ Store = (*EmbeddedStore)(nil)
+var (
+	_ Store      = (*EmbeddedStore)(nil)
+	_ CodeLister = (*EmbeddedStore)(nil)
+)

@@ -132,6 +132,49 @@ func (s *PostgresStore) NextBlock(ctx context.Context, size int64) (int64, error
 	return first, nil
 }
 
+// ScanCodes implements CodeLister: a range scan of the primary key.
+func (s *PostgresStore) ScanCodes(ctx context.Context, after string, limit int) ([]string, error) {
+	rows, err := s.pool.Query(ctx,
+		`SELECT code FROM shortener_links WHERE code > $1 ORDER BY code LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing codes: %w", err)
+	}
+	codes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("listing codes: %w", err)
+	}
+	return codes, nil
+}
+
+// CodesSince implements CodeLister: a range scan of the seq index
+// (migration 004); seq comes from a sequence, so a row inserted by any
+// writer gets one.
+func (s *PostgresStore) CodesSince(ctx context.Context, after int64, limit int) ([]SeqCode, error) {
+	rows, err := s.pool.Query(ctx,
+		`SELECT seq, code FROM shortener_links WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing new codes: %w", err)
+	}
+	codes, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (SeqCode, error) {
+		var c SeqCode
+		err := row.Scan(&c.Seq, &c.Code)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing new codes: %w", err)
+	}
+	return codes, nil
+}
+
+// LastSeq implements CodeLister (one probe of the seq index).
+func (s *PostgresStore) LastSeq(ctx context.Context) (int64, error) {
+	var last int64
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM shortener_links`).Scan(&last); err != nil {
+		return 0, fmt.Errorf("reading the last sequence number: %w", err)
+	}
+	return last, nil
+}
+
 // Close implements Store. The pool belongs to the caller and stays open.
 func (s *PostgresStore) Close() error { return nil }
 
@@ -280,4 +323,7 @@ func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {
 	return tx.Commit(ctx)
 }
 
-var _ Store = (*PostgresStore)(nil)
+var (
+	_ Store      = (*PostgresStore)(nil)
+	_ CodeLister = (*PostgresStore)(nil)
+)

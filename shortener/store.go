@@ -45,3 +45,33 @@ type Store interface {
 	// Close releases the store's resources.
 	Close() error
 }
+
+// CodeLister lists the codes a store holds, for the code filter
+// (codefilter.go), which answers unknown codes without a lookup. Both stores
+// implement it; a Store without it gets no filter, and every code missing
+// from the caches is looked up as before.
+//
+// Each call is one short query (a page), within the store's statement
+// timeout at any table size.
+type CodeLister interface {
+	// ScanCodes returns up to limit codes greater than after in byte order:
+	// one page of the listing of every stored link, revoked and expired ones
+	// too. The listing starts at after "".
+	ScanCodes(ctx context.Context, after string, limit int) ([]string, error)
+	// CodesSince returns up to limit links whose creation sequence number is
+	// above after, in that order: one page of the links created since a
+	// point. Sequence numbers rise with each create (by any writer) but may
+	// skip numbers, and a number may become visible after a higher one when
+	// its writer commits later. Links stored before the store numbered them
+	// have none and appear only in ScanCodes.
+	CodesSince(ctx context.Context, after int64, limit int) ([]SeqCode, error)
+	// LastSeq returns the highest creation sequence number of a visible
+	// link, 0 if none.
+	LastSeq(ctx context.Context) (int64, error)
+}
+
+// SeqCode is a code with its creation sequence number.
+type SeqCode struct {
+	Seq  int64
+	Code string
+}

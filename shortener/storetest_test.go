@@ -270,6 +270,92 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 			t.Errorf("%d blocks, want %d", len(blocks), workers*each)
 		}
 	})
+
+	t.Run("ListsCodes", func(t *testing.T) {
+		s, ctx := open(t), ctxFor(t)
+		testCodeLister(t, ctx, s, base)
+	})
+}
+
+// testCodeLister checks CodeLister on an empty store s: the full listing
+// in byte order page by page, the creation order, and LastSeq.
+func testCodeLister(t *testing.T, ctx context.Context, s Store, base time.Time) {
+	t.Helper()
+	cl, ok := s.(CodeLister)
+	if !ok {
+		t.Fatalf("%T does not implement CodeLister", s)
+	}
+	if codes, err := cl.ScanCodes(ctx, "", 10); err != nil || len(codes) != 0 {
+		t.Errorf("ScanCodes on an empty store = %q, %v, want none", codes, err)
+	}
+	if last, err := cl.LastSeq(ctx); err != nil || last != 0 {
+		t.Errorf("LastSeq on an empty store = %d, %v, want 0", last, err)
+	}
+	// Created in this order; byte order differs (C collation: '-' < digits
+	// < upper case < '_' < lower case).
+	created := []string{"zeta", "Alpha", "alpha", "9lives", "a_b", "a-b", "ZZ", "m"}
+	for i, code := range created {
+		l := Link{Code: code, LongURL: "https://example.com/" + code, CreatedAt: base.Add(-time.Duration(i) * time.Hour)}
+		if code == "m" {
+			l.RevokedAt = base // listed too
+		}
+		if err := s.Create(ctx, l); err != nil {
+			t.Fatalf("Create(%q): %v", code, err)
+		}
+	}
+	if err := s.Create(ctx, Link{Code: "zeta", LongURL: "https://example.com/again"}); !errors.Is(err, ErrCodeTaken) {
+		t.Fatalf("Create(taken) = %v, want ErrCodeTaken", err)
+	}
+	wantSorted := []string{"9lives", "Alpha", "ZZ", "a-b", "a_b", "alpha", "m", "zeta"}
+	var got []string
+	after := ""
+	for range len(created) + 2 {
+		page, err := cl.ScanCodes(ctx, after, 3)
+		if err != nil {
+			t.Fatalf("ScanCodes(%q, 3): %v", after, err)
+		}
+		if len(page) > 3 {
+			t.Fatalf("ScanCodes(%q, 3) = %d codes", after, len(page))
+		}
+		got = append(got, page...)
+		if len(page) < 3 {
+			break
+		}
+		after = page[len(page)-1]
+	}
+	if fmt.Sprint(got) != fmt.Sprint(wantSorted) {
+		t.Errorf("ScanCodes pages = %q, want %q", got, wantSorted)
+	}
+	if page, err := cl.ScanCodes(ctx, "a-b", 2); err != nil || fmt.Sprint(page) != "[a_b alpha]" {
+		t.Errorf(`ScanCodes("a-b", 2) = %q, %v, want [a_b alpha]`, page, err)
+	}
+
+	all, err := cl.CodesSince(ctx, 0, 100)
+	if err != nil {
+		t.Fatalf("CodesSince(0): %v", err)
+	}
+	if len(all) != len(created) {
+		t.Fatalf("CodesSince(0) = %v, want the %d created codes", all, len(created))
+	}
+	for i, sc := range all {
+		if sc.Code != created[i] {
+			t.Errorf("CodesSince(0)[%d] = %q, want %q (creation order)", i, sc.Code, created[i])
+		}
+		if sc.Seq < 1 || (i > 0 && sc.Seq <= all[i-1].Seq) {
+			t.Errorf("CodesSince(0)[%d].Seq = %d after %d, want ascending from 1", i, sc.Seq, all[max(i-1, 0)].Seq)
+		}
+	}
+	page, err := cl.CodesSince(ctx, all[1].Seq, 2)
+	if err != nil || len(page) != 2 || page[0] != all[2] || page[1] != all[3] {
+		t.Errorf("CodesSince(%d, 2) = %v, %v, want %v", all[1].Seq, page, err, all[2:4])
+	}
+	last, err := cl.LastSeq(ctx)
+	if err != nil || last != all[len(all)-1].Seq {
+		t.Errorf("LastSeq = %d, %v, want %d", last, err, all[len(all)-1].Seq)
+	}
+	if page, err := cl.CodesSince(ctx, last, 10); err != nil || len(page) != 0 {
+		t.Errorf("CodesSince(LastSeq) = %v, %v, want none", page, err)
+	}
 }
 
 func assertLink(t *testing.T, got, want Link) {
