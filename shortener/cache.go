@@ -79,6 +79,8 @@ type cache struct {
 
 	pubsub *redis.PubSub
 	done   chan struct{}
+
+	codes *codeFilter // nil: code_filter off, or a store that lists no codes
 }
 
 // redisTimeout bounds one Redis call of the read path: Redis down or slow
@@ -118,6 +120,9 @@ func (c *cache) useRedis(rdb redis.UniversalClient, prefix string, logger *zap.L
 	go func() {
 		defer close(c.done)
 		for msg := range ch {
+			// A created code enters the filter before its L1 entry
+			// goes, so no lookup in between answers it from the filter.
+			c.codes.add(msg.Payload)
 			c.dropLocal(msg.Payload)
 		}
 		logger.Debug("invalidation subscription closed")
@@ -129,6 +134,7 @@ func (c *cache) close() {
 		_ = c.pubsub.Close()
 		<-c.done
 	}
+	c.codes.close()
 	if c.l1 != nil {
 		c.l1.InvalidateAll()
 		c.l1.StopAllGoroutines()
@@ -280,10 +286,12 @@ func (c *cache) fill(ctx context.Context, code string, l *Link) {
 	}
 }
 
-// publishLink writes a created or revoked link through to Redis (replacing
-// any negative entry) and tells every instance to drop its L1 entry. Without
-// Redis only the local L1 is dropped.
+// publishLink adds a created (or revoked) link's code to the code filter,
+// writes the link through to Redis (replacing any negative entry) and tells
+// every instance to add the code to its filter and drop its L1 entry.
+// Without Redis only this instance's filter and L1 learn.
 func (c *cache) publishLink(ctx context.Context, l Link) error {
+	c.codes.add(l.Code)
 	defer c.dropLocal(l.Code)
 	if c.rdb == nil {
 		return nil

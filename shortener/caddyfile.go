@@ -55,6 +55,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    clicks_stream_bytes <size>
 //	    clicks_referrers <n>
 //	    clicks_retention <duration>
+//	    code_filter   on|off
+//	    code_filter_sync <interval>
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
@@ -298,6 +300,25 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("%v", err)
 			}
 			h.ClicksRetention = caddy.Duration(dur)
+		case "code_filter":
+			v, err := cfparse.OneArg(d)
+			if err != nil {
+				return err
+			}
+			if v != "on" && v != "off" {
+				return d.Errf("invalid code_filter '%s': want on or off", v)
+			}
+			h.CodeFilterOff = v == "off"
+		case "code_filter_sync":
+			v, err := cfparse.OneArg(d)
+			if err != nil {
+				return err
+			}
+			dur, err := cfparse.PositiveDuration(d, name, v)
+			if err != nil {
+				return err
+			}
+			h.CodeFilterSync = caddy.Duration(dur)
 		default:
 			return d.Errf("unrecognized subdirective '%s'", name)
 		}

@@ -246,6 +246,9 @@ func TestChaosPostgresStalled(t *testing.T) {
 	if _, err := conn.Exec(ctx, `INSERT INTO shortener_links (code, long_url) VALUES ('uncached1', 'https://example.com/uncached')`); err != nil {
 		t.Fatal(err)
 	}
+	// Inserted behind the handler's back, the link answers 404 until the
+	// code filter's next delta sync (code_filter_sync): wait for it.
+	waitFilterKnows(t, h, "uncached1")
 
 	proxy.Set(testenv.Stalled)
 	var wg sync.WaitGroup

@@ -36,7 +36,7 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 		Namespace: "caddy",
 		Subsystem: "shortener",
 		Name:      "redirects_total",
-		Help:      "Short link lookups by where the answer came from (local, redis, store, none) and result (found, not_found, gone, invalid, error).",
+		Help:      "Short link lookups by where the answer came from (local, redis, store, filter: an unknown code the code filter answered, none) and result (found, not_found, gone, invalid, error).",
 	}, []string{"source", "result"})
 	retries := prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "caddy",

@@ -49,6 +49,9 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code str
 	if e, ok := h.cache.local(code); ok {
 		return h.answer(w, r, code, e, sourceLocal)
 	}
+	if !h.cache.codes.mayExist(code) {
+		return h.rejectUnknown(w, r)
+	}
 	e, source, err := h.lookup(r.Context(), code)
 	if err != nil {
 		if r.Context().Err() != nil { // the client left; the lookup goes on for others

@@ -199,6 +199,25 @@ type Handler struct {
 	// Default: `400d`.
 	ClicksRetention caddy.Duration `json:"clicks_retention,omitempty"`
 
+	// Turns the code filter off (`code_filter off`). When on, each instance
+	// keeps a Bloom filter of every stored code (about 19 bits per link:
+	// 23 MB for 10 million, twice that during a rebuild) and answers a code
+	// it has never heard of with 404 at once, without Redis or the store,
+	// so a scan of random codes costs neither. It is built from the store
+	// in the background at start (lookups go to Redis and the store until
+	// it is), rebuilt hourly, and kept current by this instance's creates,
+	// the invalidation channel and the delta sync. Default: on (with
+	// either store).
+	CodeFilterOff bool `json:"code_filter_off,omitempty"`
+
+	// How often the code filter reads the links created since its last
+	// sync from the store: the longest a link inserted by another writer,
+	// or created on an instance whose invalidation message was lost (Redis
+	// down, a failover), answers 404 here. When syncs fail, the filter
+	// stops answering after one and a half intervals. 100ms to 5s.
+	// Default: `2s`.
+	CodeFilterSync caddy.Duration `json:"code_filter_sync,omitempty"`
+
 	store        Store
 	ownStore     func() error // releases what Provision opened for the store
 	rdb          *redispool.Client
@@ -215,6 +234,7 @@ type Handler struct {
 	blocks       *blockAllocator
 	clicks       *ClickRecorder // nil: clicks are not counted
 	now          func() time.Time
+	tuneFilter   func(*filterSyncer) // tests: page size, rebuild interval
 }
 
 // CaddyModule returns the Caddy module information.
@@ -269,6 +289,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		if err := h.openStore(ctx, repl); err != nil {
 			return err
 		}
+	}
+	if err := h.startCodeFilter(ctx); err != nil {
+		return err
 	}
 	var prefix string
 	if h.Redis != nil {
@@ -499,6 +522,9 @@ func (h *Handler) Validate() error {
 	}
 	if err := h.validateClicks(); err != nil {
 		return err
+	}
+	if h.CodeFilterSync != 0 && (h.CodeFilterSync < caddy.Duration(MinCodeFilterSync) || h.CodeFilterSync > caddy.Duration(MaxCodeFilterSync)) {
+		return fmt.Errorf("shortener: invalid code_filter_sync %v (want %v to %v)", time.Duration(h.CodeFilterSync), MinCodeFilterSync, MaxCodeFilterSync)
 	}
 	if h.API != "" && len(h.APIKeys) == 0 {
 		return errors.New("shortener: the api needs at least one api_key")

@@ -1,0 +1,73 @@
+package shortener
+
+// seqCursor is the delta sync's position in the creation order: the
+// highest sequence number seen, and the numbers below it not seen yet
+// (gaps). A gap is either a failed insert, which never fills, or a writer
+// that took its number before a later one committed; so each is looked for
+// again, by reading from just below the oldest one, for seqGapGrace.
+type seqCursor struct {
+	top  int64
+	gaps []seqGap // ascending, disjoint, all below top
+}
+
+// seqGap is a range of missing numbers and when the first sync missed it
+// (Unix nanoseconds).
+type seqGap struct {
+	lo, hi int64
+	since  int64
+}
+
+// from returns where the next sync reads from (exclusive), after dropping
+// the gaps older than seqGapGrace at now.
+func (c *seqCursor) from(now int64) int64 {
+	keep := c.gaps[:0]
+	for _, g := range c.gaps {
+		if now-g.since <= int64(seqGapGrace) {
+			keep = append(keep, g)
+		}
+	}
+	clear(c.gaps[len(keep):])
+	c.gaps = keep
+	if len(c.gaps) > 0 {
+		return c.gaps[0].lo - 1
+	}
+	return c.top
+}
+
+// saw records one page of a sync that read from from(): page ascending by
+// Seq. Numbers it holds leave their gap; numbers it skips above top become
+// gaps missed at now.
+func (c *seqCursor) saw(page []SeqCode, now int64) {
+	if len(page) == 0 {
+		return
+	}
+	var gaps []seqGap
+	i := 0
+	for _, g := range c.gaps {
+		lo := g.lo
+		for ; i < len(page) && page[i].Seq <= g.hi; i++ {
+			if s := page[i].Seq; s >= lo {
+				if s > lo {
+					gaps = append(gaps, seqGap{lo, s - 1, g.since})
+				}
+				lo = s + 1
+			}
+		}
+		if lo <= g.hi {
+			gaps = append(gaps, seqGap{lo, g.hi, g.since})
+		}
+	}
+	for _, sc := range page[i:] {
+		if sc.Seq <= c.top {
+			continue
+		}
+		if sc.Seq > c.top+1 {
+			gaps = append(gaps, seqGap{c.top + 1, sc.Seq - 1, now})
+		}
+		c.top = sc.Seq
+	}
+	if len(gaps) > maxSeqGaps {
+		gaps = gaps[len(gaps)-maxSeqGaps:]
+	}
+	c.gaps = gaps
+}
