@@ -8,9 +8,23 @@ trap services_stop EXIT
 services_start || exit 1
 echo "TEST_REDIS_URL=$TEST_REDIS_URL TEST_REDIS_CLUSTER=${TEST_REDIS_CLUSTER:-} TEST_DATABASE_URL=${TEST_DATABASE_URL:-}" | sed -E 's#://([^:@/ ]+):[^@/ ]*@#://\1:xxxxx@#g'
 set -e
-go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy" >&2; exit 1; }
-go vet ./...
-STATICCHECK=$(go env GOPATH)/bin/staticcheck
-[ -x "$STATICCHECK" ] || go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
-"$STATICCHECK" ./...
-go test -race -count=1 -timeout 20m "$@" ./...
+# step NAME CMD...: runs CMD and prints how long it took, so that each
+# issue sees what its tests cost in CI.
+step() {
+  local name=$1 start=$SECONDS
+  shift
+  echo "== $name"
+  "$@"
+  echo "== $name: $((SECONDS - start))s"
+}
+tidy() { go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy" >&2; return 1; }; }
+staticcheck() {
+  local bin
+  bin=$(go env GOPATH)/bin/staticcheck
+  [ -x "$bin" ] || go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+  "$bin" ./...
+}
+step "go mod tidy" tidy
+step "go vet" go vet ./...
+step staticcheck staticcheck
+step "go test -race" go test -race -count=1 -timeout 20m "$@" ./...
