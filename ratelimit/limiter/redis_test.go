@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -66,8 +66,8 @@ func TestRedisConcurrentExact(t *testing.T) {
 		// refusal by the key zone refunds the tenant zone.
 		tenant := Ask{Key: StoreKey(prefix, "tenant", "", "t-1"), Limit: Limit{Algorithm: SlidingLog, Events: 1000, Window: time.Hour}, Cost: 1}
 		two := []Ask{{Key: StoreKey(prefix, "api", "", "key-2"), Limit: limit, Cost: 1}, tenant}
-		if keySlot(two[0].Key) == keySlot(tenant.Key) {
-			t.Logf("both zones landed in slot %d: one call per decision", keySlot(tenant.Key))
+		if KeySlot(two[0].Key) == KeySlot(tenant.Key) {
+			t.Logf("both zones landed in slot %d: one call per decision", KeySlot(tenant.Key))
 		}
 		allowed := checkExactQuota(t, "500 concurrent two-zone asks", concurrentResults(t, stores, [][]Ask{two}, 500), limit)
 		res := ask1(t, stores[0], Ask{Key: tenant.Key, Limit: tenant.Limit})

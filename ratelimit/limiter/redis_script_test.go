@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -117,7 +117,7 @@ func TestRedisDecodeReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Remaining floored at 0; left keeps the debt (approximate zones).
-	want := Result{Allowed: true, Remaining: 0, Reset: 5 * time.Microsecond, Delay: 7 * time.Microsecond, Now: time.UnixMicro(now), left: -3}
+	want := Result{Allowed: true, Remaining: 0, Reset: 5 * time.Microsecond, Delay: 7 * time.Microsecond, Now: time.UnixMicro(now), Left: -3}
 	if res[0] != want {
 		t.Errorf("decodeReply = %+v, want %+v", res[0], want)
 	}

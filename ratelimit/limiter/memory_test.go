@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -148,16 +148,16 @@ func testCost(t *testing.T, newStore func(t *testing.T) clockedStore) {
 				}
 			}
 			if r := ask1(t, cs.store, three); r.Allowed || r.Remaining != 1 {
-				t.Fatalf("cost 3 with 1 left: %+v, want refused with 1 remaining", r)
+				t.Fatalf("cost 3 with 1 Left: %+v, want refused with 1 remaining", r)
 			}
 			if r := ask1(t, cs.store, check); !r.Allowed || r.Remaining != 1 {
-				t.Fatalf("cost 0 with 1 left: %+v, want allowed", r)
+				t.Fatalf("cost 0 with 1 Left: %+v, want allowed", r)
 			}
 			if r := ask1(t, cs.store, Ask{Key: check.Key, Limit: l, Cost: 1}); !r.Allowed || r.Remaining != 0 {
-				t.Fatalf("cost 1 with 1 left: %+v, want allowed with 0 remaining", r)
+				t.Fatalf("cost 1 with 1 Left: %+v, want allowed with 0 remaining", r)
 			}
 			if r := ask1(t, cs.store, check); r.Allowed || r.RetryAfter <= 0 {
-				t.Fatalf("cost 0 with nothing left: %+v, want refused with a RetryAfter", r)
+				t.Fatalf("cost 0 with nothing Left: %+v, want refused with a RetryAfter", r)
 			}
 			if r := ask1(t, cs.store, Ask{Key: cs.prefix + "cost-big:" + alg, Limit: l, Cost: 11}); r.Allowed {
 				t.Fatalf("cost 11 > events 10: allowed")
