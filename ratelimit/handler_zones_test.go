@@ -208,11 +208,11 @@ func TestHandlerDryRunHeaders(t *testing.T) {
 		t.Fatalf("status %d, want 200", res.status)
 	}
 	checkHeaders(t, res.header, map[string]string{
-		"RateLimit-Policy":          `"d";q=1;w=60`,
-		"RateLimit":                 `"d";r=0;t=60`,
-		"X-RateLimit-Limit": "1",
-		"X-RateLimit-Remaining":     "0",
-		"X-RateLimit-Reset":         unix(c, time.Minute),
+		"RateLimit-Policy":      `"d";q=1;w=60`,
+		"RateLimit":             `"d";r=0;t=60`,
+		"X-RateLimit-Limit":     "1",
+		"X-RateLimit-Remaining": "0",
+		"X-RateLimit-Reset":     unix(c, time.Minute),
 	})
 }
 

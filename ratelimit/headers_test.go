@@ -52,11 +52,11 @@ func TestHeadersTokenBucket(t *testing.T) {
 		t.Fatalf("status = %d, want 200", res.status)
 	}
 	checkHeaders(t, res.header, map[string]string{
-		"RateLimit-Policy":          `"api";q=5;w=60`,
-		"RateLimit":                 `"api";r=4;t=12`,
-		"X-RateLimit-Limit": "5",
-		"X-RateLimit-Remaining":     "4",
-		"X-RateLimit-Reset":         unix(c, 12*time.Second),
+		"RateLimit-Policy":      `"api";q=5;w=60`,
+		"RateLimit":             `"api";r=4;t=12`,
+		"X-RateLimit-Limit":     "5",
+		"X-RateLimit-Remaining": "4",
+		"X-RateLimit-Reset":     unix(c, 12*time.Second),
 	})
 	for range 4 {
 		do(h, next, get("/", "X-API-Key", "k1"))
@@ -66,12 +66,12 @@ func TestHeadersTokenBucket(t *testing.T) {
 		t.Fatalf("6th request: status = %d, want 429", res.status)
 	}
 	checkHeaders(t, res.header, map[string]string{
-		"RateLimit-Policy":          `"api";q=5;w=60`,
-		"RateLimit":                 `"api";r=0;t=12`,
-		"X-RateLimit-Limit": "5",
-		"X-RateLimit-Remaining":     "0",
-		"X-RateLimit-Reset":         unix(c, 12*time.Second),
-		"Retry-After":               "12",
+		"RateLimit-Policy":      `"api";q=5;w=60`,
+		"RateLimit":             `"api";r=0;t=12`,
+		"X-RateLimit-Limit":     "5",
+		"X-RateLimit-Remaining": "0",
+		"X-RateLimit-Reset":     unix(c, 12*time.Second),
+		"Retry-After":           "12",
 	})
 	if z, _ := res.repl.GetString("http.ratelimit.zone"); z != "api" {
 		t.Errorf("{http.ratelimit.zone} = %q, want api", z)
@@ -102,11 +102,11 @@ func TestHeadersTwoZonesLeastRemaining(t *testing.T) {
 	// per_key has 9 left, burst-1 has 2: burst-1 is reported; its bucket
 	// is full again in 1/3 s, rounded up to 1.
 	checkHeaders(t, res.header, map[string]string{
-		"RateLimit-Policy":          `"per_key";q=10;w=60, "burst-1";q=3;w=1`,
-		"RateLimit":                 `"burst-1";r=2;t=1`,
-		"X-RateLimit-Limit": "3",
-		"X-RateLimit-Remaining":     "2",
-		"X-RateLimit-Reset":         unix(c, time.Second),
+		"RateLimit-Policy":      `"per_key";q=10;w=60, "burst-1";q=3;w=1`,
+		"RateLimit":             `"burst-1";r=2;t=1`,
+		"X-RateLimit-Limit":     "3",
+		"X-RateLimit-Remaining": "2",
+		"X-RateLimit-Reset":     unix(c, time.Second),
 	})
 }
 
@@ -141,11 +141,11 @@ func TestHeadersFixedWindowReset(t *testing.T) {
 	next := new(statusHandler)
 	res := do(h, next, get("/"))
 	checkHeaders(t, res.header, map[string]string{
-		"RateLimit-Policy":          `"fw";q=2;w=60`,
-		"RateLimit":                 `"fw";r=1;t=40`,
-		"X-RateLimit-Limit": "2",
-		"X-RateLimit-Remaining":     "1",
-		"X-RateLimit-Reset":         unix(c, 40*time.Second),
+		"RateLimit-Policy":      `"fw";q=2;w=60`,
+		"RateLimit":             `"fw";r=1;t=40`,
+		"X-RateLimit-Limit":     "2",
+		"X-RateLimit-Remaining": "1",
+		"X-RateLimit-Reset":     unix(c, 40*time.Second),
 	})
 	do(h, next, get("/"))
 	res = do(h, next, get("/"))
