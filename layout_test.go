@@ -25,7 +25,7 @@ var oversized = map[string]bool{
 	"ratelimit/admin.go":                   true,
 	"ratelimit/ratelimit.go":               true,
 	"ratelimit/ratelimit.go:ServeHTTP":     true,
-	"ratelimit/scripts/decide.lua":         true,
+	"ratelimit/limiter/scripts/decide.lua": true,
 	"shortener/clicks.go":                  true,
 	"shortener/clicks_consumer.go:consume": true,
 	"shortener/shortener.go":               true,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/strictjson"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 func init() {
@@ -247,14 +248,14 @@ func (t zoneTarget) storeKey(r *http.Request, value string) string {
 			tag = t.e.h.HashTag // as ServeHTTP does for an empty expansion
 		}
 	}
-	return StoreKey(t.e.h.prefix, t.z.Name, tag, value)
+	return limiter.StoreKey(t.e.h.prefix, t.z.Name, tag, value)
 }
 
 // limit is the quota a request with key value would get in the target's
 // zone: its plan (query `plan`, or the key itself when the plan key is the
 // zone's key), else its own quota with placeholders from the query, under
 // the brake in force.
-func (t zoneTarget) limit(q url.Values, value string) (Limit, quotaSource, error) {
+func (t zoneTarget) limit(q url.Values, value string) (limiter.Limit, quotaSource, error) {
 	l, src := t.z.limit, sourceStatic
 	if zq := t.z.quota; zq != nil {
 		found := false
@@ -331,7 +332,7 @@ func (t zoneTarget) inspect(ctx context.Context, r *http.Request, value string) 
 		return keyState{}, err
 	}
 	// Cost 0 reads the state and charges nothing.
-	res, err := t.e.h.store.Decide(ctx, []Ask{{Key: t.storeKey(r, value), Limit: l}})
+	res, err := t.e.h.store.Decide(ctx, []limiter.Ask{{Key: t.storeKey(r, value), Limit: l}})
 	if err == nil && len(res) != 1 {
 		err = fmt.Errorf("store returned %d results for 1 zone", len(res))
 	}
@@ -370,7 +371,7 @@ func resetKey(w http.ResponseWriter, r *http.Request, zone, value string) error 
 	var handlers []uint64
 	for _, t := range targets {
 		key := t.storeKey(r, value)
-		rs, ok := t.e.h.store.(Resetter)
+		rs, ok := t.e.h.store.(limiter.Resetter)
 		if !ok {
 			return apiError(http.StatusNotImplemented, "zone %q: the store of handler %d cannot reset keys", zone, t.e.id)
 		}

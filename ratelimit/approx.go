@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 	"go.uber.org/zap"
 )
 
@@ -54,22 +55,22 @@ type approxTable struct {
 // approxOwner is what a table's syncs use of one handler.
 type approxOwner struct {
 	handler   *Handler
-	store     absorber
+	store     limiter.Absorber
 	onFailure func(error) // a sync failed (logged at most once a second)
 }
 
 // approxEntry is one key of an approxTable.
 type approxEntry struct {
 	mu        sync.Mutex
-	limit     Limit
-	remaining int64     // what Redis had left at its answer (got); < 0: a debt
-	used      int64     // units taken here since, not yet sent
-	sending   int64     // units taken here, in a sync under way
-	inflight  int64     // units of requests being decided on the store
-	res       Result    // Redis' answer at got
-	got       time.Time // zero: no answer yet (the entry only holds units)
-	touched   bool      // a request used it since the last sync
-	dead      bool      // dropped from the table: not to be used
+	limit     limiter.Limit
+	remaining int64          // what Redis had left at its answer (got); < 0: a debt
+	used      int64          // units taken here since, not yet sent
+	sending   int64          // units taken here, in a sync under way
+	inflight  int64          // units of requests being decided on the store
+	res       limiter.Result // Redis' answer at got
+	got       time.Time      // zero: no answer yet (the entry only holds units)
+	touched   bool           // a request used it since the last sync
+	dead      bool           // dropped from the table: not to be used
 }
 
 // approxStaleSyncs is how many intervals an entry stays usable without a
@@ -85,9 +86,9 @@ const approxClockBack = 5 * time.Second
 // out after Redis ran it is sent again, and its units charged twice.
 const approxSyncTimeout = time.Second
 
-func newApproxTable(interval time.Duration, instances, maxKeys int, store absorber, onFailure func(error)) *approxTable {
+func newApproxTable(interval time.Duration, instances, maxKeys int, store limiter.Absorber, onFailure func(error)) *approxTable {
 	if maxKeys <= 0 {
-		maxKeys = DefaultMaxKeys
+		maxKeys = limiter.DefaultMaxKeys
 	}
 	t := &approxTable{
 		interval:  interval,
@@ -131,25 +132,25 @@ func (t *approxTable) close() {
 // take decides one ask from the key's entry at now, charging it locally
 // when allowed. ok is false when there is no fresh entry for this limit:
 // the store must decide.
-func (t *approxTable) take(a Ask, now time.Time) (res Result, ok bool) {
+func (t *approxTable) take(a limiter.Ask, now time.Time) (res limiter.Result, ok bool) {
 	v, found := t.entries.Load(a.Key)
 	if !found {
-		return Result{}, false
+		return limiter.Result{}, false
 	}
 	e := v.(*approxEntry)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.dead || e.got.IsZero() || e.limit != a.Limit {
-		return Result{}, false
+		return limiter.Result{}, false
 	}
 	age := now.Sub(e.got)
 	if age > approxStaleSyncs*t.interval && t.failing.Load() {
-		return Result{}, false // Redis fails: decide there, on_error applies
+		return limiter.Result{}, false // Redis fails: decide there, on_error applies
 	}
 	e.touched = true
-	res = Result{Reset: max(e.res.Reset-age, 0), Now: e.res.Now.Add(age)}
+	res = limiter.Result{Reset: max(e.res.Reset-age, 0), Now: e.res.Now.Add(age)}
 	need := max(a.Cost, 1)
-	if need > a.Limit.capacity() { // refused whatever is left, as the stores do
+	if need > a.Limit.Capacity() { // refused whatever is left, as the stores do
 		res.RetryAfter = a.Limit.Window
 		return res, true
 	}
@@ -176,14 +177,14 @@ func (t *approxTable) take(a Ask, now time.Time) (res Result, ok bool) {
 
 // give returns units a take charged, for a request another zone refused.
 func (t *approxTable) give(key string, units int64) {
-	t.update(key, Limit{}, false, func(e *approxEntry) {
+	t.update(key, limiter.Limit{}, false, func(e *approxEntry) {
 		e.used -= units // below 0: an offset for the next units taken
 	})
 }
 
-// charge takes units for key under limit whatever is left: a count_status
+// charge takes units for key under limit whatever is Left: a count_status
 // zone's charge after the response.
-func (t *approxTable) charge(key string, limit Limit, units int64) {
+func (t *approxTable) charge(key string, limit limiter.Limit, units int64) {
 	t.update(key, limit, true, func(e *approxEntry) { e.used += units })
 }
 
@@ -193,7 +194,7 @@ func (t *approxTable) charge(key string, limit Limit, units int64) {
 // unsent is the units taken here and not known to be sent: the store,
 // deciding the request, cannot see them (those taken while it decides
 // leave room for the request, as counted here).
-func (t *approxTable) begin(key string, limit Limit, units int64) (held *approxEntry, unsent int64) {
+func (t *approxTable) begin(key string, limit limiter.Limit, units int64) (held *approxEntry, unsent int64) {
 	t.update(key, limit, true, func(e *approxEntry) {
 		e.inflight += units
 		held, unsent = e, max(e.used, 0)+e.sending
@@ -212,14 +213,14 @@ func (t *approxTable) end(e *approxEntry, units int64) {
 // with units not charged by that call (a request another zone refused)
 // added back to its remaining; and, in the same step, ends the units
 // begin counted on held (nil: none).
-func (t *approxTable) learn(key string, limit Limit, res Result, got time.Time, uncharged int64, held *approxEntry, units int64) {
+func (t *approxTable) learn(key string, limit limiter.Limit, res limiter.Result, got time.Time, uncharged int64, held *approxEntry, units int64) {
 	t.update(key, limit, true, func(e *approxEntry) {
 		if e == held {
 			e.inflight -= units
 			held = nil
 		}
 		e.touched = true
-		left := res.left + uncharged
+		left := res.Left + uncharged
 		if e.limit == limit && !t.newer(e, res, left) {
 			return
 		}
@@ -237,7 +238,7 @@ func (t *approxTable) learn(key string, limit Limit, res Result, got time.Time, 
 // less left is the later. An answer older by more than approxClockBack is
 // taken as newer: the store's clock went back (a failover), and the entry
 // must not stay pinned to the old clock.
-func (t *approxTable) newer(e *approxEntry, res Result, left int64) bool {
+func (t *approxTable) newer(e *approxEntry, res limiter.Result, left int64) bool {
 	switch {
 	case e.got.IsZero() || e.res.Now.Sub(res.Now) > approxClockBack:
 		return true
@@ -249,7 +250,7 @@ func (t *approxTable) newer(e *approxEntry, res Result, left int64) bool {
 
 // update runs f on key's live entry under its lock, creating it (for
 // limit) when create is set and the table has room.
-func (t *approxTable) update(key string, limit Limit, create bool, f func(*approxEntry)) {
+func (t *approxTable) update(key string, limit limiter.Limit, create bool, f func(*approxEntry)) {
 	for {
 		v, found := t.entries.Load(key)
 		if !found {
@@ -292,7 +293,7 @@ func (t *approxTable) forget(keys ...string) {
 func (t *approxTable) sync(final bool) {
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
-	var asks []Ask
+	var asks []limiter.Ask
 	var sent []*approxEntry
 	t.entries.Range(func(k, v any) bool {
 		e := v.(*approxEntry)
@@ -303,7 +304,7 @@ func (t *approxTable) sync(final bool) {
 			// A negative count (units given back after the sync that sent
 			// them) stays, to offset the next units taken.
 			units := max(e.used, 0)
-			asks = append(asks, Ask{Key: k.(string), Limit: e.limit, Cost: units})
+			asks = append(asks, limiter.Ask{Key: k.(string), Limit: e.limit, Cost: units})
 			e.sending, e.used, e.touched = units, e.used-units, false
 			sent = append(sent, e)
 		case !final && e.sending == 0 && e.inflight == 0:
@@ -320,7 +321,7 @@ func (t *approxTable) sync(final bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), approxSyncTimeout)
 	defer cancel()
 	o := t.owner.Load()
-	results, err := o.store.absorb(ctx, asks)
+	results, err := o.store.Absorb(ctx, asks)
 	got := time.Now()
 	t.failing.Store(err != nil)
 	if err != nil {
@@ -333,8 +334,8 @@ func (t *approxTable) sync(final bool) {
 		e.mu.Lock()
 		if results == nil || results[i].Now.IsZero() { // not sent: next time
 			e.used += e.sending
-		} else if t.newer(e, results[i], results[i].left) {
-			e.remaining, e.res, e.got = results[i].left, results[i], got
+		} else if t.newer(e, results[i], results[i].Left) {
+			e.remaining, e.res, e.got = results[i].Left, results[i], got
 		} // else the answer held is later: it counts the units sent
 		e.sending = 0
 		e.mu.Unlock()
@@ -357,7 +358,7 @@ func (h *Handler) approxWarn(zone string) func(error) {
 // store can take their counts (Redis), or takes over those of the previous
 // config (see carryover.go).
 func (h *Handler) provisionApprox() {
-	a, ok := h.store.(absorber)
+	a, ok := h.store.(limiter.Absorber)
 	if !ok {
 		return
 	}

@@ -16,72 +16,8 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
-
-// The script's absorb mode (mode 'a'): every unit charged, past the quota
-// into debt, the state after returned as a check sees it.
-func testAbsorb(t *testing.T, newStore func(t *testing.T) clockedStore) {
-	cs := newStore(t)
-	s := cs.store.(*RedisStore)
-	ctx := context.Background()
-	for _, alg := range []string{TokenBucket, SlidingWindow, FixedWindow} {
-		t.Run(alg, func(t *testing.T) {
-			l := Limit{Algorithm: alg, Events: 10, Window: time.Hour}
-			a := Ask{Key: cs.prefix + "absorb:" + alg, Limit: l}
-			absorb := func(cost int64) Result {
-				t.Helper()
-				a.Cost = cost
-				res, err := s.absorb(ctx, []Ask{a})
-				if err != nil {
-					t.Fatalf("absorb %d: %v", cost, err)
-				}
-				return res[0]
-			}
-			if r := absorb(4); !r.Allowed || r.Remaining != 6 {
-				t.Fatalf("4 of 10 absorbed: %+v, want allowed with 6 left", r)
-			}
-			if r := ask1(t, s, Ask{Key: a.Key, Limit: l}); !r.Allowed || r.Remaining != 6 {
-				t.Fatalf("a check after: %+v, want 6 left", r)
-			}
-			if r := absorb(0); !r.Allowed || r.Remaining != 6 {
-				t.Fatalf("absorbing nothing: %+v, want 6 left (a check)", r)
-			}
-			// 9 more: 3 past the quota, all charged.
-			r := absorb(9)
-			if r.Allowed || r.Remaining != 0 || r.RetryAfter <= 0 {
-				t.Fatalf("9 more absorbed: %+v, want refused, 0 left, a retry time", r)
-			}
-			if r := ask1(t, s, Ask{Key: a.Key, Limit: l, Cost: 1}); r.Allowed {
-				t.Fatalf("a request after the debt: %+v, want refused", r)
-			}
-			if alg == TokenBucket {
-				// -3 tokens: 4 must refill (6 min at 10/h) before one passes.
-				if r.RetryAfter < 4*time.Hour/10-time.Second {
-					t.Errorf("retry after %v, want about %v (the debt repaid first)", r.RetryAfter, 4*time.Hour/10)
-				}
-			}
-		})
-	}
-	// Keys of one call are independent; a key of another algorithm's
-	// state reads as absent.
-	l := Limit{Algorithm: FixedWindow, Events: 5, Window: time.Hour}
-	res, err := s.absorb(ctx, []Ask{
-		{Key: cs.prefix + "absorb:x", Limit: l, Cost: 2},
-		{Key: cs.prefix + "absorb:y", Limit: l, Cost: 7},
-		{Key: cs.prefix + "absorb:" + TokenBucket, Limit: l, Cost: 1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res[0].Remaining != 3 || !res[0].Allowed || res[1].Allowed || res[1].Remaining != 0 || res[2].Remaining != 4 {
-		t.Errorf("three keys in one call: %+v", res)
-	}
-}
-
-func TestApproxAbsorbScript(t *testing.T)         { testAbsorb(t, newMiniredisClocked) }
-func TestApproxAbsorbRedis(t *testing.T)          { testAbsorb(t, realRedis) }
-func TestApproxAbsorbCluster(t *testing.T)        { testAbsorb(t, realCluster(false)) }
-func TestApproxAbsorbClusterOneSlot(t *testing.T) { testAbsorb(t, realCluster(true)) }
 
 // approxZone is a token bucket of events per hour (a token per 3.6s at
 // 1000: nothing refills during a test) synced every interval.
@@ -115,16 +51,20 @@ func hammer(hs []*Handler, workers, n int, key string) map[int]int {
 	return counts
 }
 
+// tokenBucketState is the first field of a token bucket's state in Redis
+// (the script's code of the algorithm).
+const tokenBucketState = "1"
+
 // redisTokens reads a token bucket's tokens (may be below 0: a debt)
 // refilled to now, straight from its Redis state.
-func redisTokens(t *testing.T, c redis.UniversalClient, key string, l Limit) float64 {
+func redisTokens(t *testing.T, c redis.UniversalClient, key string, l limiter.Limit) float64 {
 	t.Helper()
 	v, err := c.Get(context.Background(), key).Result()
 	if err != nil {
 		t.Fatalf("GET %s: %v", key, err)
 	}
 	f := strings.Fields(v)
-	if len(f) != 3 || f[0] != strconv.Itoa(codeTokenBucket) {
+	if len(f) != 3 || f[0] != tokenBucketState {
 		t.Fatalf("state %q: not a token bucket", v)
 	}
 	tokens, _ := strconv.ParseFloat(f[1], 64)
@@ -156,7 +96,7 @@ func TestApproxOneInstanceExact(t *testing.T) {
 	}
 
 	z.approx.sync(false)
-	left := redisTokens(t, h.client.UniversalClient, StoreKey(cfg.KeyPrefix, "api", "", key), z.limit)
+	left := redisTokens(t, h.client.UniversalClient, limiter.StoreKey(cfg.KeyPrefix, "api", "", key), z.limit)
 	// Every unit allowed is charged. (Redis may be charged more: a sync
 	// sent again, or a request refused here after the store charged it,
 	// see approxSettle.)
@@ -195,7 +135,7 @@ func TestApproxSeveralInstancesBounded(t *testing.T) {
 	if allowed < 900 || allowed > 1000+4*250 {
 		t.Errorf("%d allowed by four instances, want about 1000, at most 4 local shares (250) over", allowed)
 	}
-	left := redisTokens(t, hs[0].client.UniversalClient, StoreKey(cfg.KeyPrefix, "api", "", key), zones[0].limit)
+	left := redisTokens(t, hs[0].client.UniversalClient, limiter.StoreKey(cfg.KeyPrefix, "api", "", key), zones[0].limit)
 	if want := float64(1000 - allowed); left < want-0.01 || left > want+2 {
 		t.Errorf("Redis holds %.2f tokens, want %.0f: every allowed unit charged, past the quota too", left, want)
 	}
@@ -230,7 +170,7 @@ func TestApproxAllOrNothingWithExactZone(t *testing.T) {
 		t.Fatalf("statuses %v, want 5×200 and 15×429", counts)
 	}
 	approx.approx.sync(false)
-	left := redisTokens(t, h.client.UniversalClient, StoreKey(cfg.KeyPrefix, "api", "", key), approx.limit)
+	left := redisTokens(t, h.client.UniversalClient, limiter.StoreKey(cfg.KeyPrefix, "api", "", key), approx.limit)
 	if left < 995-0.01 || left > 996 {
 		t.Errorf("approximate zone holds %.2f tokens, want 995: refused requests take nothing", left)
 	}
@@ -298,7 +238,7 @@ func TestApproxSyncFailureKeepsUnits(t *testing.T) {
 	z.approx.sync(false)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer c.Close()
-	left := redisTokens(t, c, StoreKey(h.Redis.KeyPrefix, "api", "", key), z.limit)
+	left := redisTokens(t, c, limiter.StoreKey(h.Redis.KeyPrefix, "api", "", key), z.limit)
 	// 10 + up to 5 + the request that found Redis back; some may have
 	// been refused by the breaker meanwhile, none lost.
 	if left > 1000-16+0.5 || left < 1000-40 {
@@ -339,7 +279,7 @@ func (t *approxTable) entryUsed(prefix, key string) int64 {
 // zoneEntryUsed is what the entry of key in zone holds to send; below 0,
 // units the store charged for requests refused here (see approxSettle).
 func (t *approxTable) zoneEntryUsed(prefix, zone, key string) int64 {
-	v, ok := t.entries.Load(StoreKey(prefix, zone, "", key))
+	v, ok := t.entries.Load(limiter.StoreKey(prefix, zone, "", key))
 	if !ok {
 		return 0
 	}
@@ -376,7 +316,7 @@ func TestApproxCleanupFlushes(t *testing.T) {
 		do(h, new(statusHandler), get("/", "X-API-Key", key))
 	}
 	c := h.client.UniversalClient
-	sk := StoreKey(cfg.KeyPrefix, "api", "", key)
+	sk := limiter.StoreKey(cfg.KeyPrefix, "api", "", key)
 	if left := redisTokens(t, c, sk, z.limit); left < 999-0.01 || left > 1000 {
 		t.Fatalf("before cleanup Redis holds %.2f tokens, want 999 (one request decided there)", left)
 	}
@@ -399,8 +339,8 @@ func TestApproxForget(t *testing.T) {
 	for range 4 {
 		do(h, new(statusHandler), get("/", "X-API-Key", key))
 	}
-	sk := StoreKey(cfg.KeyPrefix, "api", "", key)
-	if err := h.store.(Resetter).Reset(context.Background(), sk); err != nil {
+	sk := limiter.StoreKey(cfg.KeyPrefix, "api", "", key)
+	if err := h.store.(limiter.Resetter).Reset(context.Background(), sk); err != nil {
 		t.Fatal(err)
 	}
 	h.forgetDenied(sk)
@@ -438,7 +378,7 @@ func TestApproxCaddyfile(t *testing.T) {
 		}
 	}
 	// JSON goes through Validate.
-	bad := &Handler{Zones: []*Zone{{Name: "z", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Algorithm: LeakyBucket, Approximate: caddy.Duration(time.Second)}}}
+	bad := &Handler{Zones: []*Zone{{Name: "z", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Algorithm: limiter.LeakyBucket, Approximate: caddy.Duration(time.Second)}}}
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "approximate") {
 		t.Errorf("Validate: %v, want the approximate error", err)
 	}
@@ -449,7 +389,7 @@ func TestApproxCaddyfile(t *testing.T) {
 func TestApproxCluster(t *testing.T) {
 	c, prefix := testenv.RedisCluster(t)
 	key := approxZone(300, 20*time.Millisecond)
-	ip := &Zone{Name: "ip", Key: "{http.request.method}", Events: 1_000_000, Window: caddy.Duration(time.Hour), Algorithm: FixedWindow,
+	ip := &Zone{Name: "ip", Key: "{http.request.method}", Events: 1_000_000, Window: caddy.Duration(time.Hour), Algorithm: limiter.FixedWindow,
 		Approximate: caddy.Duration(time.Hour)} // synced by the test only: it reads the entry's count
 	h := &Handler{
 		Zones:   []*Zone{key, ip},
@@ -465,16 +405,16 @@ func TestApproxCluster(t *testing.T) {
 	}
 	key.approx.sync(false)
 	ip.approx.sync(false)
-	sk := StoreKey(prefix, "api", "", k)
+	sk := limiter.StoreKey(prefix, "api", "", k)
 	left := redisTokens(t, c, sk, key.limit)
 	if want := float64(300 - counts[http.StatusOK]); left > want+1 {
 		t.Errorf("key zone holds %.2f tokens, want %.0f: every allowed unit charged", left, want)
 	}
 	// The other zone took one unit per allowed request, none for the
 	// refused.
-	ipKey := StoreKey(prefix, "ip", "", "GET")
-	if keySlot(ipKey) == keySlot(sk) {
-		t.Logf("both zones in slot %d", keySlot(sk))
+	ipKey := limiter.StoreKey(prefix, "ip", "", "GET")
+	if limiter.KeySlot(ipKey) == limiter.KeySlot(sk) {
+		t.Logf("both zones in slot %d", limiter.KeySlot(sk))
 	}
 	// (Units the store charged for requests refused here are held as a
 	// negative count, to be repaid.)

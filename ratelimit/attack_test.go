@@ -14,6 +14,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // hostileKeys are key values an attacker controls (an API key header, a
@@ -34,14 +35,14 @@ func TestAttackKeysNoCollision(t *testing.T) {
 	for _, tag := range []string{"", "tenant", "{evil}:tag\r\n"} {
 		seen := map[string]string{}
 		for _, v := range hostileKeys() {
-			k := StoreKey("ratelimit", "api", tag, v)
+			k := limiter.StoreKey("ratelimit", "api", tag, v)
 			if prev, ok := seen[k]; ok {
 				t.Errorf("hash tag %q: values %.20q and %.20q share the key %q", tag, prev, v, k)
 			}
 			seen[k] = v
-			wantLen := len("ratelimit:api:") + digestLen
+			wantLen := len("ratelimit:api:") + limiter.DigestLen
 			if tag != "" {
-				wantLen += digestLen + 2
+				wantLen += limiter.DigestLen + 2
 			}
 			if len(k) != wantLen {
 				t.Errorf("StoreKey(%.20q) has length %d, want %d", v, len(k), wantLen)
@@ -136,38 +137,38 @@ func TestAttackKeysCluster(t *testing.T) {
 func TestAttackMemoryStoreBounded(t *testing.T) {
 	h := &Handler{Zones: []*Zone{zone("bounded", 1, time.Minute)}}
 	provision(t, h)
-	inProcess, ok := h.store.(*zoneMemory)
+	inProcess, ok := h.store.(*limiter.ZoneMemory)
 	if !ok {
-		t.Fatalf("handler without redis: store %T, want *zoneMemory", h.store)
+		t.Fatalf("handler without redis: store %T, want *limiter.ZoneMemory", h.store)
 	}
 	c := newClock()
 	for _, tt := range []struct {
 		name string
 		s    interface {
-			Store
+			limiter.Store
 			Len() int
 		}
 		prefix string
 		zone   string
 		bound  int
 	}{
-		{"max_keys 100", NewMemoryStore(c.Now, 100), "rl", "flood", 100},
-		{"handler default", inProcess, h.prefix, "bounded", DefaultMaxKeys},
+		{"max_keys 100", limiter.NewMemoryStore(c.Now, 100), "rl", "flood", 100},
+		{"handler default", inProcess, h.prefix, "bounded", limiter.DefaultMaxKeys},
 	} {
-		limit := Limit{Algorithm: SlidingLog, Events: 1, Window: time.Hour}
+		limit := limiter.Limit{Algorithm: limiter.SlidingLog, Events: 1, Window: time.Hour}
 		ctx := context.Background()
 		flood := tt.bound + tt.bound/2
 		for i := range flood {
-			key := StoreKey(tt.prefix, tt.zone, "", fmt.Sprint(i))
-			if _, err := tt.s.Decide(ctx, []Ask{{Key: key, Limit: limit, Cost: 1}}); err != nil {
+			key := limiter.StoreKey(tt.prefix, tt.zone, "", fmt.Sprint(i))
+			if _, err := tt.s.Decide(ctx, []limiter.Ask{{Key: key, Limit: limit, Cost: 1}}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if n := tt.s.Len(); n != tt.bound {
 			t.Errorf("%s: the store holds %d keys after %d distinct ones, want %d", tt.name, n, flood, tt.bound)
 		}
-		last := StoreKey(tt.prefix, tt.zone, "", fmt.Sprint(flood-1))
-		res, err := tt.s.Decide(ctx, []Ask{{Key: last, Limit: limit, Cost: 1}})
+		last := limiter.StoreKey(tt.prefix, tt.zone, "", fmt.Sprint(flood-1))
+		res, err := tt.s.Decide(ctx, []limiter.Ask{{Key: last, Limit: limit, Cost: 1}})
 		if err != nil || res[0].Allowed {
 			t.Errorf("%s: the most recent key after the flood: %+v (%v), want refused", tt.name, res, err)
 		}

@@ -11,18 +11,19 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // watchStore records every error of the store it wraps, and calls after
 // once each decision is made.
 type watchStore struct {
-	Store
+	limiter.Store
 	mu    sync.Mutex
 	errs  []error
 	after func()
 }
 
-func (s *watchStore) Decide(ctx context.Context, asks []Ask) ([]Result, error) {
+func (s *watchStore) Decide(ctx context.Context, asks []limiter.Ask) ([]limiter.Result, error) {
 	res, err := s.Store.Decide(ctx, asks)
 	s.mu.Lock()
 	if err != nil {
@@ -131,7 +132,7 @@ func runHostile(t *testing.T, c hostileCase) {
 // the loader reads it).
 func hostileHandler(t *testing.T, algorithm string, c hostileCase) (*Handler, *watchStore) {
 	clk := newClock()
-	ws := &watchStore{Store: NewMemoryStore(clk.Now, 0)}
+	ws := &watchStore{Store: limiter.NewMemoryStore(clk.Now, 0)}
 	z := &Zone{Name: "hostile", Key: "{http.request.header.X-Key}", Window: caddy.Duration(time.Hour), Algorithm: algorithm,
 		Cost: "{http.request.header.X-Cost}", Dynamic: &DynamicQuota{Events: "{http.request.header.X-Events}"}}
 	if c.burst != "" {
@@ -188,9 +189,9 @@ func capacityOf(algorithm string, events, burst int64) int64 {
 		return 0
 	}
 	switch {
-	case algorithm == LeakyBucket:
+	case algorithm == limiter.LeakyBucket:
 		return min(burst, math.MaxInt64-1) + 1
-	case algorithm == TokenBucket && burst > 0:
+	case algorithm == limiter.TokenBucket && burst > 0:
 		return burst
 	}
 	return events

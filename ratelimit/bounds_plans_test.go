@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // bigPlansDB creates a plans table with bigint columns (room for rows
@@ -41,7 +42,7 @@ func TestPlanRowsPastBoundsSkipped(t *testing.T) {
 	bigPlansDB(t, dsn, `('huge', 2251799813685248, 60, NULL), ('long', 10, 2e9, NULL),
 		('refill', 1, 3600, 100000), ('nan', 10, 'NaN', NULL), ('gold', 5, 3600, NULL)`)
 	core, logs := observer.New(zap.WarnLevel)
-	l, err := loadPlans(&Plans{Postgres: dsn}, TokenBucket, zap.New(core))
+	l, err := loadPlans(&Plans{Postgres: dsn}, limiter.TokenBucket, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestPlanRowsPerAlgorithm(t *testing.T) {
 		t.Cleanup(func() { _ = l.release() })
 		return l
 	}
-	tb, sl, lb := load(TokenBucket), load(SlidingLog), load(LeakyBucket)
+	tb, sl, lb := load(limiter.TokenBucket), load(limiter.SlidingLog), load(limiter.LeakyBucket)
 	for _, tt := range []struct {
 		l    *planHandle
 		key  string

@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // counterValue reads a counter.
@@ -133,10 +134,10 @@ func TestHugeCostRefusedCountStatus(t *testing.T) {
 
 // The cost is compared with the quota before the brake: under a brake, a
 // cost the zone could grant unbraked is an ordinary refusal (not counted
-// as an invalid input), one past it is asked as maxCost+1.
+// as an invalid input), one past it is asked as MaxCost+1.
 func TestZoneDecisionCostUnderBrake(t *testing.T) {
 	h := &Handler{Zones: []*Zone{{Name: "braked", Key: "k", Events: 10, Window: caddy.Duration(time.Minute),
-		Algorithm: LeakyBucket, Burst: 5, Cost: "{http.request.header.X-Cost}"}}}
+		Algorithm: limiter.LeakyBucket, Burst: 5, Cost: "{http.request.header.X-Cost}"}}}
 	provision(t, h)
 	z := h.Zones[0]
 	over := z.inputs[inputCostOverQuota]
@@ -164,17 +165,17 @@ func TestZoneDecisionCostUnderBrake(t *testing.T) {
 	}
 }
 
-// A store refusing an Ask out of its bounds says so with ErrInvalidAsk,
+// A store refusing an Ask out of its bounds says so with limiter.ErrInvalidAsk,
 // which is not a store failure: no store error counted, breaker closed.
 func TestInvalidAskNotAStoreFailure(t *testing.T) {
 	h := &Handler{Redis: sharedRedis(t), Zones: []*Zone{zone("def", 3, time.Minute)}}
 	provision(t, h)
-	ask := Ask{Key: StoreKey(h.prefix, "def", "", "k"), Limit: Limit{Algorithm: TokenBucket, Events: 3, Window: time.Minute}, Cost: 1 << 52}
+	ask := limiter.Ask{Key: limiter.StoreKey(h.prefix, "def", "", "k"), Limit: limiter.Limit{Algorithm: limiter.TokenBucket, Events: 3, Window: time.Minute}, Cost: 1 << 52}
 	errs0 := counterValue(metrics.storeErrors)
 	for range 10 {
-		_, err := h.callStore(context.Background(), []Ask{ask})
-		if !errors.Is(err, ErrInvalidAsk) {
-			t.Fatalf("callStore(cost 2^52) = %v, want ErrInvalidAsk", err)
+		_, err := h.callStore(context.Background(), []limiter.Ask{ask})
+		if !errors.Is(err, limiter.ErrInvalidAsk) {
+			t.Fatalf("callStore(cost 2^52) = %v, want limiter.ErrInvalidAsk", err)
 		}
 	}
 	if d := counterValue(metrics.storeErrors) - errs0; d != 0 {
@@ -183,8 +184,8 @@ func TestInvalidAskNotAStoreFailure(t *testing.T) {
 	if s := h.breaker.state(); s != "closed" {
 		t.Errorf("breaker %s, want closed", s)
 	}
-	if _, err := NewMemoryStore(nil, 0).Decide(context.Background(), []Ask{ask}); !errors.Is(err, ErrInvalidAsk) {
-		t.Errorf("memory store: %v, want ErrInvalidAsk", err)
+	if _, err := limiter.NewMemoryStore(nil, 0).Decide(context.Background(), []limiter.Ask{ask}); !errors.Is(err, limiter.ErrInvalidAsk) {
+		t.Errorf("memory store: %v, want limiter.ErrInvalidAsk", err)
 	}
 }
 
@@ -222,7 +223,7 @@ func TestStaticBoundsRefuseToLoad(t *testing.T) {
 		{"burst 2^51", Zone{Events: 1, Burst: 1 << 51, Window: caddy.Duration(time.Minute)}, `zone "api": burst 2251799813685248: must be at most 2^50`},
 		{"window 2e9s", Zone{Events: 1, Window: caddy.Duration(2e9 * time.Second)}, `zone "api": window 555555h33m20s: must be at least 1ms`},
 		{"cost 2^51", Zone{Events: 1, Window: caddy.Duration(time.Minute), Cost: "2251799813685248"}, `zone "api": cost 2251799813685248: must be at most 2^50`},
-		{"sliding log", Zone{Events: 20000, Window: caddy.Duration(time.Minute), Algorithm: SlidingLog}, `zone "api": events 20000: sliding_log`},
+		{"sliding log", Zone{Events: 20000, Window: caddy.Duration(time.Minute), Algorithm: limiter.SlidingLog}, `zone "api": events 20000: sliding_log`},
 		{"dynamic events, static burst", Zone{Burst: 1 << 51, Window: caddy.Duration(time.Minute), Dynamic: &DynamicQuota{Events: "{e}"}}, "burst 2251799813685248: must be at most 2^50"},
 	} {
 		t.Run("json/"+tt.name, func(t *testing.T) {
@@ -240,45 +241,45 @@ func TestStaticBoundsRefuseToLoad(t *testing.T) {
 func TestCheckLimit(t *testing.T) {
 	const day = 24 * time.Hour
 	for _, tt := range []struct {
-		l  Limit
+		l  limiter.Limit
 		ok bool
 	}{
-		{Limit{Algorithm: TokenBucket, Events: MaxEvents, Window: time.Millisecond}, true},
-		{Limit{Algorithm: TokenBucket, Events: MaxEvents + 1, Window: time.Millisecond}, false},
-		{Limit{Algorithm: FixedWindow, Events: 1, Window: MaxWindow}, true},
-		{Limit{Algorithm: FixedWindow, Events: 1, Window: MaxWindow + time.Millisecond}, false},
-		{Limit{Algorithm: FixedWindow, Events: 1, Window: time.Millisecond - 1}, false},
-		{Limit{Algorithm: TokenBucket, Events: 1, Burst: 3650, Window: day}, true},
-		{Limit{Algorithm: TokenBucket, Events: 1, Burst: 3651, Window: day}, false},
-		{Limit{Algorithm: TokenBucket, Events: MaxEvents, Burst: MaxEvents, Window: MaxWindow}, true},
-		{Limit{Algorithm: LeakyBucket, Events: 1, Burst: 24, Window: time.Hour}, true},
-		{Limit{Algorithm: LeakyBucket, Events: 1, Burst: 25, Window: time.Hour}, false},
-		{Limit{Algorithm: LeakyBucket, Events: 1, Burst: 0, Window: MaxWindow}, true},
-		{Limit{Algorithm: SlidingLog, Events: MaxSlidingLogEvents, Window: time.Hour}, true},
-		{Limit{Algorithm: SlidingLog, Events: MaxSlidingLogEvents + 1, Window: time.Hour}, false},
-		{Limit{Algorithm: SlidingWindow, Events: 0, Window: time.Hour}, false},
-		{Limit{Algorithm: "nope", Events: 1, Window: time.Hour}, false},
+		{limiter.Limit{Algorithm: limiter.TokenBucket, Events: limiter.MaxEvents, Window: time.Millisecond}, true},
+		{limiter.Limit{Algorithm: limiter.TokenBucket, Events: limiter.MaxEvents + 1, Window: time.Millisecond}, false},
+		{limiter.Limit{Algorithm: limiter.FixedWindow, Events: 1, Window: limiter.MaxWindow}, true},
+		{limiter.Limit{Algorithm: limiter.FixedWindow, Events: 1, Window: limiter.MaxWindow + time.Millisecond}, false},
+		{limiter.Limit{Algorithm: limiter.FixedWindow, Events: 1, Window: time.Millisecond - 1}, false},
+		{limiter.Limit{Algorithm: limiter.TokenBucket, Events: 1, Burst: 3650, Window: day}, true},
+		{limiter.Limit{Algorithm: limiter.TokenBucket, Events: 1, Burst: 3651, Window: day}, false},
+		{limiter.Limit{Algorithm: limiter.TokenBucket, Events: limiter.MaxEvents, Burst: limiter.MaxEvents, Window: limiter.MaxWindow}, true},
+		{limiter.Limit{Algorithm: limiter.LeakyBucket, Events: 1, Burst: 24, Window: time.Hour}, true},
+		{limiter.Limit{Algorithm: limiter.LeakyBucket, Events: 1, Burst: 25, Window: time.Hour}, false},
+		{limiter.Limit{Algorithm: limiter.LeakyBucket, Events: 1, Burst: 0, Window: limiter.MaxWindow}, true},
+		{limiter.Limit{Algorithm: limiter.SlidingLog, Events: limiter.MaxSlidingLogEvents, Window: time.Hour}, true},
+		{limiter.Limit{Algorithm: limiter.SlidingLog, Events: limiter.MaxSlidingLogEvents + 1, Window: time.Hour}, false},
+		{limiter.Limit{Algorithm: limiter.SlidingWindow, Events: 0, Window: time.Hour}, false},
+		{limiter.Limit{Algorithm: "nope", Events: 1, Window: time.Hour}, false},
 	} {
-		if err := checkLimit(tt.l); (err == nil) != tt.ok {
-			t.Errorf("checkLimit(%+v) = %v, want ok %v", tt.l, err, tt.ok)
+		if err := limiter.CheckLimit(tt.l); (err == nil) != tt.ok {
+			t.Errorf("CheckLimit(%+v) = %v, want ok %v", tt.l, err, tt.ok)
 		}
 	}
 }
 
-// Whatever passes checkLimit, under any brake within its bounds and any
-// cost up to maxCost+1, passes the stores' own check: the handler never
+// Whatever passes limiter.CheckLimit, under any brake within its bounds and any
+// cost up to MaxCost+1, passes the stores' own check: the handler never
 // sends an Ask a store refuses.
 func TestBoundsWithinStoreBounds(t *testing.T) {
-	edges := []int64{1, 2, 3, 999, 1000, 1001, MaxSlidingLogEvents, 1 << 20, MaxEvents - 1, MaxEvents}
-	windows := []time.Duration{time.Millisecond, time.Second, time.Hour, 24 * time.Hour, MaxWindow}
+	edges := []int64{1, 2, 3, 999, 1000, 1001, limiter.MaxSlidingLogEvents, 1 << 20, limiter.MaxEvents - 1, limiter.MaxEvents}
+	windows := []time.Duration{time.Millisecond, time.Second, time.Hour, 24 * time.Hour, limiter.MaxWindow}
 	factors := []float64{1, 0.5, 0.01, MinBrakeFactor}
 	n := 0
 	for _, alg := range allAlgorithms {
 		for _, events := range edges {
 			for _, burst := range append([]int64{0}, edges...) {
 				for _, w := range windows {
-					l := Limit{Algorithm: alg, Events: events, Burst: burst, Window: w}
-					if checkLimit(l) != nil {
+					l := limiter.Limit{Algorithm: alg, Events: events, Burst: burst, Window: w}
+					if limiter.CheckLimit(l) != nil {
 						continue
 					}
 					for _, f := range factors {
@@ -286,8 +287,9 @@ func TestBoundsWithinStoreBounds(t *testing.T) {
 						if f < 1 {
 							bl = braked(l, f)
 						}
-						for _, lim := range []Limit{bl, localLimit(bl, 3)} {
-							if _, err := paramsOf(Ask{Key: "k", Limit: lim, Cost: l.maxCost() + 1}); err != nil {
+						for _, lim := range []limiter.Limit{bl, localLimit(bl, 3)} {
+							a := limiter.Ask{Key: "k", Limit: lim, Cost: l.MaxCost() + 1}
+							if _, err := limiter.NewMemoryStore(nil, 0).Decide(context.Background(), []limiter.Ask{a}); err != nil {
 								t.Errorf("limit %+v, brake %v: %v", l, f, err)
 							}
 							n++
@@ -319,7 +321,7 @@ func TestParseCost(t *testing.T) {
 
 // A placeholder quota past the bounds is a 500 for that request, counted.
 func TestDynamicQuotaPastBounds(t *testing.T) {
-	h := &Handler{Zones: []*Zone{{Name: "dyn", Key: "{http.request.header.X-API-Key}", Algorithm: SlidingLog,
+	h := &Handler{Zones: []*Zone{{Name: "dyn", Key: "{http.request.header.X-API-Key}", Algorithm: limiter.SlidingLog,
 		Dynamic: &DynamicQuota{Events: "{http.request.header.X-Events}", Window: "{http.request.header.X-Window}"}}}}
 	provision(t, h)
 	counted := h.Zones[0].inputs[inputQuota]
@@ -387,21 +389,21 @@ func TestBrakeBounds(t *testing.T) {
 // with the memory store on a first request and on one past the quota.
 func TestRedisDecidesAtTheBounds(t *testing.T) {
 	c, prefix := testenv.Redis(t)
-	rs := NewRedisStore(c)
-	ms := NewMemoryStore(nil, 0)
-	limits := []Limit{
-		{Algorithm: TokenBucket, Events: MaxEvents, Window: MaxWindow},
-		{Algorithm: TokenBucket, Events: 1, Burst: 3650, Window: 24 * time.Hour},
-		{Algorithm: TokenBucket, Events: MaxEvents, Burst: MaxEvents, Window: time.Millisecond},
-		{Algorithm: SlidingWindow, Events: MaxEvents, Window: MaxWindow},
-		{Algorithm: FixedWindow, Events: MaxEvents, Window: MaxWindow},
-		{Algorithm: SlidingLog, Events: MaxSlidingLogEvents, Window: MaxWindow},
-		{Algorithm: LeakyBucket, Events: 1, Burst: 24, Window: time.Hour},
-		{Algorithm: LeakyBucket, Events: MaxEvents, Burst: MaxEvents, Window: 24 * time.Hour},
-		{Algorithm: LeakyBucket, Events: 1, Window: MaxWindow},
+	rs := limiter.NewRedisStore(c)
+	ms := limiter.NewMemoryStore(nil, 0)
+	limits := []limiter.Limit{
+		{Algorithm: limiter.TokenBucket, Events: limiter.MaxEvents, Window: limiter.MaxWindow},
+		{Algorithm: limiter.TokenBucket, Events: 1, Burst: 3650, Window: 24 * time.Hour},
+		{Algorithm: limiter.TokenBucket, Events: limiter.MaxEvents, Burst: limiter.MaxEvents, Window: time.Millisecond},
+		{Algorithm: limiter.SlidingWindow, Events: limiter.MaxEvents, Window: limiter.MaxWindow},
+		{Algorithm: limiter.FixedWindow, Events: limiter.MaxEvents, Window: limiter.MaxWindow},
+		{Algorithm: limiter.SlidingLog, Events: limiter.MaxSlidingLogEvents, Window: limiter.MaxWindow},
+		{Algorithm: limiter.LeakyBucket, Events: 1, Burst: 24, Window: time.Hour},
+		{Algorithm: limiter.LeakyBucket, Events: limiter.MaxEvents, Burst: limiter.MaxEvents, Window: 24 * time.Hour},
+		{Algorithm: limiter.LeakyBucket, Events: 1, Window: limiter.MaxWindow},
 	}
 	for i, l := range limits {
-		if err := checkLimit(l); err != nil {
+		if err := limiter.CheckLimit(l); err != nil {
 			t.Fatalf("limit %d: %v", i, err)
 		}
 		for _, f := range []float64{1, MinBrakeFactor} {
@@ -409,15 +411,15 @@ func TestRedisDecidesAtTheBounds(t *testing.T) {
 			if f < 1 {
 				bl = braked(l, f)
 			}
-			for _, cost := range []int64{1, l.maxCost() + 1} {
-				key := StoreKey(prefix, "edge", "", strconv.Itoa(i)+"/"+strconv.FormatFloat(f, 'g', -1, 64)+"/"+strconv.FormatInt(cost, 10))
-				a := Ask{Key: key, Limit: bl, Cost: cost}
-				rr, err := rs.Decide(context.Background(), []Ask{a})
+			for _, cost := range []int64{1, l.MaxCost() + 1} {
+				key := limiter.StoreKey(prefix, "edge", "", strconv.Itoa(i)+"/"+strconv.FormatFloat(f, 'g', -1, 64)+"/"+strconv.FormatInt(cost, 10))
+				a := limiter.Ask{Key: key, Limit: bl, Cost: cost}
+				rr, err := rs.Decide(context.Background(), []limiter.Ask{a})
 				if err != nil {
 					t.Errorf("redis, limit %+v, cost %d: %v", bl, cost, err)
 					continue
 				}
-				mr, err := ms.Decide(context.Background(), []Ask{a})
+				mr, err := ms.Decide(context.Background(), []limiter.Ask{a})
 				if err != nil {
 					t.Fatalf("memory, limit %+v, cost %d: %v", bl, cost, err)
 				}

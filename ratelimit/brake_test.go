@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 func TestCheckBrake(t *testing.T) {
@@ -36,16 +37,16 @@ func TestCheckBrake(t *testing.T) {
 
 func TestBraked(t *testing.T) {
 	for _, tt := range []struct {
-		in   Limit
+		in   limiter.Limit
 		f    float64
-		want Limit
+		want limiter.Limit
 	}{
-		{Limit{Algorithm: TokenBucket, Events: 100, Window: time.Minute}, 0.1, Limit{Algorithm: TokenBucket, Events: 10, Window: time.Minute}},
-		{Limit{Algorithm: TokenBucket, Events: 100, Window: time.Minute}, 0.7, Limit{Algorithm: TokenBucket, Events: 70, Window: time.Minute}},
-		{Limit{Algorithm: TokenBucket, Events: 10, Burst: 25, Window: time.Second}, 0.5, Limit{Algorithm: TokenBucket, Events: 5, Burst: 13, Window: time.Second}},
-		{Limit{Algorithm: FixedWindow, Events: 3, Window: time.Second}, 0.01, Limit{Algorithm: FixedWindow, Events: 1, Window: time.Second}},
-		{Limit{Algorithm: LeakyBucket, Events: 10, Burst: 4, Window: time.Second}, 0.5, Limit{Algorithm: LeakyBucket, Events: 5, Burst: 4, Window: time.Second}},
-		{Limit{Algorithm: SlidingLog, Events: 7, Window: time.Second}, 1, Limit{Algorithm: SlidingLog, Events: 7, Window: time.Second}},
+		{limiter.Limit{Algorithm: limiter.TokenBucket, Events: 100, Window: time.Minute}, 0.1, limiter.Limit{Algorithm: limiter.TokenBucket, Events: 10, Window: time.Minute}},
+		{limiter.Limit{Algorithm: limiter.TokenBucket, Events: 100, Window: time.Minute}, 0.7, limiter.Limit{Algorithm: limiter.TokenBucket, Events: 70, Window: time.Minute}},
+		{limiter.Limit{Algorithm: limiter.TokenBucket, Events: 10, Burst: 25, Window: time.Second}, 0.5, limiter.Limit{Algorithm: limiter.TokenBucket, Events: 5, Burst: 13, Window: time.Second}},
+		{limiter.Limit{Algorithm: limiter.FixedWindow, Events: 3, Window: time.Second}, 0.01, limiter.Limit{Algorithm: limiter.FixedWindow, Events: 1, Window: time.Second}},
+		{limiter.Limit{Algorithm: limiter.LeakyBucket, Events: 10, Burst: 4, Window: time.Second}, 0.5, limiter.Limit{Algorithm: limiter.LeakyBucket, Events: 5, Burst: 4, Window: time.Second}},
+		{limiter.Limit{Algorithm: limiter.SlidingLog, Events: 7, Window: time.Second}, 1, limiter.Limit{Algorithm: limiter.SlidingLog, Events: 7, Window: time.Second}},
 	} {
 		if got := braked(tt.in, tt.f); got != tt.want {
 			t.Errorf("braked(%+v, %v) = %+v, want %+v", tt.in, tt.f, got, tt.want)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 func init() {
@@ -211,7 +212,7 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 			if name == "burst" && (err != nil || n < 0) {
 				return nil, d.Errf("invalid burst '%s': must be a non-negative integer", v)
 			}
-			if err := checkEvents(name, n); err != nil {
+			if err := limiter.CheckEvents(name, n); err != nil {
 				return nil, d.Errf("invalid %v", err)
 			}
 			if name == "events" {
@@ -235,7 +236,7 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 			if dur <= 0 {
 				return nil, d.Errf("invalid window '%s': must be positive", v)
 			}
-			if err := checkWindow(dur); err != nil {
+			if err := limiter.CheckWindow(dur); err != nil {
 				return nil, d.Errf("invalid %v", err)
 			}
 			z.Window = caddy.Duration(dur)
@@ -258,8 +259,8 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 				if err != nil {
 					return nil, d.Err(err.Error())
 				}
-				if n > MaxEvents {
-					return nil, d.Errf("invalid cost '%s': must be at most 2^50 (%d)", v, int64(MaxEvents))
+				if n > limiter.MaxEvents {
+					return nil, d.Errf("invalid cost '%s': must be at most 2^50 (%d)", v, int64(limiter.MaxEvents))
 				}
 			}
 			z.Cost = caddyhttp.WeakString(v)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -71,7 +72,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			}`,
 			want: Handler{Zones: []*Zone{{
 				Name: "login", Key: "{client_ip}", Events: 5, Window: caddy.Duration(10 * time.Minute),
-				Algorithm: SlidingLog, Burst: 7, Cost: "{http.request.header.X-Cost}",
+				Algorithm: limiter.SlidingLog, Burst: 7, Cost: "{http.request.header.X-Cost}",
 				CountStatus: []int{401, 403}, OnError: "closed", DryRun: true,
 			}}},
 		},
@@ -85,11 +86,11 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 				zone e { key k; events 1; window 1s; algorithm leaky_bucket; burst 3; cost 2 }
 			}`,
 			want: Handler{Zones: []*Zone{
-				{Name: "a", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Algorithm: TokenBucket, Cost: "0"},
-				{Name: "b", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Algorithm: SlidingWindow},
-				{Name: "c", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Algorithm: FixedWindow},
-				{Name: "d", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Algorithm: SlidingLog},
-				{Name: "e", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Algorithm: LeakyBucket, Burst: 3, Cost: "2"},
+				{Name: "a", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Algorithm: limiter.TokenBucket, Cost: "0"},
+				{Name: "b", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Algorithm: limiter.SlidingWindow},
+				{Name: "c", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Algorithm: limiter.FixedWindow},
+				{Name: "d", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Algorithm: limiter.SlidingLog},
+				{Name: "e", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Algorithm: limiter.LeakyBucket, Burst: 3, Cost: "2"},
 			}},
 		},
 		{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // What a zone keeps in process — its keys in the in-process store and in
@@ -61,12 +62,12 @@ type carryLoad struct {
 // zoneState is what one zone keeps in process (see carried).
 type zoneState struct {
 	id     carryID
-	refs   int            // handlers using it
-	mem    *MemoryStore   // the in-process store's keys; nil on Redis
-	local  *MemoryStore   // the local fallback's keys; nil without on_error local
-	deny   *denyTable     // nil without a deny cache
-	approx *approxTable   // approximate zones on Redis
-	owners []*approxOwner // of approx, in provisioning order: the last syncs
+	refs   int                  // handlers using it
+	mem    *limiter.MemoryStore // the in-process store's keys; nil on Redis
+	local  *limiter.MemoryStore // the local fallback's keys; nil without on_error local
+	deny   *denyTable           // nil without a deny cache
+	approx *approxTable         // approximate zones on Redis
+	owners []*approxOwner       // of approx, in provisioning order: the last syncs
 }
 
 // carryShape is what a handler's settings give a zone's state.
@@ -168,21 +169,21 @@ func (h *Handler) provisionCarry(ctx caddy.Context, defs []json.RawMessage, deny
 func (h *Handler) useState(z *Zone, st *zoneState, deny bool) {
 	if h.inProcess {
 		if st.mem == nil {
-			st.mem = NewMemoryStore(h.now, h.MaxKeys)
+			st.mem = limiter.NewMemoryStore(h.now, h.MaxKeys)
 		}
 		if h.store == nil {
-			h.store = newZoneMemory(h.now, h.prefix)
+			h.store = limiter.NewZoneMemory(h.now, h.prefix)
 		}
-		h.store.(*zoneMemory).zones[z.Name] = st.mem
+		h.store.(*limiter.ZoneMemory).SetZone(z.Name, st.mem)
 	}
 	if z.onError == failLocal {
 		if st.local == nil {
-			st.local = NewMemoryStore(h.now, h.MaxKeys)
+			st.local = limiter.NewMemoryStore(h.now, h.MaxKeys)
 		}
 		if h.local == nil {
-			h.local = newZoneMemory(h.now, h.prefix)
+			h.local = limiter.NewZoneMemory(h.now, h.prefix)
 		}
-		h.local.zones[z.Name] = st.local
+		h.local.SetZone(z.Name, st.local)
 	}
 	if deny {
 		if st.deny == nil {

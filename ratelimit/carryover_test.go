@@ -16,6 +16,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the caddyfile adapter
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // reloadSite is a running Caddy (in this process) on a free port whose
@@ -318,10 +319,10 @@ func TestReloadApproximateUnitsOnce(t *testing.T) {
 	if err := caddy.Stop(); err != nil { // the last handler sends its units
 		t.Fatal(err)
 	}
-	store := NewRedisStore(rdb)
-	res, err := store.Decide(context.Background(), []Ask{{
-		Key:   StoreKey(prefix, "per_key", "", "k"),
-		Limit: Limit{Algorithm: TokenBucket, Events: 100, Window: time.Hour},
+	store := limiter.NewRedisStore(rdb)
+	res, err := store.Decide(context.Background(), []limiter.Ask{{
+		Key:   limiter.StoreKey(prefix, "per_key", "", "k"),
+		Limit: limiter.Limit{Algorithm: limiter.TokenBucket, Events: 100, Window: time.Hour},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +344,7 @@ func TestReloadApproximateUnitsOnce(t *testing.T) {
 	if len(hs) != 1 || hs[0].deny == nil {
 		t.Fatalf("%d handlers loaded, want 1 with a deny cache", len(hs))
 	}
-	if _, ok := hs[0].deny.tables[hs[0].Zones[0]].entries.GetIfPresent(StoreKey(prefix, "per_key", "", "d")); !ok {
+	if _, ok := hs[0].deny.tables[hs[0].Zones[0]].entries.GetIfPresent(limiter.StoreKey(prefix, "per_key", "", "d")); !ok {
 		t.Error("the refusal learned before the reload is not in the new handler's deny cache")
 	}
 }

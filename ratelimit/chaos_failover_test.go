@@ -13,6 +13,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // chaosOnly skips the long scenarios under -short; make test runs them.
@@ -142,7 +143,7 @@ func TestChaosClusterFailover(t *testing.T) {
 	defer stop()
 
 	// Every key of the tenant lives in one slot: kill its master.
-	c.KillMaster(StoreKey(closed.prefix, "fo-closed", "tenant-1", "x"))
+	c.KillMaster(limiter.StoreKey(closed.prefix, "fo-closed", "tenant-1", "x"))
 	// The client finds the new master when it refreshes its slot map
 	// (every second, see redispool), so within a few seconds.
 	waitExact(t, closed, "cluster master killed", time.Now(), 5*time.Second, tenant...)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -14,7 +15,7 @@ import (
 // store is asked, so that a value a client sends is a decision, never a
 // store failure. An error is the request's answer: 400 when a field the
 // key is read from was sent more than once, 500 for a cost or a quota
-// that is not a valid number (see checkLimit).
+// that is not a valid number (see limiter.CheckLimit).
 //
 // A cost past what the zone's quota can ever grant, before the brake, is
 // asked as that largest cost + 1: the store refuses it whatever the key's
@@ -42,15 +43,15 @@ func (h *Handler) zoneDecisionFor(z *Zone, r *http.Request, repl *caddy.Replacer
 			return zoneDecision{}, caddyhttp.Error(http.StatusInternalServerError, err)
 		}
 	}
-	over := cost > limit.maxCost()
+	over := cost > limit.MaxCost()
 	if over {
-		cost = limit.maxCost() + 1
+		cost = limit.MaxCost() + 1
 		z.inputs[inputCostOverQuota].Inc()
 	}
 	if brake < 1 {
 		limit = braked(limit, brake)
 	}
-	d := zoneDecision{zone: z, key: z.keyExpr.expand(r, repl), cost: cost, source: source, ask: Ask{
+	d := zoneDecision{zone: z, key: z.keyExpr.expand(r, repl), cost: cost, source: source, ask: limiter.Ask{
 		Limit: limit, Cost: cost,
 	}}
 	if len(z.CountStatus) > 0 && !over {

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 	"github.com/maypok86/otter/v2"
 )
 
@@ -39,7 +40,7 @@ const denyCacheSize = 10000
 //
 // Remaining, in the headers of a locally answered request, is the value
 // the store gave with its refusal. Clocks: local monotonic time only; the
-// store's clock is read from its answer (Result.Now), aged by the local
+// store's clock is read from its answer (limiter.Result.Now), aged by the local
 // time elapsed since.
 //
 // Each zone remembers its refusals in its own table, carried over a config
@@ -55,11 +56,11 @@ type denyTable struct {
 
 // denial is one remembered refusal.
 type denial struct {
-	limit Limit
+	limit limiter.Limit
 	cost  int64
-	res   Result    // the store's answer
-	got   time.Time // when the answer came back
-	until time.Time // sent + RetryAfter: answered locally before this
+	res   limiter.Result // the store's answer
+	got   time.Time      // when the answer came back
+	until time.Time      // sent + RetryAfter: answered locally before this
 }
 
 func newDenyTable() *denyTable {
@@ -93,7 +94,7 @@ func (c *denyCache) answer(ds []zoneDecision, now time.Time) bool {
 		if ds[i].state == stateNone && !c.answerOne(&ds[i], now) {
 			for j := range i {
 				if ds[j].state == stateNone {
-					ds[j].res = Result{}
+					ds[j].res = limiter.Result{}
 				}
 			}
 			return false
@@ -127,9 +128,9 @@ func (c *denyCache) answerOne(d *zoneDecision, now time.Time) bool {
 
 // resultAt is the refusal as of now: the wait counted from when the
 // store's answer came back, so never shorter than the real one.
-func (e *denial) resultAt(now time.Time) Result {
+func (e *denial) resultAt(now time.Time) limiter.Result {
 	age := now.Sub(e.got)
-	return Result{
+	return limiter.Result{
 		Remaining:  e.res.Remaining,
 		RetryAfter: max(e.res.RetryAfter-age, time.Microsecond),
 		Reset:      max(e.res.Reset-age, 0),

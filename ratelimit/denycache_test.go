@@ -12,6 +12,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // The rules of the deny cache, on synthetic store answers.
@@ -19,15 +20,15 @@ func TestDenyCacheRules(t *testing.T) {
 	z := &Zone{Name: "api"}
 	dry := &Zone{Name: "dry", DryRun: true}
 	other := &Zone{Name: "ip"}
-	limit := Limit{Algorithm: TokenBucket, Events: 10, Window: time.Minute}
+	limit := limiter.Limit{Algorithm: limiter.TokenBucket, Events: 10, Window: time.Minute}
 	t0 := time.Unix(1_800_000_000, 0)
 	sent, got := t0, t0.Add(2*time.Millisecond)
-	refusal := Result{Remaining: 0, RetryAfter: 6 * time.Second, Reset: time.Minute, Now: t0.Add(time.Millisecond)}
+	refusal := limiter.Result{Remaining: 0, RetryAfter: 6 * time.Second, Reset: time.Minute, Now: t0.Add(time.Millisecond)}
 	refused := func(zn *Zone, key string, cost int64, state decisionState) zoneDecision {
-		return zoneDecision{zone: zn, ask: Ask{Key: key, Limit: limit, Cost: cost}, res: refusal, state: state}
+		return zoneDecision{zone: zn, ask: limiter.Ask{Key: key, Limit: limit, Cost: cost}, res: refusal, state: state}
 	}
-	ask := func(zn *Zone, key string, l Limit, cost int64) zoneDecision {
-		return zoneDecision{zone: zn, ask: Ask{Key: key, Limit: l, Cost: cost}}
+	ask := func(zn *Zone, key string, l limiter.Limit, cost int64) zoneDecision {
+		return zoneDecision{zone: zn, ask: limiter.Ask{Key: key, Limit: l, Cost: cost}}
 	}
 	smaller := limit
 	smaller.Events = 5
@@ -75,7 +76,7 @@ func TestDenyCacheRules(t *testing.T) {
 			for i := range ds {
 				d := &ds[i]
 				if !tt.answered {
-					if d.res != (Result{}) {
+					if d.res != (limiter.Result{}) {
 						t.Errorf("zone %d: res = %+v after no answer, want zero", i, d.res)
 					}
 					continue
@@ -126,7 +127,7 @@ func TestDenyCacheRedis(t *testing.T) {
 	// The key's state disappears behind the cache's back: a request that
 	// went to Redis would now pass. The cache answers: still 429, with
 	// the store's headers.
-	key := StoreKey(prefix, "api", "", "k1")
+	key := limiter.StoreKey(prefix, "api", "", "k1")
 	if err := c.Del(context.Background(), key).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestDenyCacheReleasesAtRetryTime(t *testing.T) {
 	if s := send(); s != http.StatusTooManyRequests {
 		t.Fatalf("second request: status %d, want 429", s)
 	}
-	e, ok := h.deny.tables[h.Zones[0]].entries.GetIfPresent(StoreKey(prefix, "tick", "", "k"))
+	e, ok := h.deny.tables[h.Zones[0]].entries.GetIfPresent(limiter.StoreKey(prefix, "tick", "", "k"))
 	if !ok {
 		t.Fatal("the refusal was not remembered")
 	}

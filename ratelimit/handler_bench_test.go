@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 	"go.uber.org/zap"
 )
 
@@ -65,7 +66,7 @@ func BenchmarkHandlerMemoryOneZone(b *testing.B) {
 func BenchmarkHandlerMemoryTwoZones(b *testing.B) {
 	benchmarkHandler(b, &Handler{Zones: []*Zone{
 		zone("bench-key", 1_000_000_000, time.Second),
-		{Name: "bench-ip", Key: "{client_ip}", Events: 1_000_000_000, Window: caddy.Duration(time.Second), Algorithm: SlidingWindow},
+		{Name: "bench-ip", Key: "{client_ip}", Events: 1_000_000_000, Window: caddy.Duration(time.Second), Algorithm: limiter.SlidingWindow},
 	}}, http.StatusOK)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // failureHandlers are one handler per failure mode on the same store, each
@@ -173,7 +174,7 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 
 	// The store recovers: the next probe closes the breaker.
 	c.Add(breakerCooldown)
-	h.store = NewMemoryStore(c.Now, 0)
+	h.store = limiter.NewMemoryStore(c.Now, 0)
 	if s := status(); s != http.StatusOK {
 		t.Fatalf("probe to a working store: status %d, want 200", s)
 	}
@@ -194,7 +195,7 @@ type blockingStore struct {
 	release chan struct{}
 }
 
-func (s *blockingStore) Decide(ctx context.Context, asks []Ask) ([]Result, error) {
+func (s *blockingStore) Decide(ctx context.Context, asks []limiter.Ask) ([]limiter.Result, error) {
 	s.mu.Lock()
 	s.calls++
 	s.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // policyQ is the q of the RateLimit-Policy item of zone in res.
@@ -253,7 +254,7 @@ func TestBrakeInProcess(t *testing.T) {
 	}
 	f := refusals[0].ContextMap()
 	want := map[string]any{"zone": "local_brake", "outcome": "refused", "remaining": int64(0),
-		"algorithm": TokenBucket, "events": int64(5), "window": time.Hour, "quota": "static", "brake": 0.25}
+		"algorithm": limiter.TokenBucket, "events": int64(5), "window": time.Hour, "quota": "static", "brake": 0.25}
 	for k, v := range want {
 		if f[k] != v {
 			t.Errorf("refusal log %s = %v (%T), want %v", k, f[k], f[k], v)
@@ -336,7 +337,7 @@ func TestAdminInspectAndReset(t *testing.T) {
 	found := false
 	for _, z := range zones {
 		if z.Name == "inspect" {
-			found = z.Events == 5 && z.Window == "1h0m0s" && z.Store == "redis" && z.Algorithm == TokenBucket
+			found = z.Events == 5 && z.Window == "1h0m0s" && z.Store == "redis" && z.Algorithm == limiter.TokenBucket
 		}
 	}
 	if !found {

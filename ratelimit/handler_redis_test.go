@@ -12,6 +12,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // apiZone is acceptance 1's policy: token bucket, 100 per minute per API key.
@@ -37,7 +38,7 @@ func apiHandler(cfg *redispool.Config) *Handler {
 func oneKeyBurst(t *testing.T, hs ...*Handler) {
 	t.Helper()
 	const refill = time.Minute / 100
-	bases := make([]Store, len(hs))
+	bases := make([]limiter.Store, len(hs))
 	for i, h := range hs {
 		bases[i] = h.store
 	}
@@ -47,7 +48,7 @@ func oneKeyBurst(t *testing.T, hs ...*Handler) {
 		barrier := newBarrier(500)
 		span := new(spanRecorder)
 		for i, h := range hs {
-			warmUp(t, h, StoreKey(h.prefix, "api", "", key), 500/len(hs))
+			warmUp(t, h, limiter.StoreKey(h.prefix, "api", "", key), 500/len(hs))
 			h.store = barrierStore{Store: spanStore{Store: bases[i], rec: span}, wg: barrier}
 		}
 		counts := concurrently(t, 500, func(i int) int {
@@ -222,7 +223,7 @@ func TestHandlerRefillTenOfFifty(t *testing.T) {
 // storeRemaining reads a zone's state for key without taking anything.
 func storeRemaining(t *testing.T, h *Handler, z *Zone, hashTag, key string) int64 {
 	t.Helper()
-	res, err := h.store.Decide(context.Background(), []Ask{{Key: StoreKey(h.prefix, z.Name, hashTag, key), Limit: z.limit, Cost: 0}})
+	res, err := h.store.Decide(context.Background(), []limiter.Ask{{Key: limiter.StoreKey(h.prefix, z.Name, hashTag, key), Limit: z.limit, Cost: 0}})
 	if err != nil {
 		t.Fatalf("reading %s: %v", z.Name, err)
 	}

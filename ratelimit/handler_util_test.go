@@ -17,6 +17,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // provision provisions and validates h like Caddy does, with its logs
@@ -175,7 +176,7 @@ type failingStore struct {
 	calls int
 }
 
-func (s *failingStore) Decide(ctx context.Context, asks []Ask) ([]Result, error) {
+func (s *failingStore) Decide(ctx context.Context, asks []limiter.Ask) ([]limiter.Result, error) {
 	s.mu.Lock()
 	s.calls++
 	s.mu.Unlock()
@@ -197,7 +198,7 @@ func zone(name string, events int64, window time.Duration) *Zone {
 // all reach the real store at once: the requests are truly concurrent at
 // the store, however slowly the test machine starts their goroutines.
 type barrierStore struct {
-	Store
+	limiter.Store
 	wg *sync.WaitGroup
 }
 
@@ -207,19 +208,19 @@ func newBarrier(n int) *sync.WaitGroup {
 	return wg
 }
 
-func (b barrierStore) Decide(ctx context.Context, asks []Ask) ([]Result, error) {
+func (b barrierStore) Decide(ctx context.Context, asks []limiter.Ask) ([]limiter.Result, error) {
 	b.wg.Done()
 	b.wg.Wait()
 	return b.Store.Decide(ctx, asks)
 }
 
-// spanStore records the store clock (Result.Now) of every decision.
+// spanStore records the store clock (limiter.Result.Now) of every decision.
 type spanStore struct {
-	Store
+	limiter.Store
 	rec *spanRecorder
 }
 
-func (s spanStore) Decide(ctx context.Context, asks []Ask) ([]Result, error) {
+func (s spanStore) Decide(ctx context.Context, asks []limiter.Ask) ([]limiter.Result, error) {
 	res, err := s.Store.Decide(ctx, asks)
 	for _, r := range res {
 		s.rec.add(r.Now)
@@ -249,3 +250,6 @@ func (r *spanRecorder) span() time.Duration {
 	defer r.mu.Unlock()
 	return r.latest.Sub(r.first)
 }
+
+// allAlgorithms are the algorithms a zone may name.
+var allAlgorithms = []string{limiter.TokenBucket, limiter.SlidingWindow, limiter.FixedWindow, limiter.SlidingLog, limiter.LeakyBucket}

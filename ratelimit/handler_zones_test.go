@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // twoZones checks acceptance 4 on h (zones per_key: 2/min by X-API-Key,
@@ -100,7 +101,7 @@ func TestHandlerCountStatus(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			h := &Handler{
 				Zones: []*Zone{{Name: "login", Key: "{http.request.header.X-User}", Events: 3,
-					Window: caddy.Duration(time.Minute), Algorithm: SlidingLog, CountStatus: []int{401}}},
+					Window: caddy.Duration(time.Minute), Algorithm: limiter.SlidingLog, CountStatus: []int{401}}},
 				Timeout: caddy.Duration(5 * time.Second),
 				OnError: "closed",
 			}
@@ -225,7 +226,7 @@ func TestHandlerCost(t *testing.T) {
 		t.Fatalf("cost 7: status %d remaining %q, want 200 and 3", res.status, res.header.Get("X-RateLimit-Remaining"))
 	}
 	if res = do(h, next, get("/", "X-Cost", "4")); res.status != http.StatusTooManyRequests {
-		t.Errorf("cost 4 of 3 left: status %d, want 429", res.status)
+		t.Errorf("cost 4 of 3 Left: status %d, want 429", res.status)
 	}
 	if res = do(h, next, get("/", "X-Cost", "0")); res.status != http.StatusOK || res.header.Get("X-RateLimit-Remaining") != "3" {
 		t.Errorf("cost 0: status %d remaining %q, want 200 and 3 (nothing taken)", res.status, res.header.Get("X-RateLimit-Remaining"))
@@ -316,7 +317,7 @@ func TestHandlerStatusAndLogKeys(t *testing.T) {
 func TestHandlerLeakyBucketDelay(t *testing.T) {
 	h := &Handler{
 		Zones: []*Zone{{Name: "queue", Key: "k", Events: 10, Window: caddy.Duration(time.Second),
-			Algorithm: LeakyBucket, Burst: 2}},
+			Algorithm: limiter.LeakyBucket, Burst: 2}},
 		Redis:   sharedRedis(t),
 		Timeout: caddy.Duration(5 * time.Second),
 		OnError: "closed",
@@ -341,7 +342,7 @@ func TestHandlerLeakyBucketDelay(t *testing.T) {
 	// Fill the queue, then a cancelled client leaves without reaching next.
 	h2 := &Handler{
 		Zones: []*Zone{{Name: "slowq", Key: "k", Events: 1, Window: caddy.Duration(10 * time.Second),
-			Algorithm: LeakyBucket, Burst: 5}},
+			Algorithm: limiter.LeakyBucket, Burst: 5}},
 		Redis:   sharedRedis(t),
 		Timeout: caddy.Duration(5 * time.Second),
 		OnError: "closed",

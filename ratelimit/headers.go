@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // headerMode selects the rate limit response headers.
@@ -160,7 +162,7 @@ func (h *Handler) policyOf(ds []zoneDecision) string {
 // untilMore is the RateLimit `t` parameter: on a refusal the whole seconds
 // until the request could succeed (at least 1, never early); otherwise the
 // seconds until the quota is fully available again.
-func untilMore(r Result) int64 {
+func untilMore(r limiter.Result) int64 {
 	if !r.Allowed {
 		return retryAfterSeconds(r.RetryAfter)
 	}

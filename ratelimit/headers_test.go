@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // memoryHandler provisions h on the memory store with an injected clock.
@@ -132,7 +133,7 @@ func TestHeadersOnlyAppliedZonesInPolicy(t *testing.T) {
 }
 
 func TestHeadersFixedWindowReset(t *testing.T) {
-	h := &Handler{Zones: []*Zone{{Name: "fw", Key: "k", Events: 2, Window: caddy.Duration(time.Minute), Algorithm: FixedWindow}}}
+	h := &Handler{Zones: []*Zone{{Name: "fw", Key: "k", Events: 2, Window: caddy.Duration(time.Minute), Algorithm: limiter.FixedWindow}}}
 	c := memoryHandler(t, h)
 	// The clock starts at a multiple of a minute; 20s into the window, the
 	// window ends in 40s.

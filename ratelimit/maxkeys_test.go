@@ -8,6 +8,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 func TestMaxKeysCaddyfile(t *testing.T) {
@@ -45,7 +46,7 @@ func TestMaxKeysBoundsTheInProcessStore(t *testing.T) {
 			t.Fatalf("first request of user %d: status %d, want 200", i, got)
 		}
 	}
-	if n := h.store.(*zoneMemory).Len(); n != 50 {
+	if n := h.store.(*limiter.ZoneMemory).Len(); n != 50 {
 		t.Errorf("store holds %d keys, want max_keys = 50 (one zone)", n)
 	}
 	if got := do(h, next, get("/", "X-User", "999")).status; got != http.StatusTooManyRequests {

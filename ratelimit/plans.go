@@ -18,6 +18,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // Plans reads a zone's quotas per plan from a PostgreSQL table with the
@@ -312,13 +313,13 @@ func (l *planLoader) read(ctx context.Context) (*planTable, int, error, error) {
 }
 
 // planOf is the plan of one row for zones of algorithm; an error when its
-// quota is invalid or past the bounds (see checkLimit): the row is skipped.
+// quota is invalid or past the bounds (see limiter.CheckLimit): the row is skipped.
 func planOf(algorithm string, events int64, seconds float64, burst int64) (plan, error) {
-	if !(seconds >= 0.001 && seconds <= MaxWindow.Seconds()) { // NaN too
-		return plan{}, fmt.Errorf("window_seconds %v: must be at least 0.001 and at most %v (10 years)", seconds, MaxWindow.Seconds())
+	if !(seconds >= 0.001 && seconds <= limiter.MaxWindow.Seconds()) { // NaN too
+		return plan{}, fmt.Errorf("window_seconds %v: must be at least 0.001 and at most %v (10 years)", seconds, limiter.MaxWindow.Seconds())
 	}
 	p := plan{events: events, window: time.Duration(math.Round(seconds * float64(time.Second))), burst: burst}
-	if err := checkLimit(Limit{Algorithm: algorithm, Events: p.events, Window: p.window, Burst: p.burst}); err != nil {
+	if err := limiter.CheckLimit(limiter.Limit{Algorithm: algorithm, Events: p.events, Window: p.window, Burst: p.burst}); err != nil {
 		return plan{}, err
 	}
 	return p, nil

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 func TestParsePlans(t *testing.T) {
@@ -105,7 +106,7 @@ func plansDB(t *testing.T, dsn string) func(sql string, args ...any) {
 // openPlans loads the plans of p and releases them when the test ends.
 func openPlans(t *testing.T, p *Plans) *planHandle {
 	t.Helper()
-	h, err := loadPlans(p, TokenBucket, zap.NewNop())
+	h, err := loadPlans(p, limiter.TokenBucket, zap.NewNop())
 	if err != nil {
 		t.Fatalf("loadPlans: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -48,7 +49,7 @@ func (s quotaSource) String() string { return quotaSourceNames[s] }
 // a zone with a static quota has none, and reads its precomputed limit.
 type zoneQuota struct {
 	zone    string        // the zone's name, for errors
-	base    Limit         // the zone's static quota (placeholder fields zero)
+	base    limiter.Limit // the zone's static quota (placeholder fields zero)
 	dynamic *DynamicQuota // nil: no placeholders
 	planKey string        // template of the plan key (plans only)
 	plans   *planHandle   // nil: no plans
@@ -71,7 +72,7 @@ func (q *zoneQuota) prepare() {
 // limitFor is the zone's quota for one request, before the brake: the
 // plan of the request's plan key if the plans table has it, else the
 // zone's quota with its placeholders expanded.
-func (q *zoneQuota) limitFor(r *http.Request, repl *caddy.Replacer) (Limit, quotaSource, error) {
+func (q *zoneQuota) limitFor(r *http.Request, repl *caddy.Replacer) (limiter.Limit, quotaSource, error) {
 	if q.plans != nil {
 		p, ok, skipped := q.plans.lookupRow(q.planExpr.expand(r, repl))
 		if ok {
@@ -97,13 +98,13 @@ func (q *zoneQuota) limitFor(r *http.Request, repl *caddy.Replacer) (Limit, quot
 }
 
 // planLimit is the zone's limit under plan p.
-func (q *zoneQuota) planLimit(p plan) Limit {
-	return Limit{Algorithm: q.base.Algorithm, Events: p.events, Window: p.window, Burst: p.burst}
+func (q *zoneQuota) planLimit(p plan) limiter.Limit {
+	return limiter.Limit{Algorithm: q.base.Algorithm, Events: p.events, Window: p.window, Burst: p.burst}
 }
 
 // expandLimit is the zone's limit with each placeholder field replaced by
 // expand(field, template), parsed and checked.
-func (q *zoneQuota) expandLimit(expand func(field, tmpl string) (string, error)) (Limit, error) {
+func (q *zoneQuota) expandLimit(expand func(field, tmpl string) (string, error)) (limiter.Limit, error) {
 	l := q.base
 	dq := q.dynamic
 	if dq.Events != "" {
@@ -139,7 +140,7 @@ func (q *zoneQuota) expandLimit(expand func(field, tmpl string) (string, error))
 		}
 		l.Window = d
 	}
-	if err := checkLimit(l); err != nil {
+	if err := limiter.CheckLimit(l); err != nil {
 		return l, fmt.Errorf("zone %q: expanded quota: %w", q.zone, err)
 	}
 	return l, nil
@@ -174,9 +175,9 @@ func (dq *DynamicQuota) validate(zone string, events, burst int64, window caddy.
 // braked is l under the brake factor f (MinBrakeFactor <= f < 1): the quota and the
 // token bucket's capacity become ⌈n·f⌉, at least 1. The window, and the
 // leaky bucket's queue, are unchanged.
-func braked(l Limit, f float64) Limit {
+func braked(l limiter.Limit, f float64) limiter.Limit {
 	l.Events = brakeUnits(l.Events, f)
-	if l.bucketBurst() {
+	if l.BucketBurst() {
 		l.Burst = brakeUnits(l.Burst, f)
 	}
 	return l
@@ -189,9 +190,9 @@ func brakeUnits(n int64, f float64) int64 {
 
 // localLimit is l for the `local` fallback of one of instances Caddy
 // instances: ⌈events/instances⌉ (and a token bucket's burst likewise).
-func localLimit(l Limit, instances int64) Limit {
+func localLimit(l limiter.Limit, instances int64) limiter.Limit {
 	l.Events = ceilDiv(l.Events, instances)
-	if l.bucketBurst() {
+	if l.BucketBurst() {
 		l.Burst = ceilDiv(l.Burst, instances)
 	}
 	return l
@@ -199,7 +200,7 @@ func localLimit(l Limit, instances int64) Limit {
 
 // policyItem is a zone's RateLimit-Policy item under limit l:
 // `"<zone>";q=<events>;w=<window seconds>`.
-func policyItem(quoted string, l Limit) string {
+func policyItem(quoted string, l limiter.Limit) string {
 	return quoted + ";q=" + strconv.FormatInt(l.Events, 10) + ";w=" + strconv.FormatInt(ceilSeconds(l.Window), 10)
 }
 
@@ -272,7 +273,7 @@ func (d *zoneDecision) limitStr() string {
 }
 
 // localLimit is the decision's quota for the local fallback.
-func (d *zoneDecision) localLimit() Limit {
+func (d *zoneDecision) localLimit() limiter.Limit {
 	if d.static() {
 		return d.zone.local
 	}

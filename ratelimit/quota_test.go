@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // staticPlans is a plans handle holding table, without PostgreSQL.
@@ -19,30 +20,30 @@ func staticPlans(table map[string]plan) *planHandle {
 }
 
 func TestZoneQuotaLimitFor(t *testing.T) {
-	base := Limit{Algorithm: TokenBucket, Events: 100, Window: time.Minute}
+	base := limiter.Limit{Algorithm: limiter.TokenBucket, Events: 100, Window: time.Minute}
 	plans := staticPlans(map[string]plan{"gold": {events: 1000, window: time.Hour, burst: 50}})
 	tests := []struct {
 		name    string
 		q       zoneQuota
 		vars    map[string]any
-		want    Limit
+		want    limiter.Limit
 		source  quotaSource
 		wantErr string
 	}{
 		{name: "plan", q: zoneQuota{base: base, plans: plans, planKey: "{plan}"}, vars: map[string]any{"plan": "gold"},
-			want: Limit{Algorithm: TokenBucket, Events: 1000, Window: time.Hour, Burst: 50}, source: sourcePlan},
+			want: limiter.Limit{Algorithm: limiter.TokenBucket, Events: 1000, Window: time.Hour, Burst: 50}, source: sourcePlan},
 		{name: "unknown plan: static quota", q: zoneQuota{base: base, plans: plans, planKey: "{plan}"}, vars: map[string]any{"plan": "tin"},
 			want: base, source: sourceStatic},
 		{name: "empty plan key: static quota", q: zoneQuota{base: base, plans: plans, planKey: "{plan}"},
 			want: base, source: sourceStatic},
-		{name: "dynamic", q: zoneQuota{zone: "api", base: Limit{Algorithm: TokenBucket},
+		{name: "dynamic", q: zoneQuota{zone: "api", base: limiter.Limit{Algorithm: limiter.TokenBucket},
 			dynamic: &DynamicQuota{Events: "{e}", Window: "{w}", Burst: "{b}"}},
 			vars: map[string]any{"e": "30", "w": "10s", "b": " 60 "},
-			want: Limit{Algorithm: TokenBucket, Events: 30, Window: 10 * time.Second, Burst: 60}, source: sourceDynamic},
+			want: limiter.Limit{Algorithm: limiter.TokenBucket, Events: 30, Window: 10 * time.Second, Burst: 60}, source: sourceDynamic},
 		{name: "dynamic events only", q: zoneQuota{zone: "api", base: base, dynamic: &DynamicQuota{Events: "{e}"}},
-			vars: map[string]any{"e": 5}, want: Limit{Algorithm: TokenBucket, Events: 5, Window: time.Minute}, source: sourceDynamic},
+			vars: map[string]any{"e": 5}, want: limiter.Limit{Algorithm: limiter.TokenBucket, Events: 5, Window: time.Minute}, source: sourceDynamic},
 		{name: "unknown plan: dynamic quota", q: zoneQuota{zone: "api", base: base, plans: plans, planKey: "{plan}", dynamic: &DynamicQuota{Events: "{e}"}},
-			vars: map[string]any{"plan": "tin", "e": "7"}, want: Limit{Algorithm: TokenBucket, Events: 7, Window: time.Minute}, source: sourceDynamic},
+			vars: map[string]any{"plan": "tin", "e": "7"}, want: limiter.Limit{Algorithm: limiter.TokenBucket, Events: 7, Window: time.Minute}, source: sourceDynamic},
 		{name: "empty events", q: zoneQuota{zone: "api", base: base, dynamic: &DynamicQuota{Events: "{e}"}},
 			wantErr: `zone "api": events {e} expanded to "": must be a positive integer`},
 		{name: "zero events", q: zoneQuota{zone: "api", base: base, dynamic: &DynamicQuota{Events: "{e}"}},
@@ -104,11 +105,11 @@ func TestDynamicQuotaValidate(t *testing.T) {
 }
 
 func TestPolicyItemAndLocalLimit(t *testing.T) {
-	l := Limit{Algorithm: TokenBucket, Events: 10, Window: 1500 * time.Millisecond, Burst: 21}
+	l := limiter.Limit{Algorithm: limiter.TokenBucket, Events: 10, Window: 1500 * time.Millisecond, Burst: 21}
 	if got, want := policyItem(`"api"`, l), `"api";q=10;w=2`; got != want {
 		t.Errorf("policyItem = %s, want %s", got, want)
 	}
-	if got, want := localLimit(l, 4), (Limit{Algorithm: TokenBucket, Events: 3, Window: 1500 * time.Millisecond, Burst: 6}); got != want {
+	if got, want := localLimit(l, 4), (limiter.Limit{Algorithm: limiter.TokenBucket, Events: 3, Window: 1500 * time.Millisecond, Burst: 6}); got != want {
 		t.Errorf("localLimit = %+v, want %+v", got, want)
 	}
 }

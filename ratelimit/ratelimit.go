@@ -21,6 +21,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/errroute"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // Handler limits the rate of requests. Each request is counted in every
@@ -86,10 +87,9 @@ type Handler struct {
 	// `100000`.
 	MaxKeys int `json:"max_keys,omitempty"`
 
-	store  Store       // the quotas: Redis or in-process (a zoneMemory)
-	local  *zoneMemory // the `local` fallback, nil when no zone uses it
+	store  limiter.Store       // the quotas: Redis or in-process (a limiter.ZoneMemory)
+	local  *limiter.ZoneMemory // the `local` fallback, nil when no zone uses it
 	client *redispool.Client
-	calls  callMode   // how the Redis store sends its calls (set by benchmarks)
 	deny   *denyCache // refusals of the Redis store, answered locally; nil: none
 	// carried: each zone's in-process state, by zone index, carried over
 	// config reloads (see carryover.go); carryScope: the config load
@@ -208,9 +208,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("redis %s: %w", cfg.Describe(), err)
 	}
-	if h.store, err = newRedisStore(h.client.UniversalClient, h.calls); err != nil {
-		return fmt.Errorf("redis %s: %w", cfg.Describe(), err)
-	}
+	h.store = limiter.NewRedisStore(h.client.UniversalClient)
 	// On a cluster, zones in several slots are charged and refunded
 	// separately: a refusal may then be due to another request's passing
 	// charge, which must not be remembered (see denyCache).
@@ -298,10 +296,10 @@ func (h *Handler) Cleanup() error {
 // zoneDecision is one zone's part of one request.
 type zoneDecision struct {
 	zone  *Zone
-	key   string // the expanded key, for logs (log_keys)
-	cost  int64  // units the request takes
-	ask   Ask    // its Limit is the quota applied (plan, placeholders, brake)
-	res   Result
+	key   string      // the expanded key, for logs (log_keys)
+	cost  int64       // units the request takes
+	ask   limiter.Ask // its Limit is the quota applied (plan, placeholders, brake)
+	res   limiter.Result
 	state decisionState
 	// source: where the quota came from
 	source quotaSource
@@ -342,14 +340,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	var buf [4]zoneDecision
 	ds := buf[:0]
-	var tagBuf [digestLen]byte
+	var tagBuf [limiter.DigestLen]byte
 	var tag []byte // the digest of the expanded hash tag
 	if h.HashTag != "" {
 		hashTag := h.hashTag.expand(r, repl)
 		if hashTag == "" {
 			hashTag = h.HashTag // still one slot for all such requests
 		}
-		tag = appendDigest(tagBuf[:0], hashTag)
+		tag = limiter.AppendDigest(tagBuf[:0], hashTag)
 	}
 	keysLen := 0
 	brake := h.brake.factor()
@@ -365,7 +363,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		if err != nil {
 			return err
 		}
-		keysLen += storeKeyLen(h.prefix, z.Name, tag)
+		keysLen += limiter.StoreKeyLen(h.prefix, z.Name, tag)
 		ds = append(ds, d)
 	}
 	if len(ds) == 0 {
@@ -387,7 +385,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if h.approx {
 		h.approxSettle(ds)
 	}
-	if errors.Is(storeErr, ErrInvalidAsk) { // a bound missed: a bug, never a bypass
+	if errors.Is(storeErr, limiter.ErrInvalidAsk) { // a bound missed: a bug, never a bypass
 		h.logger.Error("rate limit ask out of bounds", zap.Error(storeErr))
 		return caddyhttp.Error(http.StatusInternalServerError, storeErr)
 	}
@@ -472,27 +470,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	return err
 }
 
-// setStoreKeys sets the store key of every decision (see StoreKey), all
+// setStoreKeys sets the store key of every decision (see limiter.StoreKey), all
 // in one allocation of n bytes; tag is the digest of the hash tag.
 func (h *Handler) setStoreKeys(ds []zoneDecision, tag []byte, n int) {
 	b := make([]byte, 0, n)
 	for i := range ds {
 		start := len(b)
-		b = appendStoreKey(b, h.prefix, ds[i].zone.Name, tag, ds[i].key)
+		b = limiter.AppendStoreKey(b, h.prefix, ds[i].zone.Name, tag, ds[i].key)
 		ds[i].ask.Key = unsafe.String(&b[start], len(b)-start) // b[start:] is never written again
 	}
 }
 
 // askBuf holds the asks of one store call: pooled, so the usual request
 // (up to 4 zones) builds them without allocating.
-type askBuf [4]Ask
+type askBuf [4]limiter.Ask
 
 var askPool = sync.Pool{New: func() any { return new(askBuf) }}
 
 // getAsks returns n asks and the buffer to give to putAsks after the call.
-func getAsks(n int) ([]Ask, *askBuf) {
+func getAsks(n int) ([]limiter.Ask, *askBuf) {
 	if n > len(askBuf{}) {
-		return make([]Ask, n), nil
+		return make([]limiter.Ask, n), nil
 	}
 	b := askPool.Get().(*askBuf)
 	return b[:n], b
@@ -558,13 +556,13 @@ func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
 			local = append(local, i)
 		}
 	}
-	h.decideLocal(ctx, ds, local, func(i int) Ask { return ds[i].ask })
+	h.decideLocal(ctx, ds, local, func(i int) limiter.Ask { return ds[i].ask })
 	return err
 }
 
 // decideLocal decides ds[idx...] with the in-process fallback at
 // events/instances. The asks are built by ask.
-func (h *Handler) decideLocal(ctx context.Context, ds []zoneDecision, idx []int, ask func(int) Ask) {
+func (h *Handler) decideLocal(ctx context.Context, ds []zoneDecision, idx []int, ask func(int) limiter.Ask) {
 	if len(idx) == 0 {
 		return
 	}
@@ -588,7 +586,7 @@ func (h *Handler) decideLocal(ctx context.Context, ds []zoneDecision, idx []int,
 
 // callStore makes one decision on the store under the timeout and the
 // circuit breaker, and records its latency and failure.
-func (h *Handler) callStore(parent context.Context, asks []Ask) ([]Result, error) {
+func (h *Handler) callStore(parent context.Context, asks []limiter.Ask) ([]limiter.Result, error) {
 	if h.inProcess { // no I/O: nothing to time out, to break or to time
 		results, err := h.store.Decide(parent, asks)
 		if err != nil {
@@ -600,11 +598,11 @@ func (h *Handler) callStore(parent context.Context, asks []Ask) ([]Result, error
 		return nil, errBreakerOpen
 	}
 	start := time.Now()
-	var results []Result
+	var results []limiter.Result
 	var err error
 	switch s := h.store.(type) {
-	case deadlineStore: // the deadline apart: no context to allocate
-		results, err = s.decideBy(parent, start.Add(h.timeout), asks)
+	case limiter.DeadlineStore: // the deadline apart: no context to allocate
+		results, err = s.DecideBy(parent, start.Add(h.timeout), asks)
 	default:
 		ctx, cancel := context.WithTimeout(parent, h.timeout)
 		defer cancel()
@@ -617,7 +615,7 @@ func (h *Handler) callStore(parent context.Context, asks []Ask) ([]Result, error
 	if err != nil {
 		// A client that went away is not a store failure, nor an Ask
 		// the store refused to decide.
-		if parent.Err() == nil && !errors.Is(err, ErrInvalidAsk) {
+		if parent.Err() == nil && !errors.Is(err, limiter.ErrInvalidAsk) {
 			metrics.storeErrors.Inc()
 			h.breaker.failure()
 		}
@@ -659,7 +657,7 @@ func (h *Handler) rechargeAfterDryRun(ctx context.Context, ds []zoneDecision) {
 			local = append(local, i)
 		}
 	}
-	h.decideLocal(ctx, ds, local, func(i int) Ask { return ds[i].ask })
+	h.decideLocal(ctx, ds, local, func(i int) limiter.Ask { return ds[i].ask })
 	if len(store) == 0 {
 		return
 	}
@@ -700,7 +698,7 @@ func (h *Handler) chargeAfter(ctx context.Context, ds []zoneDecision, status int
 	}
 	// The response is written: the client may be gone, the charge is not.
 	ctx = context.WithoutCancel(ctx)
-	charge := func(i int) Ask { a := ds[i].ask; a.Cost = ds[i].cost; return a }
+	charge := func(i int) limiter.Ask { a := ds[i].ask; a.Cost = ds[i].cost; return a }
 	h.decideLocal(ctx, ds, local, charge)
 	if len(store) == 0 {
 		return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // benchParallelism is goroutines per GOMAXPROCS in the parallel Redis
@@ -22,17 +23,14 @@ const benchParallelism = 32
 // side with the others in one run.
 type redisVariant struct {
 	name   string
-	mode   callMode
 	noDeny bool // without the deny cache
 	approx bool // every zone approximate (100ms)
 }
 
-// callVariants compare how the store sends its calls.
+// callVariants compare exact and approximate decisions.
 var callVariants = []redisVariant{
-	{"plain", callsPlain, false, false},
-	{"autopipeline", callsAutoPipeline, false, false},
-	{"coalesce", callsCoalesced, false, false},
-	{"approximate", callsCoalesced, false, true},
+	{"coalesce", false, false},
+	{"approximate", false, true},
 }
 
 // benchmarkRedisHandler measures ServeHTTP on a handler on the shared
@@ -52,7 +50,6 @@ func benchmarkRedisHandler(b *testing.B, variants []redisVariant, zones func() [
 			h := &Handler{
 				Zones:  zs,
 				Redis:  &redispool.Config{URL: testenv.RedisURL(b), KeyPrefix: prefix},
-				calls:  v.mode,
 				logger: zap.NewNop(),
 				// Measure decisions, not failures: a slow answer on this
 				// shared machine fails the benchmark rather than passing
@@ -69,7 +66,7 @@ func benchmarkRedisHandler(b *testing.B, variants []redisVariant, zones func() [
 			if v.noDeny {
 				h.deny = nil
 			}
-			trips := new(roundTrips) // script round trips per request
+			trips := new(testenv.RoundTrips) // script round trips per request
 			h.client.AddHook(trips)
 			next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 			newRequest := func() (*httptest.ResponseRecorder, *http.Request) {
@@ -93,7 +90,7 @@ func benchmarkRedisHandler(b *testing.B, variants []redisVariant, zones func() [
 					checkBenchStatus(b, w, h.ServeHTTP(w, req, next), want)
 				}
 			})
-			b.ReportMetric(float64(trips.n.Load())/float64(b.N), "trips/op")
+			b.ReportMetric(float64(trips.N.Load())/float64(b.N), "trips/op")
 		})
 	}
 }
@@ -106,10 +103,9 @@ func BenchmarkHandlerRedisAllowed(b *testing.B) {
 
 func BenchmarkHandlerRedisRefused(b *testing.B) {
 	benchmarkRedisHandler(b, []redisVariant{
-		{"plain-nodeny", callsPlain, true, false},
-		{"coalesce-nodeny", callsCoalesced, true, false},
-		{"coalesce-deny", callsCoalesced, false, false},
-		{"approximate", callsCoalesced, false, true},
+		{"coalesce-nodeny", true, false},
+		{"coalesce-deny", false, false},
+		{"approximate", false, true},
 	}, func() []*Zone {
 		return []*Zone{zone("bench", 1, time.Hour)}
 	}, http.StatusTooManyRequests)
@@ -119,8 +115,8 @@ func BenchmarkHandlerRedisThreeZones(b *testing.B) {
 	benchmarkRedisHandler(b, callVariants, func() []*Zone {
 		return []*Zone{
 			zone("a", 1_000_000_000, time.Second),
-			{Name: "b", Key: "{http.request.host}", Events: 1_000_000_000, Window: caddy.Duration(time.Minute), Algorithm: SlidingWindow},
-			{Name: "c", Key: "{http.request.method}", Events: 1_000_000_000, Window: caddy.Duration(time.Minute), Algorithm: FixedWindow},
+			{Name: "b", Key: "{http.request.host}", Events: 1_000_000_000, Window: caddy.Duration(time.Minute), Algorithm: limiter.SlidingWindow},
+			{Name: "c", Key: "{http.request.method}", Events: 1_000_000_000, Window: caddy.Duration(time.Minute), Algorithm: limiter.FixedWindow},
 		}
 	}, http.StatusOK)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // Zone is one quota: requests that match it are counted per expanded key.
@@ -108,9 +109,9 @@ type Zone struct {
 	Plans *Plans `json:"plans,omitempty"`
 
 	matchers caddyhttp.MatcherSets
-	limit    Limit // as asked of the store
-	local    Limit // at events/instances, for the local fallback
-	cost     int64 // when costTmpl is false
+	limit    limiter.Limit // as asked of the store
+	local    limiter.Limit // at events/instances, for the local fallback
+	cost     int64         // when costTmpl is false
 	costTmpl bool
 	keyExpr  template // Key, prepared
 	costExpr template // Cost, when costTmpl
@@ -131,14 +132,14 @@ type Zone struct {
 }
 
 // DefaultAlgorithm is a zone's algorithm when none is set.
-const DefaultAlgorithm = TokenBucket
+const DefaultAlgorithm = limiter.TokenBucket
 
 var zoneNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // validAlgorithm reports whether name is one of the five algorithms.
 func validAlgorithm(name string) bool {
 	switch name {
-	case TokenBucket, SlidingWindow, FixedWindow, SlidingLog, LeakyBucket:
+	case limiter.TokenBucket, limiter.SlidingWindow, limiter.FixedWindow, limiter.SlidingLog, limiter.LeakyBucket:
 		return true
 	}
 	return false
@@ -148,7 +149,7 @@ func validAlgorithm(name string) bool {
 // name ("" is the default).
 func approxAlgorithm(name string) bool {
 	switch name {
-	case "", TokenBucket, SlidingWindow, FixedWindow:
+	case "", limiter.TokenBucket, limiter.SlidingWindow, limiter.FixedWindow:
 		return true
 	}
 	return false
@@ -232,10 +233,10 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances int) erro
 	if alg == "" {
 		alg = DefaultAlgorithm
 	}
-	z.limit = Limit{Algorithm: alg, Events: z.Events, Window: time.Duration(z.Window), Burst: z.Burst}
+	z.limit = limiter.Limit{Algorithm: alg, Events: z.Events, Window: time.Duration(z.Window), Burst: z.Burst}
 	z.local = z.limit
 	z.local.Events = ceilDiv(z.Events, int64(instances))
-	if alg == TokenBucket && z.Burst > 0 {
+	if alg == limiter.TokenBucket && z.Burst > 0 {
 		z.local.Burst = ceilDiv(z.Burst, int64(instances))
 	}
 

@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -23,7 +23,7 @@ type MemoryStore struct {
 	now     func() time.Time
 	maxKeys int
 	// order: stores decided together are locked in this order (see
-	// zoneMemory), so that two callers never wait on each other.
+	// ZoneMemory), so that two callers never wait on each other.
 	order uint64
 
 	mu   sync.Mutex

@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"encoding/binary"
@@ -94,9 +94,9 @@ func FuzzStoreKey(f *testing.F) {
 		if a != b && ka == kb {
 			t.Fatalf("values %q and %q share key %q", a, b, ka)
 		}
-		want := len("rl:z:") + digestLen
+		want := len("rl:z:") + DigestLen
 		if tag != "" {
-			want += digestLen + 2
+			want += DigestLen + 2
 		}
 		if len(ka) != want || len(kb) != want {
 			t.Fatalf("key lengths %d, %d, want %d", len(ka), len(kb), want)

@@ -1,14 +1,14 @@
-package ratelimit
+package limiter
 
 import "strings"
 
 // clusterSlots is the number of Redis Cluster hash slots.
 const clusterSlots = 16384
 
-// keySlot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of the
+// KeySlot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of the
 // key, or of its hash tag — the text between the first '{' and the next
 // '}', when not empty — modulo 16384, as CLUSTER KEYSLOT computes it.
-func keySlot(key string) int {
+func KeySlot(key string) int {
 	if i := strings.IndexByte(key, '{'); i >= 0 {
 		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
 			key = key[i+1 : i+1+j]

@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -222,7 +222,7 @@ func (co *coalescer) slotGroups(batch []*scriptCall) [][]*scriptCall {
 	var groups [][]*scriptCall
 	var slots []int
 	for _, c := range batch {
-		slot := keySlot(c.keys[0])
+		slot := KeySlot(c.keys[0])
 		g := 0
 		for g < len(slots) && slots[g] != slot {
 			g++

@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -14,7 +14,7 @@ func TestZoneMemorySharedParts(t *testing.T) {
 	a, b := NewMemoryStore(nil, 0), NewMemoryStore(nil, 0)
 	views := make([]Store, 2)
 	for i := range views {
-		m := newZoneMemory(time.Now, "rl")
+		m := NewZoneMemory(time.Now, "rl")
 		m.zones["a"], m.zones["b"] = a, b
 		views[i] = m
 	}
@@ -36,7 +36,7 @@ func TestZoneMemorySharedParts(t *testing.T) {
 
 // A key naming no zone of the handler is an error, never a decision.
 func TestZoneMemoryUnknownZone(t *testing.T) {
-	m := newZoneMemory(time.Now, "rl")
+	m := NewZoneMemory(time.Now, "rl")
 	m.zones["a"] = NewMemoryStore(nil, 0)
 	l := Limit{Algorithm: TokenBucket, Events: 1, Window: time.Hour}
 	for _, key := range []string{StoreKey("rl", "b", "", "k"), StoreKey("other", "a", "", "k"), "rl:a"} {

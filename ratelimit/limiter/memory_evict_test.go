@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -137,7 +137,7 @@ func FuzzMemoryEvictionKeepsRefused(f *testing.F) {
 		s := NewMemoryStore(clock.Now, bound)
 		victim := Ask{Key: "victim", Limit: l, Cost: 1}
 		var refused Result
-		for range l.capacity() + 1 + l.Burst {
+		for range l.Capacity() + 1 + l.Burst {
 			if refused = ask1(t, s, victim); !refused.Allowed {
 				break
 			}

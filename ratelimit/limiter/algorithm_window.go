@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 // windowCounters is the state of fixed_window (start, cur) and
 // sliding_window (start, cur, prev): the start (µs) of the window cur

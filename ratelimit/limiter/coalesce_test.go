@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -12,48 +12,6 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 )
-
-// roundTrips is a go-redis hook counting script round trips (one command
-// alone or one pipeline; not the connection set-up) and running before,
-// once, ahead of the first of the kind it is set for.
-type roundTrips struct {
-	n          atomic.Int64
-	onPipeline bool
-	once       sync.Once
-	before     func()
-}
-
-func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !isScriptCmd(cmd) {
-			return next(ctx, cmd)
-		}
-		h.n.Add(1)
-		if !h.onPipeline && h.before != nil {
-			h.once.Do(h.before)
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if len(cmds) == 0 || !isScriptCmd(cmds[0]) {
-			return next(ctx, cmds)
-		}
-		h.n.Add(1)
-		if h.onPipeline && h.before != nil {
-			h.once.Do(h.before)
-		}
-		return next(ctx, cmds)
-	}
-}
-
-func isScriptCmd(cmd redis.Cmder) bool {
-	return cmd.Name() == "evalsha" || cmd.Name() == "eval"
-}
 
 // queued waits until the coalescer holds n waiting calls.
 func queued(t *testing.T, co *coalescer, n int) {
@@ -103,8 +61,8 @@ func TestCoalescerBatchesConcurrentCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := NewRedisStore(c)
-	hook := &roundTrips{}
-	hook.before = func() { queued(t, s.co, n-1) } // the first call waits for all others
+	hook := &testenv.RoundTrips{}
+	hook.Before = func() { queued(t, s.co, n-1) } // the first call waits for all others
 	c.AddHook(hook)
 	limit := Limit{Algorithm: TokenBucket, Events: 100, Window: time.Hour}
 	ask := Ask{Key: StoreKey(prefix, "co", "", "k"), Limit: limit, Cost: 1}
@@ -113,7 +71,7 @@ func TestCoalescerBatchesConcurrentCalls(t *testing.T) {
 		t.Errorf("%d of %d concurrent asks allowed, want exactly 100", got, n)
 	}
 	// 1 alone, then 299 in batches of at most 128: 128 + 128 + 43.
-	if got := hook.n.Load(); got != 4 {
+	if got := hook.N.Load(); got != 4 {
 		t.Errorf("%d round trips for %d calls, want 4", got, n)
 	}
 }
@@ -128,8 +86,8 @@ func TestCoalescerNoScriptInBatch(t *testing.T) {
 	t.Cleanup(func() { admin.Close() })
 	s := NewRedisStore(c)
 	const n = 50
-	first := &roundTrips{}
-	first.before = func() { queued(t, s.co, n-1) }
+	first := &testenv.RoundTrips{}
+	first.Before = func() { queued(t, s.co, n-1) }
 	c.AddHook(first)
 	// The script is cached by the first call; drop it before the batch.
 	c.AddHook(&beforeNth{n: 2, f: func() {
@@ -143,7 +101,7 @@ func TestCoalescerNoScriptInBatch(t *testing.T) {
 	if got := decideConcurrently(t, s, ask, n); got != 20 {
 		t.Errorf("%d of %d asks allowed, want exactly 20", got, n)
 	}
-	if got := first.n.Load(); got != 3 {
+	if got := first.N.Load(); got != 3 {
 		t.Errorf("%d script commands, want 3 (one alone, the batch's EVALSHA refused, its EVAL)", got)
 	}
 }
@@ -159,7 +117,7 @@ func (h *beforeNth) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *beforeNth) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if isScriptCmd(cmd) {
+		if testenv.IsScriptCmd(cmd) {
 			if h.seen.Add(1) == h.n {
 				h.f()
 			}
@@ -209,8 +167,8 @@ func TestCoalescerDropsAbandonedCalls(t *testing.T) {
 	c, prefix := testenv.Redis(t)
 	s := NewRedisStore(c)
 	gave := make(chan struct{})
-	hook := &roundTrips{}
-	hook.before = func() { <-gave } // the first batch returns only after B gave up
+	hook := &testenv.RoundTrips{}
+	hook.Before = func() { <-gave } // the first batch returns only after B gave up
 	c.AddHook(hook)
 	limit := Limit{Algorithm: FixedWindow, Events: 10, Window: time.Hour}
 	keyA, keyB := StoreKey(prefix, "co", "", "a"), StoreKey(prefix, "co", "", "b")

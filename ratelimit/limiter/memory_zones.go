@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -7,23 +7,31 @@ import (
 	"time"
 )
 
-// zoneMemory is a handler's in-process store (or its local fallback): one
+// ZoneMemory is a handler's in-process store (or its local fallback): one
 // MemoryStore per zone, so that each zone's keys are carried over a reload
 // on their own (see carryover.go). An ask goes to the store of the zone its
 // key names ("<prefix>:<zone>:…", see StoreKey). A decision over several
 // zones locks their stores in a fixed order and stays all or nothing.
-type zoneMemory struct {
+type ZoneMemory struct {
 	now    func() time.Time
 	prefix string // the key prefix and ':'
 	zones  map[string]*MemoryStore
 }
 
-func newZoneMemory(now func() time.Time, prefix string) *zoneMemory {
-	return &zoneMemory{now: now, prefix: prefix + ":", zones: map[string]*MemoryStore{}}
+// NewZoneMemory returns a ZoneMemory without zones (see SetZone); keys
+// start with prefix.
+func NewZoneMemory(now func() time.Time, prefix string) *ZoneMemory {
+	return &ZoneMemory{now: now, prefix: prefix + ":", zones: map[string]*MemoryStore{}}
+}
+
+// SetZone makes s the store of zone's keys. Not safe for use concurrently
+// with decisions: a handler sets its zones while it is provisioned.
+func (m *ZoneMemory) SetZone(zone string, s *MemoryStore) {
+	m.zones[zone] = s
 }
 
 // part is the store of the zone key names; nil when none.
-func (m *zoneMemory) part(key string) *MemoryStore {
+func (m *ZoneMemory) part(key string) *MemoryStore {
 	rest, ok := strings.CutPrefix(key, m.prefix)
 	if !ok {
 		return nil
@@ -36,7 +44,7 @@ func (m *zoneMemory) part(key string) *MemoryStore {
 }
 
 // Decide implements Store (see MemoryStore.Decide).
-func (m *zoneMemory) Decide(ctx context.Context, asks []Ask) ([]Result, error) {
+func (m *ZoneMemory) Decide(ctx context.Context, asks []Ask) ([]Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -83,7 +91,7 @@ func insertOrdered(s []*MemoryStore, p *MemoryStore) []*MemoryStore {
 }
 
 // Reset implements Resetter.
-func (m *zoneMemory) Reset(ctx context.Context, keys ...string) error {
+func (m *ZoneMemory) Reset(ctx context.Context, keys ...string) error {
 	for _, k := range keys {
 		if p := m.part(k); p != nil {
 			if err := p.Reset(ctx, k); err != nil {
@@ -95,7 +103,7 @@ func (m *zoneMemory) Reset(ctx context.Context, keys ...string) error {
 }
 
 // Len reports how many keys the zones' stores hold.
-func (m *zoneMemory) Len() int {
+func (m *ZoneMemory) Len() int {
 	n := 0
 	for _, p := range m.zones {
 		n += p.Len()
@@ -104,6 +112,6 @@ func (m *zoneMemory) Len() int {
 }
 
 var (
-	_ Store    = (*zoneMemory)(nil)
-	_ Resetter = (*zoneMemory)(nil)
+	_ Store    = (*ZoneMemory)(nil)
+	_ Resetter = (*ZoneMemory)(nil)
 )

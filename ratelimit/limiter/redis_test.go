@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -13,25 +13,6 @@ import (
 )
 
 // Tests of the Redis store against the real Redis and Redis Cluster.
-
-// realRedis is the shared test Redis as a clockedStore (real time).
-func realRedis(t *testing.T) clockedStore {
-	c, prefix := testenv.Redis(t)
-	return clockedStore{name: "redis", store: NewRedisStore(c), set: func(time.Time) {}, prefix: prefix + ":"}
-}
-
-// realCluster is the test Redis Cluster; sameSlot puts every key of the
-// test in one slot with a hash tag.
-func realCluster(sameSlot bool) func(t *testing.T) clockedStore {
-	return func(t *testing.T) clockedStore {
-		c, prefix := testenv.RedisCluster(t)
-		p := prefix + ":"
-		if sameSlot {
-			p = prefix + ":{tag}:"
-		}
-		return clockedStore{name: "cluster", store: NewRedisStore(c), set: func(time.Time) {}, prefix: p}
-	}
-}
 
 func TestRedisConcurrentExact(t *testing.T) {
 	limit := Limit{Algorithm: TokenBucket, Events: 100, Window: time.Minute}
@@ -66,8 +47,8 @@ func TestRedisConcurrentExact(t *testing.T) {
 		// refusal by the key zone refunds the tenant zone.
 		tenant := Ask{Key: StoreKey(prefix, "tenant", "", "t-1"), Limit: Limit{Algorithm: SlidingLog, Events: 1000, Window: time.Hour}, Cost: 1}
 		two := []Ask{{Key: StoreKey(prefix, "api", "", "key-2"), Limit: limit, Cost: 1}, tenant}
-		if keySlot(two[0].Key) == keySlot(tenant.Key) {
-			t.Logf("both zones landed in slot %d: one call per decision", keySlot(tenant.Key))
+		if KeySlot(two[0].Key) == KeySlot(tenant.Key) {
+			t.Logf("both zones landed in slot %d: one call per decision", KeySlot(tenant.Key))
 		}
 		allowed := checkExactQuota(t, "500 concurrent two-zone asks", concurrentResults(t, stores, [][]Ask{two}, 500), limit)
 		res := ask1(t, stores[0], Ask{Key: tenant.Key, Limit: tenant.Limit})
@@ -221,27 +202,6 @@ func TestRedisBoundaryTrace(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestRedisAllOrNothing(t *testing.T) {
-	t.Run("single", func(t *testing.T) { testAllOrNothing(t, realRedis) })
-	t.Run("cluster same slot", func(t *testing.T) { testAllOrNothing(t, realCluster(true)) })
-	t.Run("cluster cross slot", func(t *testing.T) { testAllOrNothing(t, realCluster(false)) })
-}
-
-func TestRedisLoweredBurst(t *testing.T) {
-	t.Run("single", func(t *testing.T) { testLoweredBurst(t, realRedis) })
-	t.Run("cluster", func(t *testing.T) { testLoweredBurst(t, realCluster(false)) })
-}
-
-func TestRedisAlgorithmChange(t *testing.T) {
-	t.Run("single", func(t *testing.T) { testAlgorithmChange(t, realRedis) })
-	t.Run("cluster", func(t *testing.T) { testAlgorithmChange(t, realCluster(false)) })
-}
-
-func TestRedisCost(t *testing.T) {
-	t.Run("single", func(t *testing.T) { testCost(t, realRedis) })
-	t.Run("cluster", func(t *testing.T) { testCost(t, realCluster(false)) })
 }
 
 // TestRedisEveryKeyHasTTL runs every algorithm — allowed, refused, checks,

@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 // tokenBucket is token_bucket state: the tokens left at time ts (µs).
 // Stored in Redis as the string "1 <tokens> <ts>" (see decide.lua).

@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -41,77 +41,34 @@ const refundTimeout = time.Second
 // coalescer): under load, one round trip decides many requests.
 type RedisStore struct {
 	c  redis.UniversalClient
-	sc redis.Scripter // runs the script when co is nil
 	co *coalescer
 }
 
 // NewRedisStore returns a store deciding on c (a Client, a failover client
 // or a ClusterClient).
 func NewRedisStore(c redis.UniversalClient) *RedisStore {
-	s, _ := newRedisStore(c, callsCoalesced)
-	return s
-}
-
-// callMode is how the store sends its script calls.
-type callMode uint8
-
-const (
-	callsCoalesced    callMode = iota // batched by our coalescer (the default)
-	callsPlain                        // one EVALSHA per call on the client
-	callsAutoPipeline                 // go-redis' experimental AutoPipeline (kept for the benchmark comparison)
-)
-
-// newRedisStore returns a store sending its calls as mode says.
-func newRedisStore(c redis.UniversalClient, mode callMode) (*RedisStore, error) {
-	s := &RedisStore{c: c, sc: c}
-	switch mode {
-	case callsCoalesced:
-		s.co = newCoalescer(c)
-	case callsAutoPipeline:
-		var ap *redis.AutoPipeliner
-		var err error
-		switch c := c.(type) {
-		case *redis.Client:
-			ap, err = c.AutoPipeline()
-		case *redis.ClusterClient:
-			ap, err = c.AutoPipeline()
-		default:
-			err = fmt.Errorf("no AutoPipeline on %T", c)
-		}
-		if err != nil {
-			return nil, err
-		}
-		s.sc = ap
-	}
-	return s, nil
+	return &RedisStore{c: c, co: newCoalescer(c)}
 }
 
 // eval decides one request: keys and args are its part of the script's
 // KEYS and ARGV (see scriptArgs). It returns the Redis TIME (µs) of the
 // decision and the request's part of the reply (5 values per ask).
 func (s *RedisStore) eval(ctx context.Context, keys []string, args []any) (int64, []any, error) {
-	if s.co != nil {
-		return s.co.run(ctx, keys, args)
-	}
-	v, err := decideScript.Run(ctx, s.sc, keys, callArgs("d", "0", args)...).Result()
-	if err != nil {
-		return 0, nil, err
-	}
-	return splitReply(v, len(keys))
+	return s.co.run(ctx, keys, args)
 }
 
-// deadlineStore is a store that takes a decision's deadline apart from its
+// DeadlineStore is a store that takes a decision's deadline apart from its
 // context: a request then needs no context of its own (a timer and four
 // allocations) to bound its wait.
-type deadlineStore interface {
-	decideBy(ctx context.Context, deadline time.Time, asks []Ask) ([]Result, error)
+type DeadlineStore interface {
+	DecideBy(ctx context.Context, deadline time.Time, asks []Ask) ([]Result, error)
 }
 
 // decideBy is Decide bounded by deadline as well as ctx. A request whose
 // keys lie in one slot (always, off a cluster) waits for its coalesced
 // call with a pooled timer; any other goes through Decide.
-func (s *RedisStore) decideBy(ctx context.Context, deadline time.Time, asks []Ask) ([]Result, error) {
-	if s.co == nil || len(asks) == 0 || len(s.slotGroups(asks)) > 1 {
+func (s *RedisStore) DecideBy(ctx context.Context, deadline time.Time, asks []Ask) ([]Result, error) {
+	if len(asks) == 0 || len(s.slotGroups(asks)) > 1 {
 		ctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
 		return s.Decide(ctx, asks)
@@ -155,7 +112,7 @@ func (s *RedisStore) slotGroups(asks []Ask) [][]int {
 	var groups [][]int
 	var slots []int
 	for i := range asks {
-		slot := keySlot(asks[i].Key)
+		slot := KeySlot(asks[i].Key)
 		g := 0
 		for g < len(slots) && slots[g] != slot {
 			g++
@@ -378,10 +335,10 @@ func lenOf(v any) int {
 // keys never holds Redis in one script for long.
 const absorbChunk = 256
 
-// absorber is a store that takes the local counts of approximate zones
+// Absorber is a store that takes the local counts of approximate zones
 // (see approxTable): the Redis store.
-type absorber interface {
-	absorb(ctx context.Context, asks []Ask) ([]Result, error)
+type Absorber interface {
+	Absorb(ctx context.Context, asks []Ask) ([]Result, error)
 }
 
 // absorb charges every ask its whole cost, even past its quota (the state
@@ -389,7 +346,7 @@ type absorber interface {
 // after, as a cost 0 check sees it: Allowed when at least one unit is
 // left. The asks are independent: one failing call fails only its own,
 // reported by an error (their results are zero).
-func (s *RedisStore) absorb(ctx context.Context, asks []Ask) ([]Result, error) {
+func (s *RedisStore) Absorb(ctx context.Context, asks []Ask) ([]Result, error) {
 	results := make([]Result, len(asks))
 	ps, err := appendParams(make([]params, 0, len(asks)), asks)
 	if err != nil {
@@ -454,6 +411,6 @@ func (s *RedisStore) Reset(ctx context.Context, keys ...string) error {
 var (
 	_ Store         = (*RedisStore)(nil)
 	_ Resetter      = (*RedisStore)(nil)
-	_ deadlineStore = (*RedisStore)(nil)
-	_ absorber      = (*RedisStore)(nil)
+	_ DeadlineStore = (*RedisStore)(nil)
+	_ Absorber      = (*RedisStore)(nil)
 )

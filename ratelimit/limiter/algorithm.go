@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"fmt"
@@ -79,7 +79,7 @@ func (d decision) result(now int64) Result {
 	return Result{
 		Allowed:    d.allowed,
 		Remaining:  max(d.remaining, 0),
-		left:       d.remaining,
+		Left:       d.remaining,
 		RetryAfter: time.Duration(d.retryUs) * time.Microsecond,
 		Reset:      time.Duration(max(d.resetUs, 0)) * time.Microsecond,
 		Delay:      time.Duration(d.delayUs) * time.Microsecond,

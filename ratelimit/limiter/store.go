@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -32,14 +32,14 @@ type Limit struct {
 }
 
 // bucketBurst reports whether Burst is a token bucket's capacity.
-func (l Limit) bucketBurst() bool {
+func (l Limit) BucketBurst() bool {
 	return l.Burst > 0 && (l.Algorithm == TokenBucket || l.Algorithm == "")
 }
 
 // capacity is the most units one decision may take under l (a token
 // bucket's burst, else events; the leaky bucket's queue aside).
-func (l Limit) capacity() int64 {
-	if l.bucketBurst() {
+func (l Limit) Capacity() int64 {
+	if l.BucketBurst() {
 		return l.Burst
 	}
 	return l.Events
@@ -53,7 +53,7 @@ type Ask struct {
 	Limit Limit
 	// Cost in units; 0 checks without taking (allowed while at least one
 	// unit is left; charges nothing). A cost larger than the capacity
-	// (Events, token_bucket Burst, leaky_bucket Burst+1: see maxCost) is
+	// (Events, token_bucket Burst, leaky_bucket Burst+1: see MaxCost) is
 	// always refused, with RetryAfter = Window; up to 2^51 is accepted.
 	Cost int64
 }
@@ -78,9 +78,9 @@ type Result struct {
 	// Now is the store's clock at the decision (Redis TIME).
 	Now time.Time
 
-	// left is Remaining before it is floored at 0: below 0 for a key in
+	// Left is Remaining before it is floored at 0: below 0 for a key in
 	// debt (an approximate zone's units charged past the quota).
-	left int64
+	Left int64
 }
 
 // Store decides quotas. Implementations: the Redis store (one atomic Lua call

@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 // requestLog is sliding_log state: the times (µs, ascending) of the units
 // taken within the last window, times[head:]. It holds only what was seen,

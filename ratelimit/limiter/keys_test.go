@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -36,8 +36,8 @@ func TestKeysStoreKey(t *testing.T) {
 	}
 	// A hash tag puts every zone of a request in one slot.
 	a, b := StoreKey("rl", "api", "tenant", "k"), StoreKey("rl", "ip", "tenant", "1.2.3.4")
-	if keySlot(a) != keySlot(b) {
-		t.Errorf("keys with one hash tag in slots %d and %d", keySlot(a), keySlot(b))
+	if KeySlot(a) != KeySlot(b) {
+		t.Errorf("keys with one hash tag in slots %d and %d", KeySlot(a), KeySlot(b))
 	}
 }
 
@@ -65,8 +65,8 @@ func TestSlotMatchesClusterKeyslot(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CLUSTER KEYSLOT %q: %v", k, err)
 		}
-		if got := keySlot(k); int64(got) != want {
-			t.Errorf("keySlot(%q) = %d, CLUSTER KEYSLOT says %d", k, got, want)
+		if got := KeySlot(k); int64(got) != want {
+			t.Errorf("KeySlot(%q) = %d, CLUSTER KEYSLOT says %d", k, got, want)
 		}
 	}
 	// The CRC16/XMODEM check value.

@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 // virtualQueue is leaky_bucket state: tat, the theoretical arrival time
 // (µs) at which the queue is empty again (GCRA). Requests leave one every

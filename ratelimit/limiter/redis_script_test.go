@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -6,36 +6,10 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 )
 
 // The script's arithmetic on miniredis, whose TIME the test sets: the same
 // traces as the memory store, and the same results.
-
-func newMiniredisClocked(t *testing.T) clockedStore {
-	m := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { c.Close() })
-	cur := traceBase
-	m.SetTime(cur)
-	return clockedStore{name: "miniredis", store: NewRedisStore(c), set: func(at time.Time) {
-		if d := at.Sub(cur); d > 0 {
-			m.FastForward(d) // expire keys as time passes
-		}
-		cur = at
-		m.SetTime(at)
-	}}
-}
-
-func TestRedisScriptBoundaryTrace(t *testing.T)    { testBoundaryTrace(t, newMiniredisClocked) }
-func TestRedisScriptRetryAfterExact(t *testing.T)  { testRetryAfterExact(t, newMiniredisClocked) }
-func TestRedisScriptAllOrNothing(t *testing.T)     { testAllOrNothing(t, newMiniredisClocked) }
-func TestRedisScriptCost(t *testing.T)             { testCost(t, newMiniredisClocked) }
-func TestRedisScriptLoweredBurst(t *testing.T)     { testLoweredBurst(t, newMiniredisClocked) }
-func TestRedisScriptLeakyBucketQueue(t *testing.T) { testLeakyQueue(t, newMiniredisClocked) }
-func TestRedisScriptAlgorithmChange(t *testing.T)  { testAlgorithmChange(t, newMiniredisClocked) }
 
 // TestRedisScriptMatchesMemory drives the memory store and the script with
 // the same random trace — every algorithm, several keys, several asks per
@@ -117,7 +91,7 @@ func TestRedisDecodeReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Remaining floored at 0; left keeps the debt (approximate zones).
-	want := Result{Allowed: true, Remaining: 0, Reset: 5 * time.Microsecond, Delay: 7 * time.Microsecond, Now: time.UnixMicro(now), left: -3}
+	want := Result{Allowed: true, Remaining: 0, Reset: 5 * time.Microsecond, Delay: 7 * time.Microsecond, Now: time.UnixMicro(now), Left: -3}
 	if res[0] != want {
 		t.Errorf("decodeReply = %+v, want %+v", res[0], want)
 	}
