@@ -1,7 +1,7 @@
 package ratelimit
 
 import (
-	"strconv"
+	"fmt"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -93,12 +93,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil {
 				return err
 			}
-			dur, err := caddy.ParseDuration(v)
+			dur, err := cfparse.PositiveDuration(d, "timeout", v)
 			if err != nil {
-				return d.Errf("invalid timeout '%s': %v", v, err)
-			}
-			if dur <= 0 {
-				return d.Errf("invalid timeout '%s': must be positive", v)
+				return err
 			}
 			h.Timeout = caddy.Duration(dur)
 		case "on_error":
@@ -140,8 +137,11 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil {
 				return err
 			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 400 || n > 599 {
+			n, err := cfparse.Int(d, "status", v)
+			if err != nil {
+				return err
+			}
+			if n < 400 || n > 599 {
 				return d.Errf("invalid status '%s': must be an HTTP error status (400-599)", v)
 			}
 			h.Status = n
@@ -205,15 +205,18 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 				z.setDynamic(name, v)
 				continue
 			}
-			n, err := strconv.ParseInt(v, 10, 64)
-			if name == "events" && (err != nil || n <= 0) {
+			n, err := cfparse.Int64(d, name, v)
+			if err != nil {
+				return nil, err
+			}
+			if name == "events" && n <= 0 {
 				return nil, d.Errf("invalid events '%s': must be a positive integer", v)
 			}
-			if name == "burst" && (err != nil || n < 0) {
+			if name == "burst" && n < 0 {
 				return nil, d.Errf("invalid burst '%s': must be a non-negative integer", v)
 			}
 			if err := limiter.CheckEvents(name, n); err != nil {
-				return nil, d.Errf("invalid %v", err)
+				return nil, cfparse.At(d, fmt.Errorf("invalid %w", err))
 			}
 			if name == "events" {
 				z.Events = n
@@ -229,15 +232,12 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 				z.setDynamic(name, v)
 				continue
 			}
-			dur, err := caddy.ParseDuration(v)
+			dur, err := cfparse.PositiveDuration(d, "window", v)
 			if err != nil {
-				return nil, d.Errf("invalid window '%s': %v", v, err)
-			}
-			if dur <= 0 {
-				return nil, d.Errf("invalid window '%s': must be positive", v)
+				return nil, err
 			}
 			if err := limiter.CheckWindow(dur); err != nil {
-				return nil, d.Errf("invalid %v", err)
+				return nil, cfparse.At(d, fmt.Errorf("invalid %w", err))
 			}
 			z.Window = caddy.Duration(dur)
 		case "algorithm":
@@ -282,8 +282,11 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 				return nil, d.ArgErr()
 			}
 			for _, a := range args {
-				n, err := strconv.Atoi(a)
-				if err != nil || n < 100 || n > 599 {
+				n, err := cfparse.Int(d, "count_status", a)
+				if err != nil {
+					return nil, err
+				}
+				if n < 100 || n > 599 {
 					return nil, d.Errf("invalid count_status '%s': must be an HTTP status (100-599)", a)
 				}
 				z.CountStatus = append(z.CountStatus, n)
@@ -302,9 +305,9 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 			if err != nil {
 				return nil, err
 			}
-			dur, err := caddy.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return nil, d.Errf("invalid approximate '%s': must be a positive duration, such as 100ms", v)
+			dur, err := cfparse.PositiveDuration(d, "approximate", v)
+			if err != nil {
+				return nil, err
 			}
 			z.Approximate = caddy.Duration(dur)
 		case "dry_run":

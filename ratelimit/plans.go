@@ -104,12 +104,9 @@ func parsePlans(d *caddyfile.Dispenser) (*Plans, error) {
 			}
 			p.Table = v
 		case "refresh":
-			dur, err := caddy.ParseDuration(v)
+			dur, err := cfparse.PositiveDuration(d, "refresh", v)
 			if err != nil {
-				return nil, d.Errf("invalid refresh '%s': %v", v, err)
-			}
-			if dur <= 0 {
-				return nil, d.Errf("invalid refresh '%s': must be positive", v)
+				return nil, err
 			}
 			p.Refresh = caddy.Duration(dur)
 		case "plan_key":

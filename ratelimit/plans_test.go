@@ -35,7 +35,7 @@ func TestParsePlans(t *testing.T) {
 		{name: "unknown source", input: `plans mysql dsn`, err: "unknown plans source 'mysql'"},
 		{name: "bad table", input: "plans postgres dsn {\ntable plans;drop\n}", err: "invalid table 'plans;drop'"},
 		{name: "bad refresh", input: "plans postgres dsn {\nrefresh soon\n}", err: "invalid refresh 'soon'"},
-		{name: "zero refresh", input: "plans postgres dsn {\nrefresh 0s\n}", err: "invalid refresh '0s': must be positive"},
+		{name: "zero refresh", input: "plans postgres dsn {\nrefresh 0s\n}", err: "invalid refresh '0s': must be a positive duration"},
 		{name: "duplicate", input: "plans postgres dsn {\ntable a\ntable b\n}", err: "duplicate subdirective 'table'"},
 		{name: "unknown", input: "plans postgres dsn {\ncache 1\n}", err: "unrecognized subdirective 'cache'"},
 		{name: "missing value", input: "plans postgres dsn {\nplan_key\n}", err: "wrong argument count"},
