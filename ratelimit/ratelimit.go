@@ -4,7 +4,6 @@ package ratelimit
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -146,114 +144,6 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 		ID:  "http.handlers.ratelimit",
 		New: func() caddy.Module { return new(Handler) },
 	}
-}
-
-// Provision sets up the zones and the store. A Redis that does not answer
-// at start is logged, not an error: it may come up later, and `on_error`
-// applies meanwhile.
-func (h *Handler) Provision(ctx caddy.Context) error {
-	if h.logger == nil { // set by tests
-		h.logger = ctx.Logger()
-	}
-	if h.now == nil {
-		h.now = time.Now
-	}
-	h.breaker = &breaker{now: h.now}
-	h.warn = new(warnLimiter)
-	if err := initMetrics(ctx.GetMetricsRegistry()); err != nil {
-		return fmt.Errorf("registering metrics: %w", err)
-	}
-
-	var err error
-	if h.onError, err = parseFailureMode(h.OnError); err != nil {
-		return err
-	}
-	if h.headers, err = parseHeaderMode(h.Headers); err != nil {
-		return err
-	}
-	h.timeout = time.Duration(h.Timeout)
-	if h.timeout <= 0 {
-		h.timeout = DefaultTimeout
-	}
-	h.status = h.Status
-	if h.status == 0 {
-		h.status = DefaultStatus
-	}
-	if err := h.validateOnce(); err != nil {
-		return err
-	}
-	defs, err := zoneDefs(h.Zones) // before provisioning consumes them
-	if err != nil {
-		return err
-	}
-	for _, z := range h.Zones {
-		if err := z.provision(ctx, h.onError, max(h.Instances, 1)); err != nil {
-			return err
-		}
-	}
-	h.policyAll = policyHeader(h.Zones)
-	h.hashTag = newTemplate(h.HashTag)
-	for _, z := range h.Zones { // the hash tag is part of every store key
-		z.once = appendFields(z.once, h.HashTag)
-	}
-	h.direct = errroute.New(ctx.Modules())
-
-	h.prefix = DefaultKeyPrefix
-	if h.store != nil { // set by tests
-		return h.provisionLast(ctx, defs, false)
-	}
-	if h.Redis == nil {
-		h.inProcess = true // the zones' memory stores: see provisionCarry
-		return h.provisionLast(ctx, defs, false)
-	}
-	cfg := h.Redis.Expand()
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	if cfg.KeyPrefix != "" {
-		h.prefix = cfg.KeyPrefix
-	}
-	h.client, err = redispool.Get(cfg)
-	if err != nil {
-		return fmt.Errorf("redis %s: %w", cfg.Describe(), err)
-	}
-	h.store = limiter.NewRedisStore(h.client.UniversalClient)
-	// On a cluster, zones in several slots are charged and refunded
-	// separately: a refusal may then be due to another request's passing
-	// charge, which must not be remembered (see denyCache).
-	_, cluster := h.client.UniversalClient.(*redis.ClusterClient)
-	deny := !cluster || len(h.Zones) == 1 || h.HashTag != ""
-	if err := redispool.Ping(ctx, h.client, cfg, pingTimeout); err != nil {
-		h.logger.Warn("rate limit store unreachable at start; on_error applies until it answers",
-			zap.Error(err))
-	}
-	return h.provisionLast(ctx, defs, deny)
-}
-
-// provisionLast ends Provision: the zones' in-process state (carried over
-// from the previous config when unchanged; deny: with a deny cache), the
-// brake and admin registration, then the approximate zones' syncs.
-func (h *Handler) provisionLast(ctx caddy.Context, defs []json.RawMessage, deny bool) error {
-	if err := h.provisionCarry(ctx, defs, deny); err != nil {
-		return err
-	}
-	if err := h.provisionOps(ctx); err != nil {
-		return err
-	}
-	h.provisionApprox()
-	return nil
-}
-
-// Cleanup releases the Redis client, the plans, the brake and the zones'
-// in-process state (which goes only when no newer config uses it).
-func (h *Handler) Cleanup() error {
-	h.cleanupOps()
-	h.cleanupCarry()
-	var errs []error
-	for _, z := range h.Zones {
-		errs = append(errs, z.cleanup())
-	}
-	return errors.Join(append(errs, h.client.Release())...)
 }
 
 // zoneDecision is one zone's part of one request.
