@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/internal/errroute"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
@@ -116,6 +117,14 @@ type Handler struct {
 	// direct: whether a refusal may be written rather than returned as an
 	// error (only when no error route could shape it).
 	direct errroute.Direct
+
+	// pos: where the Caddyfile set each field (nil: JSON), for validate
+	pos *cfparse.Positions
+	// validated: validate ran on this load, with the verdict invalid;
+	// validations counts its runs (tests)
+	validated   bool
+	invalid     error
+	validations int
 }
 
 // Defaults.
@@ -170,7 +179,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.status == 0 {
 		h.status = DefaultStatus
 	}
-	if err := h.checkZones(); err != nil {
+	if err := h.validateOnce(); err != nil {
 		return err
 	}
 	defs, err := zoneDefs(h.Zones) // before provisioning consumes them
@@ -232,52 +241,6 @@ func (h *Handler) provisionLast(ctx caddy.Context, defs []json.RawMessage, deny 
 		return err
 	}
 	h.provisionApprox()
-	return nil
-}
-
-// Validate checks the configuration.
-func (h *Handler) Validate() error {
-	if err := h.checkZones(); err != nil {
-		return err
-	}
-	if _, err := parseFailureMode(h.OnError); err != nil {
-		return err
-	}
-	if _, err := parseHeaderMode(h.Headers); err != nil {
-		return err
-	}
-	if h.Status != 0 && (h.Status < 400 || h.Status > 599) {
-		return fmt.Errorf("invalid status %d: must be 400-599", h.Status)
-	}
-	if h.Instances < 0 {
-		return fmt.Errorf("invalid instances %d: must be >= 1", h.Instances)
-	}
-	if h.MaxKeys < 0 {
-		return fmt.Errorf("invalid max_keys %d: must be >= 1", h.MaxKeys)
-	}
-	if h.Timeout < 0 {
-		return fmt.Errorf("invalid timeout %s: must be > 0", time.Duration(h.Timeout))
-	}
-	return nil
-}
-
-func (h *Handler) checkZones() error {
-	if len(h.Zones) == 0 {
-		return errors.New("at least one zone is required")
-	}
-	seen := make(map[string]bool, len(h.Zones))
-	for i, z := range h.Zones {
-		if z == nil {
-			return fmt.Errorf("zone %d: empty", i)
-		}
-		if seen[z.Name] {
-			return fmt.Errorf("duplicate zone %q", z.Name)
-		}
-		seen[z.Name] = true
-		if err := z.validate(); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

@@ -97,3 +97,38 @@ func (p Pos) Wrap(err error) error {
 	}
 	return fmt.Errorf("%w, at %s:%d", err, p.File, p.Line)
 }
+
+// Positions records where a block and each of its subdirectives were read,
+// so that a validation run after parsing can name the line of the value it
+// judges. A nil *Positions knows nothing (the config was JSON).
+type Positions struct {
+	Block  Pos            // the directive opening the block
+	End    Pos            // the block's closing brace
+	Fields map[string]Pos // each subdirective, by name
+}
+
+// NewPositions starts recording at d's current token, the block's
+// directive, which is also recorded as a field of its own name.
+func NewPositions(d *caddyfile.Dispenser) *Positions {
+	p := &Positions{Block: PosOf(d), Fields: map[string]Pos{}}
+	p.Field(d)
+	return p
+}
+
+// Field records that the subdirective at d's current token was read here.
+func (p *Positions) Field(d *caddyfile.Dispenser) { p.Fields[d.Val()] = PosOf(d) }
+
+// Ended records d's current token as the block's end.
+func (p *Positions) Ended(d *caddyfile.Dispenser) { p.End = PosOf(d) }
+
+// Of is where field was read; for a field the block does not set, the
+// block's end (a rule on what the block as a whole left out or made).
+func (p *Positions) Of(field string) Pos {
+	if p == nil {
+		return Pos{}
+	}
+	if pos, ok := p.Fields[field]; ok {
+		return pos
+	}
+	return p.End
+}

@@ -95,3 +95,25 @@ func TestPositions(t *testing.T) {
 		t.Errorf("Pos{}.Wrap = %v, want the error itself", err)
 	}
 }
+
+func TestPositionsOf(t *testing.T) {
+	d := caddyfile.NewTestDispenser("block {\n\ta 1\n\tb 2\n}")
+	d.Next()
+	p := NewPositions(d)
+	for d.NextBlock(0) {
+		p.Field(d)
+		d.RemainingArgs()
+	}
+	p.Ended(d)
+	for _, tt := range []struct {
+		field string
+		line  int
+	}{{"a", 2}, {"b", 3}, {"c", 4}} {
+		if got := p.Of(tt.field); got.Line != tt.line || got.File != "Testfile" {
+			t.Errorf("Of(%q) = %+v, want Testfile:%d", tt.field, got, tt.line)
+		}
+	}
+	if got := (*Positions)(nil).Of("a"); got != (Pos{}) {
+		t.Errorf("nil Of = %+v, want unknown", got)
+	}
+}
