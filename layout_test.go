@@ -26,8 +26,6 @@ var oversized = map[string]bool{
 	"ratelimit/ratelimit.go":               true,
 	"ratelimit/ratelimit.go:ServeHTTP":     true,
 	"ratelimit/limiter/scripts/decide.lua": true,
-	"shortener/clicks.go":                  true,
-	"shortener/clicks_consumer.go:consume": true,
 	"shortener/shortener.go":               true,
 }
 

@@ -333,17 +333,8 @@ func (h *Handler) startClicks(ctx caddy.Context, prefix string) error {
 			zap.String("store", fmt.Sprintf("%T", h.store)))
 		return nil
 	}
-	cfg := ClickConfig{
-		Sink:           sink,
-		Buffer:         h.ClicksBuffer,
-		BatchSize:      h.ClicksBatch,
-		BatchInterval:  time.Duration(h.ClicksInterval),
-		StreamMaxLen:   h.ClicksStreamMaxLen,
-		BufferBytes:    h.ClicksBufferBytes,
-		StreamMaxBytes: h.ClicksStreamBytes,
-		Retention:      time.Duration(h.ClicksRetention),
-		Logger:         h.logger,
-	}
+	cfg := h.clickConfig()
+	cfg.Sink, cfg.Logger = sink, h.logger
 	if reg := ctx.GetMetricsRegistry(); reg != nil {
 		cfg.Registerer = reg
 	}
