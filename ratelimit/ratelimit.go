@@ -601,8 +601,8 @@ func (h *Handler) callStore(parent context.Context, asks []limiter.Ask) ([]limit
 	var results []limiter.Result
 	var err error
 	switch s := h.store.(type) {
-	case limiter.DeadlineStore: // the deadline apart: no context to allocate
-		results, err = s.DecideBy(parent, start.Add(h.timeout), asks)
+	case limiter.TimeoutStore: // the timeout from the send: no context to allocate
+		results, err = s.DecideWithin(parent, h.timeout, asks)
 	default:
 		ctx, cancel := context.WithTimeout(parent, h.timeout)
 		defer cancel()
