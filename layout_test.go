@@ -25,9 +25,6 @@ var oversized = map[string]bool{
 	"ratelimit/ratelimit.go":               true,
 	"ratelimit/ratelimit.go:ServeHTTP":     true,
 	"ratelimit/limiter/scripts/decide.lua": true,
-	"shortener/clicks.go":                  true,
-	"shortener/clicks_consumer.go:consume": true,
-	"shortener/shortener.go":               true,
 }
 
 func TestSourceSizes(t *testing.T) {

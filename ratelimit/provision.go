@@ -50,7 +50,7 @@ func (h *Handler) provisionSettings(ctx caddy.Context) error {
 		h.now = time.Now
 	}
 	h.breaker = &breaker{now: h.now}
-	h.warn = new(warnLimiter)
+	h.warn, h.overloaded = new(warnLimiter), new(warnLimiter)
 	if err := initMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}

@@ -109,8 +109,10 @@ type Handler struct {
 	breaker   *breaker
 	brake     *brakeCache // nil: no brake (a store set by a test)
 	warn      *warnLimiter
-	logger    *zap.Logger
-	now       func() time.Time
+	// overloaded rate-limits the warnings of overloaded decisions
+	overloaded *warnLimiter
+	logger     *zap.Logger
+	now        func() time.Time
 
 	// direct: whether a refusal may be written rather than returned as an
 	// error (only when no error route could shape it).
@@ -176,6 +178,7 @@ const (
 	stateFailOpen                         // the store failed; no decision
 	stateFailClosed                       // the store failed; refuse with 503
 	stateUnavailable                      // the store failed while charging after the response
+	stateOverloaded                       // the decision could not be sent in time (see overload.go)
 )
 
 func (d *zoneDecision) decided() bool {
@@ -242,6 +245,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		h.logger.Error("rate limit ask out of bounds", zap.Error(storeErr))
 		return caddyhttp.Error(http.StatusInternalServerError, storeErr)
 	}
+	if errors.Is(storeErr, limiter.ErrOverloaded) { // load: never a pass
+		if done, err := h.refuseOverloaded(w, repl, ds, storeErr); done {
+			return err
+		}
+		storeErr = nil
+	}
 
 	// A fail-closed zone refuses with 503.
 	for i := range ds {
@@ -269,7 +278,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	for i := range ds {
 		d := &ds[i]
 		switch {
-		case d.state == stateNone:
+		case d.state == stateNone, d.state == stateOverloaded:
 			continue
 		case d.state == stateFailOpen:
 			d.zone.counters[outcomeFailOpen].Inc()
@@ -385,6 +394,12 @@ func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
 	}
 	results, err := h.callStore(ctx, asks)
 	putAsks(ab)
+	if errors.Is(err, limiter.ErrOverloaded) { // load, not a store failure: no on_error
+		for _, i := range idx {
+			ds[i].state = stateOverloaded
+		}
+		return err
+	}
 	if err == nil {
 		for j, i := range idx {
 			ds[i].res, ds[i].state = results[j], stateStore
@@ -454,8 +469,8 @@ func (h *Handler) callStore(parent context.Context, asks []limiter.Ask) ([]limit
 	var results []limiter.Result
 	var err error
 	switch s := h.store.(type) {
-	case limiter.DeadlineStore: // the deadline apart: no context to allocate
-		results, err = s.DecideBy(parent, start.Add(h.timeout), asks)
+	case limiter.TimeoutStore: // the timeout from the send: no context to allocate
+		results, err = s.DecideWithin(parent, h.timeout, asks)
 	default:
 		ctx, cancel := context.WithTimeout(parent, h.timeout)
 		defer cancel()
@@ -467,8 +482,9 @@ func (h *Handler) callStore(parent context.Context, asks []limiter.Ask) ([]limit
 	}
 	if err != nil {
 		// A client that went away is not a store failure, nor an Ask
-		// the store refused to decide.
-		if parent.Err() == nil && !errors.Is(err, limiter.ErrInvalidAsk) {
+		// the store refused to decide, nor a decision this process was
+		// too loaded to send.
+		if parent.Err() == nil && !errors.Is(err, limiter.ErrInvalidAsk) && !errors.Is(err, limiter.ErrOverloaded) {
 			metrics.storeErrors.Inc()
 			h.breaker.failure()
 		}

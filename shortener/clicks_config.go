@@ -17,31 +17,34 @@ const (
 	MaxClicksRetention   = 100 * 365 * 24 * time.Hour
 )
 
-// setClickDefaults fills the click settings left at zero.
+// setClickDefaults fills the click settings left at zero: those the
+// recorder has from ClickConfig's defaults, referrers and retention (which
+// only the handler defaults; 0 means "never pruned" to a ClickRecorder)
+// here.
 func (h *Handler) setClickDefaults() {
-	if h.ClicksBuffer == 0 {
-		h.ClicksBuffer = DefaultClicksBuffer
-	}
-	if h.ClicksBatch == 0 {
-		h.ClicksBatch = DefaultClicksBatch
-	}
-	if h.ClicksInterval == 0 {
-		h.ClicksInterval = caddy.Duration(DefaultClicksInterval)
-	}
-	if h.ClicksStreamMaxLen == 0 {
-		h.ClicksStreamMaxLen = DefaultClicksStreamMaxLen
-	}
-	if h.ClicksBufferBytes == 0 {
-		h.ClicksBufferBytes = DefaultClicksBufferBytes
-	}
-	if h.ClicksStreamBytes == 0 {
-		h.ClicksStreamBytes = DefaultClicksStreamBytes
-	}
+	cfg := h.clickConfig()
+	cfg.setTuningDefaults()
+	h.ClicksBuffer, h.ClicksBatch, h.ClicksInterval = cfg.Buffer, cfg.BatchSize, caddy.Duration(cfg.BatchInterval)
+	h.ClicksStreamMaxLen, h.ClicksBufferBytes, h.ClicksStreamBytes = cfg.StreamMaxLen, cfg.BufferBytes, cfg.StreamMaxBytes
 	if h.ClicksReferrers == 0 {
 		h.ClicksReferrers = DefaultClicksReferrers
 	}
 	if h.ClicksRetention == 0 {
 		h.ClicksRetention = caddy.Duration(DefaultClicksRetention)
+	}
+}
+
+// clickConfig is the recorder configuration of the handler's click
+// settings, without sink, Redis, metrics or logger.
+func (h *Handler) clickConfig() ClickConfig {
+	return ClickConfig{
+		Buffer:         h.ClicksBuffer,
+		BatchSize:      h.ClicksBatch,
+		BatchInterval:  time.Duration(h.ClicksInterval),
+		StreamMaxLen:   h.ClicksStreamMaxLen,
+		BufferBytes:    h.ClicksBufferBytes,
+		StreamMaxBytes: h.ClicksStreamBytes,
+		Retention:      time.Duration(h.ClicksRetention),
 	}
 }
 

@@ -15,62 +15,20 @@ import (
 // consume runs this instance's consumer in the shared group until Close.
 func (r *ClickRecorder) consume() {
 	defer close(r.consumed)
-	consumer := r.cfg.InstanceID
-	defer r.leaveGroup(consumer)
-	block := min(r.cfg.BatchInterval, time.Second)
+	st := &consumerState{
+		consumer:   r.cfg.InstanceID,
+		block:      min(r.cfg.BatchInterval, time.Second),
+		ownPending: true,
+	}
+	defer r.leaveGroup(st.consumer)
 	backoff := 50 * time.Millisecond
-	ownPending := true // read our own pending entries first ("0"), then new ones (">")
-	groupReady := false
-	lastClaim := time.Time{}
 	for {
 		select {
 		case <-r.stop:
 			return
 		default:
 		}
-		err := func() error {
-			ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
-			defer cancel()
-			if !groupReady {
-				err := r.cfg.Redis.XGroupCreateMkStream(ctx, r.stream, r.group, "0").Err()
-				if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
-					return fmt.Errorf("creating consumer group: %w", err)
-				}
-				groupReady = true
-			}
-			if time.Since(lastClaim) >= r.cfg.ClaimMinIdle/2 {
-				if err := r.claim(ctx, consumer); err != nil {
-					return err
-				}
-				lastClaim = time.Now()
-			}
-			start := ">"
-			if ownPending {
-				start = "0"
-			}
-			res, err := r.cfg.Redis.XReadGroup(ctx, &redis.XReadGroupArgs{
-				Group:    r.group,
-				Consumer: consumer,
-				Streams:  []string{r.stream, start},
-				Count:    maxPipeline,
-				Block:    block,
-			}).Result()
-			if errors.Is(err, redis.Nil) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("reading clicks: %w", err)
-			}
-			var msgs []redis.XMessage
-			for _, s := range res {
-				msgs = append(msgs, s.Messages...)
-			}
-			if ownPending && len(msgs) == 0 {
-				ownPending = false
-				return nil
-			}
-			return r.apply(ctx, msgs)
-		}()
+		err := r.consumeOnce(st)
 		if errors.Is(err, errConsumerKilled) {
 			r.killed = true
 			return
@@ -83,9 +41,9 @@ func (r *ClickRecorder) consume() {
 			return
 		}
 		if strings.Contains(err.Error(), "NOGROUP") {
-			groupReady = false // Redis lost the stream (restart without persistence)
+			st.groupReady = false // Redis lost the stream (restart without persistence)
 		}
-		ownPending = true
+		st.ownPending = true
 		r.logger.Warn("click consumer failed; retrying", zap.Error(err))
 		select {
 		case <-time.After(backoff):
@@ -94,6 +52,62 @@ func (r *ClickRecorder) consume() {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// consumerState is what the consumer carries from one round to the next.
+type consumerState struct {
+	consumer   string
+	block      time.Duration // longest wait of one XREADGROUP
+	ownPending bool          // read our own pending entries first ("0"), then new ones (">")
+	groupReady bool
+	lastClaim  time.Time
+}
+
+// consumeOnce is one round of the consumer: it creates the group if
+// needed, claims entries of dead consumers when due, then reads and
+// applies one pipeline of entries.
+func (r *ClickRecorder) consumeOnce(st *consumerState) error {
+	ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
+	defer cancel()
+	if !st.groupReady {
+		err := r.cfg.Redis.XGroupCreateMkStream(ctx, r.stream, r.group, "0").Err()
+		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+			return fmt.Errorf("creating consumer group: %w", err)
+		}
+		st.groupReady = true
+	}
+	if time.Since(st.lastClaim) >= r.cfg.ClaimMinIdle/2 {
+		if err := r.claim(ctx, st.consumer); err != nil {
+			return err
+		}
+		st.lastClaim = time.Now()
+	}
+	start := ">"
+	if st.ownPending {
+		start = "0"
+	}
+	res, err := r.cfg.Redis.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group:    r.group,
+		Consumer: st.consumer,
+		Streams:  []string{r.stream, start},
+		Count:    maxPipeline,
+		Block:    st.block,
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading clicks: %w", err)
+	}
+	var msgs []redis.XMessage
+	for _, s := range res {
+		msgs = append(msgs, s.Messages...)
+	}
+	if st.ownPending && len(msgs) == 0 {
+		st.ownPending = false
+		return nil
+	}
+	return r.apply(ctx, msgs)
 }
 
 var errConsumerKilled = errors.New("consumer killed by test hook")

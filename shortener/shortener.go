@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -19,7 +17,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/edgekit/caddy-edgekit/internal/errroute"
-	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 )
 
@@ -321,123 +318,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// startClicks starts the click recorder (no network I/O: its writer and
-// consumer connect in the background).
-func (h *Handler) startClicks(ctx caddy.Context, prefix string) error {
-	sink, err := h.clickSink()
-	if err != nil {
-		return fmt.Errorf("shortener clicks: %w", err)
-	}
-	if sink == nil {
-		h.logger.Info("click counting is off: the store given to the handler keeps no clicks",
-			zap.String("store", fmt.Sprintf("%T", h.store)))
-		return nil
-	}
-	cfg := ClickConfig{
-		Sink:           sink,
-		Buffer:         h.ClicksBuffer,
-		BatchSize:      h.ClicksBatch,
-		BatchInterval:  time.Duration(h.ClicksInterval),
-		StreamMaxLen:   h.ClicksStreamMaxLen,
-		BufferBytes:    h.ClicksBufferBytes,
-		StreamMaxBytes: h.ClicksStreamBytes,
-		Retention:      time.Duration(h.ClicksRetention),
-		Logger:         h.logger,
-	}
-	if reg := ctx.GetMetricsRegistry(); reg != nil {
-		cfg.Registerer = reg
-	}
-	if h.rdb != nil {
-		cfg.Redis, cfg.KeyPrefix = h.rdb.UniversalClient, prefix
-	}
-	if h.clicks, err = NewClickRecorder(cfg); err != nil {
-		return fmt.Errorf("shortener clicks: %w", err)
-	}
-	return nil
-}
-
-// clickSink returns where clicks are counted: tables (or buckets) next to
-// the links in the store's own database. A store given to the handler
-// before Provision (tests, programs embedding the handler) that is neither
-// of the two real stores keeps clicks only if it implements ClickSink
-// itself; otherwise clickSink returns nil and clicks are not counted.
-func (h *Handler) clickSink() (ClickSink, error) {
-	s := h.store
-	if sh, ok := s.(sharedStore); ok {
-		s = sh.Store
-	}
-	switch s := s.(type) {
-	case *PostgresStore, *EmbeddedStore:
-		return clickSinkFor(s, h.ClicksReferrers)
-	case ClickSink:
-		return s, nil
-	}
-	if h.ownStore != nil {
-		return nil, fmt.Errorf("store %T keeps no clicks", s)
-	}
-	return nil, nil
-}
-
-// embeddedStores shares one open embedded store per file across config
-// reloads: the new config is provisioned before the old one is cleaned up,
-// and bbolt would wait forever on its own file lock.
-var embeddedStores = caddy.NewUsagePool()
-
-type embeddedDestructor struct{ *EmbeddedStore }
-
-func (d embeddedDestructor) Destruct() error { return d.EmbeddedStore.Close() }
-
-// sharedStore hides Close from the handler: the pool closes it.
-type sharedStore struct{ Store }
-
-func (sharedStore) Close() error { return nil }
-
-func (h *Handler) openStore(ctx caddy.Context, repl *caddy.Replacer) error {
-	switch h.Store {
-	case "postgres":
-		dsn := repl.ReplaceKnown(h.DSN, "")
-		pool, err := pgpool.Get(dsn, pgpool.Settings{ApplicationName: "caddy-shortener", StatementTimeout: 2 * time.Second})
-		if err != nil {
-			return fmt.Errorf("shortener store: %w", err)
-		}
-		if err := pgpool.Ping(ctx, pool, dsn, 5*time.Second); err != nil {
-			_ = pool.Release()
-			return fmt.Errorf("shortener store: %w", err)
-		}
-		mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		s, err := OpenPostgres(mctx, pool.Pool)
-		if err != nil {
-			_ = pool.Release()
-			return fmt.Errorf("shortener store %s: %w", pgpool.Redact(dsn), err)
-		}
-		h.store = s
-		h.ownStore = pool.Release
-	default:
-		path := repl.ReplaceKnown(h.Path, "")
-		if path == "" {
-			path = filepath.Join(caddy.AppDataDir(), "edgekit", "shortener.db")
-		}
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return fmt.Errorf("shortener store: %w", err)
-		}
-		v, _, err := embeddedStores.LoadOrNew(abs, func() (caddy.Destructor, error) {
-			s, err := OpenEmbedded(abs)
-			if err != nil {
-				return nil, err
-			}
-			return embeddedDestructor{s}, nil
-		})
-		if err != nil {
-			return fmt.Errorf("shortener store %s: %w", abs, err)
-		}
-		h.store = sharedStore{v.(embeddedDestructor).EmbeddedStore}
-		h.ownStore = func() error { _, err := embeddedStores.Delete(abs); return err }
-	}
-	return nil
-}
-
 func (h *Handler) setDefaults() {
 	if h.Store == "" {
 		h.Store = "embedded"
@@ -592,27 +472,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return next.ServeHTTP(w, r)
 	}
 	return h.serveRedirect(w, r, code)
-}
-
-// blockAllocator hands out sequential IDs from blocks reserved in the store.
-type blockAllocator struct {
-	mu        sync.Mutex
-	next, end int64
-}
-
-func (b *blockAllocator) nextID(ctx context.Context, s Store, size int64) (int64, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.next >= b.end {
-		first, err := s.NextBlock(ctx, size)
-		if err != nil {
-			return 0, err
-		}
-		b.next, b.end = first, first+size
-	}
-	id := b.next
-	b.next++
-	return id, nil
 }
 
 // Interface guards

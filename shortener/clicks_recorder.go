@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,66 +29,6 @@ const (
 	DefaultClicksReferrers    = 100
 	DefaultClicksRetention    = 400 * 24 * time.Hour
 )
-
-// Sizes of click records. A click is counted as clickFixedSize bytes (the
-// Click value held in the buffer; it also covers the encoded time, class
-// and separators, at most 25 bytes) plus its code and referrer, so no
-// click counts more than maxClickSize bytes, in memory or encoded.
-const (
-	clickFixedSize = 64
-	// MaxReferrerHost is the longest referrer host kept (a DNS name's
-	// limit); ReferrerHost gives "" for longer ones.
-	MaxReferrerHost = 253
-	maxClickSize    = clickFixedSize + MaxCustomCodeLen + MaxReferrerHost
-	// maxBatchBytes bounds a batch (one stream entry, one transaction's
-	// clicks) in bytes: a batch is sealed at batch size clicks or at this
-	// size, whichever comes first (500 typical clicks take about 45 KiB).
-	maxBatchBytes = 64 << 10
-)
-
-// clickSize returns the bytes a click is counted for, or -1 when its code
-// or referrer is out of bounds (such a click is dropped as invalid: its
-// encoding could not be decoded, or it would be stored unbounded).
-func clickSize(c Click) int64 {
-	if !ValidLookupCode(c.Code) || !validReferrerHost(c.Referrer) || c.Class > ClassOther {
-		return -1
-	}
-	return int64(clickFixedSize + len(c.Code) + len(c.Referrer))
-}
-
-// ClickBatch is a set of clicks with an ID unique across instances: the
-// unit of idempotence. A sink applies a batch ID at most once.
-type ClickBatch struct {
-	ID     string
-	Clicks []Click
-}
-
-// ClickSink is where click counters live: PostgreSQL or the embedded store.
-type ClickSink interface {
-	// ApplyClicks adds the clicks of the batches whose IDs it has not seen,
-	// and records those IDs, in one transaction; batches seen before are
-	// skipped. It returns how many batches were new.
-	ApplyClicks(ctx context.Context, batches []ClickBatch) (applied int, err error)
-	// ClickStats returns a code's counters for hours in [from, to).
-	ClickStats(ctx context.Context, code string, from, to time.Time) (ClickStats, error)
-	// ClickTotal returns all clicks ever counted for code.
-	ClickTotal(ctx context.Context, code string) (int64, error)
-}
-
-// clickSinkFor returns the click sink kept in the link store's own
-// database: the tables of migrations/002_clicks.up.sql and
-// 003_click_bounds.up.sql (applied by OpenPostgres) or buckets in the
-// embedded store's bbolt file. referrers caps the named referrer hosts
-// per link per day (0: DefaultClicksReferrers).
-func clickSinkFor(s Store, referrers int) (ClickSink, error) {
-	switch s := s.(type) {
-	case *PostgresStore:
-		return newPostgresClickSink(s.pool, referrers), nil
-	case *EmbeddedStore:
-		return newEmbeddedClickSink(s.db, referrers)
-	}
-	return nil, fmt.Errorf("click counting needs the postgres or embedded store, not %T", s)
-}
 
 // ClickConfig configures a ClickRecorder.
 type ClickConfig struct {
@@ -237,7 +176,25 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 	return r, nil
 }
 
+// setDefaults fills the settings left at zero: the tuning defaults, the
+// logger, the instance ID and the clock.
 func (cfg *ClickConfig) setDefaults() {
+	cfg.setTuningDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.InstanceID == "" {
+		cfg.InstanceID = newInstanceID()
+	}
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+}
+
+// setTuningDefaults fills the sizes and intervals left at zero. It is the
+// one owner of these defaults: the handler's click settings take theirs
+// from it too (Handler.setClickDefaults).
+func (cfg *ClickConfig) setTuningDefaults() {
 	if cfg.Buffer == 0 {
 		cfg.Buffer = DefaultClicksBuffer
 	}
@@ -253,12 +210,6 @@ func (cfg *ClickConfig) setDefaults() {
 	if cfg.ClaimMinIdle == 0 {
 		cfg.ClaimMinIdle = DefaultClicksClaimIdle
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
-	if cfg.InstanceID == "" {
-		cfg.InstanceID = newInstanceID()
-	}
 	if cfg.BufferBytes == 0 {
 		cfg.BufferBytes = DefaultClicksBufferBytes
 	}
@@ -273,9 +224,6 @@ func (cfg *ClickConfig) setDefaults() {
 	}
 	if cfg.PrunePage == 0 {
 		cfg.PrunePage = 1000
-	}
-	if cfg.now == nil {
-		cfg.now = time.Now
 	}
 }
 
@@ -409,206 +357,5 @@ func (r *ClickRecorder) Close(ctx context.Context) error {
 		default:
 		}
 		return fmt.Errorf("clicks: shutdown deadline passed before buffered clicks were flushed (%d lost so far): %w", r.lost.Load(), ctx.Err())
-	}
-}
-
-// maxPipeline bounds the batches one flush carries (a backlog after an
-// outage is sent in pipelines of this many).
-const maxPipeline = 16
-
-// write is the writer goroutine: it sleeps until the buffer holds a batch
-// (Record wakes it) or its interval passes, then takes the buffered
-// clicks in batches and delivers them, retrying with backoff until they
-// are accepted. A partial batch leaves when the interval passes.
-func (r *ClickRecorder) write() {
-	defer close(r.flushed)
-	n := r.cfg.BatchSize
-	ticker := time.NewTicker(r.cfg.BatchInterval)
-	defer ticker.Stop()
-	for {
-		partial := false // the interval passed: a partial batch leaves too
-		select {
-		case <-r.full:
-		case <-ticker.C:
-			partial = true
-		case <-r.stop:
-			r.final(nil)
-			r.report()
-			return
-		}
-		r.report()
-		for {
-			// Whole batches already waiting, up to one pipeline, then the
-			// rest as a partial batch if the interval passed.
-			var batches []ClickBatch
-			for len(batches) < maxPipeline && len(r.ch) >= n {
-				batches = append(batches, r.seal(r.take(n)))
-			}
-			if partial && len(batches) < maxPipeline {
-				if b := r.take(n); len(b) > 0 {
-					batches = append(batches, r.seal(b))
-				}
-			}
-			if len(batches) == 0 {
-				break
-			}
-			if !r.deliver(batches) {
-				r.lose(batches)
-				return
-			}
-			if len(r.ch) < n {
-				break // what is left waits for the next wake-up
-			}
-		}
-	}
-}
-
-// final drains the buffer at Close and delivers everything.
-func (r *ClickRecorder) final(cur []Click) {
-	for {
-		var batches []ClickBatch
-		if len(cur) > 0 {
-			batches = append(batches, r.seal(cur))
-			cur = nil
-		}
-		for len(batches) < maxPipeline {
-			b := r.take(r.cfg.BatchSize)
-			if len(b) == 0 {
-				break
-			}
-			batches = append(batches, r.seal(b))
-		}
-		if len(batches) == 0 {
-			return
-		}
-		if !r.deliver(batches) {
-			r.lose(batches)
-			return
-		}
-	}
-}
-
-// take returns up to n buffered clicks, at most maxBatchBytes of them,
-// without waiting.
-func (r *ClickRecorder) take(n int) []Click {
-	var b []Click
-	var size int64
-	for len(b) < n && size <= maxBatchBytes-maxClickSize {
-		select {
-		case c := <-r.ch:
-			if b == nil {
-				b = make([]Click, 0, min(n, 1024))
-			}
-			b = append(b, c)
-			size += clickBytes(c)
-		default:
-			return b
-		}
-	}
-	return b
-}
-
-// clickBytes is clickSize of a click known to be valid.
-func clickBytes(c Click) int64 { return int64(clickFixedSize + len(c.Code) + len(c.Referrer)) }
-
-func batchBytes(clicks []Click) (n int64) {
-	for _, c := range clicks {
-		n += clickBytes(c)
-	}
-	return n
-}
-
-// report moves the gauges by what changed since its last call: the clicks
-// held in process (buffered and in the writer's batches) and their bytes.
-// Called by the writer only, at each wake-up and flush.
-func (r *ClickRecorder) report() {
-	held, bytes := int64(len(r.ch)+r.flying), r.bytes.Load()
-	r.metrics.buffered.Add(float64(held - r.gauges[0]))
-	r.metrics.bufferedBytes.Add(float64(bytes - r.gauges[1]))
-	r.gauges = [2]int64{held, bytes}
-}
-
-// Buffered returns the clicks this recorder holds (buffered or being
-// flushed) and their bytes: what a crash would lose.
-func (r *ClickRecorder) Buffered() (clicks int, bytes int64) {
-	return len(r.ch), r.bytes.Load()
-}
-
-// lose counts the given batches and everything still buffered as dropped:
-// Close gave up on them.
-func (r *ClickRecorder) lose(batches []ClickBatch) {
-	var n int
-	var size int64
-	for _, b := range batches {
-		n += len(b.Clicks)
-		size += batchBytes(b.Clicks)
-	}
-	for b := r.take(4096); len(b) > 0; b = r.take(4096) {
-		n += len(b)
-		size += batchBytes(b)
-	}
-	r.bytes.Add(-size)
-	r.report()
-	r.lost.Add(int64(n))
-	r.drop(dropShutdown, n)
-	r.logger.Error("clicks lost at shutdown: could not flush before the deadline", zap.Int("clicks", n))
-}
-
-func (r *ClickRecorder) seal(clicks []Click) ClickBatch {
-	return ClickBatch{ID: r.cfg.InstanceID + "-" + strconv.FormatUint(r.seq.Add(1), 10), Clicks: clicks}
-}
-
-// deliver sends batches until accepted; false only when Close gave up
-// (the caller then counts them lost). Until then they count as held.
-func (r *ClickRecorder) deliver(batches []ClickBatch) bool {
-	var n int
-	var size int64
-	for _, b := range batches {
-		n += len(b.Clicks)
-		size += batchBytes(b.Clicks)
-	}
-	r.flying += n
-	ok := r.send(batches)
-	r.flying -= n
-	if ok {
-		r.bytes.Add(-size)
-		r.report()
-	}
-	return ok
-}
-
-// send sends batches until accepted, retrying with backoff.
-func (r *ClickRecorder) send(batches []ClickBatch) bool {
-	backoff := 50 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
-		var err error
-		if r.cfg.Redis != nil {
-			err = r.xadd(ctx, batches)
-		} else {
-			var applied int
-			applied, err = r.cfg.Sink.ApplyClicks(ctx, batches)
-			if err == nil {
-				r.replayed.Add(int64(len(batches) - applied))
-			}
-		}
-		cancel()
-		if err == nil {
-			return true
-		}
-		if r.ctx.Err() != nil {
-			return false
-		}
-		r.report() // the buffer fills during an outage: keep the gauges current
-		if attempt == 1 || attempt%20 == 0 {
-			r.logger.Warn("click flush failed; retrying (clicks stay buffered)",
-				zap.Int("batches", len(batches)), zap.Int("attempt", attempt), zap.Error(err))
-		}
-		select {
-		case <-time.After(backoff):
-		case <-r.ctx.Done():
-			return false
-		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
 }

@@ -1,0 +1,41 @@
+package shortener
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// ClickBatch is a set of clicks with an ID unique across instances: the
+// unit of idempotence. A sink applies a batch ID at most once.
+type ClickBatch struct {
+	ID     string
+	Clicks []Click
+}
+
+// ClickSink is where click counters live: PostgreSQL or the embedded store.
+type ClickSink interface {
+	// ApplyClicks adds the clicks of the batches whose IDs it has not seen,
+	// and records those IDs, in one transaction; batches seen before are
+	// skipped. It returns how many batches were new.
+	ApplyClicks(ctx context.Context, batches []ClickBatch) (applied int, err error)
+	// ClickStats returns a code's counters for hours in [from, to).
+	ClickStats(ctx context.Context, code string, from, to time.Time) (ClickStats, error)
+	// ClickTotal returns all clicks ever counted for code.
+	ClickTotal(ctx context.Context, code string) (int64, error)
+}
+
+// clickSinkFor returns the click sink kept in the link store's own
+// database: the tables of migrations/002_clicks.up.sql and
+// 003_click_bounds.up.sql (applied by OpenPostgres) or buckets in the
+// embedded store's bbolt file. referrers caps the named referrer hosts
+// per link per day (0: DefaultClicksReferrers).
+func clickSinkFor(s Store, referrers int) (ClickSink, error) {
+	switch s := s.(type) {
+	case *PostgresStore:
+		return newPostgresClickSink(s.pool, referrers), nil
+	case *EmbeddedStore:
+		return newEmbeddedClickSink(s.db, referrers)
+	}
+	return nil, fmt.Errorf("click counting needs the postgres or embedded store, not %T", s)
+}

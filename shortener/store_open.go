@@ -1,0 +1,75 @@
+package shortener
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/edgekit/caddy-edgekit/internal/pgpool"
+)
+
+// embeddedStores shares one open embedded store per file across config
+// reloads: the new config is provisioned before the old one is cleaned up,
+// and bbolt would wait forever on its own file lock.
+var embeddedStores = caddy.NewUsagePool()
+
+type embeddedDestructor struct{ *EmbeddedStore }
+
+func (d embeddedDestructor) Destruct() error { return d.EmbeddedStore.Close() }
+
+// sharedStore hides Close from the handler: the pool closes it.
+type sharedStore struct{ Store }
+
+func (sharedStore) Close() error { return nil }
+
+// openStore opens the configured store: a pooled PostgreSQL connection
+// (migrated, see migrate.go) or the embedded file shared across reloads;
+// ownStore releases it.
+func (h *Handler) openStore(ctx caddy.Context, repl *caddy.Replacer) error {
+	switch h.Store {
+	case "postgres":
+		dsn := repl.ReplaceKnown(h.DSN, "")
+		pool, err := pgpool.Get(dsn, pgpool.Settings{ApplicationName: "caddy-shortener", StatementTimeout: 2 * time.Second})
+		if err != nil {
+			return fmt.Errorf("shortener store: %w", err)
+		}
+		if err := pgpool.Ping(ctx, pool, dsn, 5*time.Second); err != nil {
+			_ = pool.Release()
+			return fmt.Errorf("shortener store: %w", err)
+		}
+		mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		s, err := OpenPostgres(mctx, pool.Pool)
+		if err != nil {
+			_ = pool.Release()
+			return fmt.Errorf("shortener store %s: %w", pgpool.Redact(dsn), err)
+		}
+		h.store = s
+		h.ownStore = pool.Release
+	default:
+		path := repl.ReplaceKnown(h.Path, "")
+		if path == "" {
+			path = filepath.Join(caddy.AppDataDir(), "edgekit", "shortener.db")
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return fmt.Errorf("shortener store: %w", err)
+		}
+		v, _, err := embeddedStores.LoadOrNew(abs, func() (caddy.Destructor, error) {
+			s, err := OpenEmbedded(abs)
+			if err != nil {
+				return nil, err
+			}
+			return embeddedDestructor{s}, nil
+		})
+		if err != nil {
+			return fmt.Errorf("shortener store %s: %w", abs, err)
+		}
+		h.store = sharedStore{v.(embeddedDestructor).EmbeddedStore}
+		h.ownStore = func() error { _, err := embeddedStores.Delete(abs); return err }
+	}
+	return nil
+}
