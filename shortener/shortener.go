@@ -14,7 +14,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/edgekit/caddy-edgekit/internal/errroute"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
@@ -219,7 +218,6 @@ type Handler struct {
 	ownStore     func() error // releases what Provision opened for the store
 	rdb          *redispool.Client
 	cache        *cache
-	flight       *singleflight.Group
 	direct       errroute.Direct // 404/410 written directly when no error route could shape them
 	metrics      *metrics
 	logger       *zap.Logger
@@ -249,7 +247,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.now = time.Now
 	}
 	h.setDefaults()
-	h.flight = new(singleflight.Group)
 	h.blocks = new(blockAllocator)
 	h.direct = errroute.New(ctx.Modules())
 	if err := h.Validate(); err != nil {
@@ -287,6 +284,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return err
 		}
 	}
+	h.cache.useStore(h.store, h.logger)
 	if err := h.startCodeFilter(ctx); err != nil {
 		return err
 	}
