@@ -6,8 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // approxTable is the in-process side of one `approximate` zone on the

@@ -32,24 +32,24 @@ func parseCost(s string) (int64, error) {
 // plans may grant more.
 func (z *Zone) checkBounds() error {
 	if err := limiter.CheckEvents("events", z.Events); err != nil {
-		return err
+		return onField("events", err)
 	}
 	if err := limiter.CheckEvents("burst", z.Burst); err != nil {
-		return err
+		return onField("burst", err)
 	}
 	if z.Window != 0 {
 		if err := limiter.CheckWindow(time.Duration(z.Window)); err != nil {
-			return err
+			return onField("window", err)
 		}
 	}
 	cost := int64(-1) // a template, or none
 	if c := string(z.Cost); c != "" && !isTemplate(c) {
 		var err error
 		if cost, err = parseCost(c); err != nil {
-			return err
+			return onField("cost", err)
 		}
-		if err := limiter.CheckEvents("cost", cost); err != nil {
-			return err
+		if cost > limiter.MaxEvents { // c: a cost past int64 reads as math.MaxInt64
+			return onField("cost", fmt.Errorf("cost %s: must be at most 2^50 (%d)", strings.TrimSpace(c), int64(limiter.MaxEvents)))
 		}
 	}
 	if z.Dynamic != nil && *z.Dynamic != (DynamicQuota{}) {

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // The global brake: a factor 0.001 <= f <= 1 that multiplies every quota of
@@ -245,4 +247,20 @@ func updateBrakeGauge() {
 		lowest = min(lowest, e.brake.factor())
 	}
 	brakeGauge.Set(lowest)
+}
+
+// braked is l under the brake factor f (MinBrakeFactor <= f < 1): the quota and the
+// token bucket's capacity become ⌈n·f⌉, at least 1. The window, and the
+// leaky bucket's queue, are unchanged.
+func braked(l limiter.Limit, f float64) limiter.Limit {
+	l.Events = brakeUnits(l.Events, f)
+	if l.BucketBurst() {
+		l.Burst = brakeUnits(l.Burst, f)
+	}
+	return l
+}
+
+// brakeUnits is ⌈n·f⌉, at least 1; the epsilon keeps 0.7·100 at 70.
+func brakeUnits(n int64, f float64) int64 {
+	return max(int64(math.Ceil(float64(n)*f-1e-9)), 1)
 }

@@ -1,8 +1,7 @@
 package ratelimit
 
 import (
-	"strconv"
-	"strings"
+	"slices"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
-	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 func init() {
@@ -62,6 +60,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
+	h.pos = cfparse.NewPositions(d)
 	seen := map[string]bool{}
 	for d.NextBlock(0) {
 		name := d.Val()
@@ -70,117 +69,79 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("duplicate subdirective '%s'", name)
 			}
 			seen[name] = true
+			h.pos.Field(d)
 		}
-		switch name {
-		case "zone":
-			z, err := parseZone(d)
-			if err != nil {
-				return err
-			}
-			for _, other := range h.Zones {
-				if other.Name == z.Name {
-					return d.Errf("duplicate zone '%s'", z.Name)
-				}
-			}
-			h.Zones = append(h.Zones, z)
-		case "redis":
-			h.Redis = new(redispool.Config)
-			if err := h.Redis.UnmarshalCaddyfile(d); err != nil {
-				return err
-			}
-		case "timeout":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			dur, err := caddy.ParseDuration(v)
-			if err != nil {
-				return d.Errf("invalid timeout '%s': %v", v, err)
-			}
-			if dur <= 0 {
-				return d.Errf("invalid timeout '%s': must be positive", v)
-			}
-			h.Timeout = caddy.Duration(dur)
-		case "on_error":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			if _, err := parseFailureMode(v); err != nil {
-				return d.Err(err.Error())
-			}
-			h.OnError = v
-		case "instances":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			n, err := cfparse.PositiveInt(d, "instances", v)
-			if err != nil {
-				return err
-			}
-			h.Instances = n
-		case "hash_tag":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			h.HashTag = v
-		case "headers":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			if _, err := parseHeaderMode(v); err != nil {
-				return d.Err(err.Error())
-			}
-			h.Headers = v
-		case "status":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 400 || n > 599 {
-				return d.Errf("invalid status '%s': must be an HTTP error status (400-599)", v)
-			}
-			h.Status = n
-		case "log_keys":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			h.LogKeys = true
-		case "max_keys":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			n, err := cfparse.PositiveInt(d, "max_keys", v)
-			if err != nil {
-				return err
-			}
-			h.MaxKeys = n
-		default:
-			return d.Errf("unrecognized subdirective '%s'", name)
+		if err := h.unmarshalField(d, name); err != nil {
+			return err
 		}
 	}
-	if len(h.Zones) == 0 {
-		return d.Err("ratelimit needs at least one zone")
-	}
-	return nil
+	h.pos.Ended(d)
+	return h.validate()
 }
+
+// unmarshalField reads the handler's subdirective name.
+func (h *Handler) unmarshalField(d *caddyfile.Dispenser, name string) error {
+	if name == "zone" {
+		z, err := parseZone(d)
+		if err != nil {
+			return err
+		}
+		h.Zones = append(h.Zones, z)
+		return nil
+	}
+	if name == "redis" {
+		h.Redis = new(redispool.Config)
+		return h.Redis.UnmarshalCaddyfile(d)
+	}
+	if name == "log_keys" {
+		h.LogKeys = true
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+		return nil
+	}
+	if !slices.Contains(handlerArgFields, name) {
+		return d.Errf("unrecognized subdirective '%s'", name)
+	}
+	v, err := cfparse.OneArg(d)
+	if err != nil {
+		return err
+	}
+	switch name {
+	case "timeout":
+		dur, err := cfparse.PositiveDuration(d, name, v)
+		h.Timeout = caddy.Duration(dur)
+		return err
+	case "on_error":
+		h.OnError = v
+	case "instances":
+		h.Instances, err = cfparse.PositiveInt(d, name, v)
+	case "hash_tag":
+		h.HashTag = v
+	case "headers":
+		h.Headers = v
+	case "status":
+		h.Status, err = cfparse.PositiveInt(d, name, v)
+	case "max_keys":
+		h.MaxKeys, err = cfparse.PositiveInt(d, name, v)
+	}
+	return err
+}
+
+// The subdirectives of one argument, of the handler and of a zone.
+var (
+	handlerArgFields = []string{"timeout", "on_error", "instances", "hash_tag", "headers", "status", "max_keys"}
+	zoneArgFields    = []string{"key", "events", "burst", "window", "algorithm", "cost", "on_error", "approximate"}
+)
 
 // parseZone reads `zone <name> { ... }` at the dispenser's current token.
 func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 	if !d.NextArg() {
 		return nil, d.ArgErr()
 	}
-	z := &Zone{Name: d.Val()}
+	z := &Zone{Name: d.Val(), pos: cfparse.NewPositions(d)}
 	if d.NextArg() {
 		return nil, d.ArgErr()
-	}
-	if !zoneNameRE.MatchString(z.Name) {
-		return nil, d.Errf("invalid zone name '%s': use letters, digits, '_' and '-'", z.Name)
 	}
 	seen := map[string]bool{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
@@ -189,153 +150,113 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 			return nil, d.Errf("zone '%s': duplicate subdirective '%s'", z.Name, name)
 		}
 		seen[name] = true
-		switch name {
-		case "key":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return nil, err
-			}
-			z.Key = v
-		case "events", "burst":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return nil, err
-			}
-			if isTemplate(v) {
-				z.setDynamic(name, v)
-				continue
-			}
-			n, err := strconv.ParseInt(v, 10, 64)
-			if name == "events" && (err != nil || n <= 0) {
-				return nil, d.Errf("invalid events '%s': must be a positive integer", v)
-			}
-			if name == "burst" && (err != nil || n < 0) {
-				return nil, d.Errf("invalid burst '%s': must be a non-negative integer", v)
-			}
-			if err := limiter.CheckEvents(name, n); err != nil {
-				return nil, d.Errf("invalid %v", err)
-			}
-			if name == "events" {
-				z.Events = n
-			} else {
-				z.Burst = n
-			}
-		case "window":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return nil, err
-			}
-			if isTemplate(v) {
-				z.setDynamic(name, v)
-				continue
-			}
-			dur, err := caddy.ParseDuration(v)
-			if err != nil {
-				return nil, d.Errf("invalid window '%s': %v", v, err)
-			}
-			if dur <= 0 {
-				return nil, d.Errf("invalid window '%s': must be positive", v)
-			}
-			if err := limiter.CheckWindow(dur); err != nil {
-				return nil, d.Errf("invalid %v", err)
-			}
-			z.Window = caddy.Duration(dur)
-		case "algorithm":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return nil, err
-			}
-			if !validAlgorithm(v) {
-				return nil, d.Errf("unknown algorithm '%s': must be token_bucket, sliding_window, fixed_window, sliding_log or leaky_bucket", v)
-			}
-			z.Algorithm = v
-		case "cost":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return nil, err
-			}
-			if !strings.Contains(v, "{") {
-				n, err := parseCost(v)
-				if err != nil {
-					return nil, d.Err(err.Error())
-				}
-				if n > limiter.MaxEvents {
-					return nil, d.Errf("invalid cost '%s': must be at most 2^50 (%d)", v, int64(limiter.MaxEvents))
-				}
-			}
-			z.Cost = caddyhttp.WeakString(v)
-		case "match":
-			if d.NextArg() {
-				return nil, d.ArgErr()
-			}
-			set, err := caddyhttp.ParseCaddyfileNestedMatcherSet(d)
-			if err != nil {
-				return nil, err
-			}
-			if len(set) == 0 {
-				return nil, d.Errf("zone '%s': match needs at least one matcher", z.Name)
-			}
-			z.MatchRaw = set
-		case "count_status":
-			args := d.RemainingArgs()
-			if len(args) == 0 {
-				return nil, d.ArgErr()
-			}
-			for _, a := range args {
-				n, err := strconv.Atoi(a)
-				if err != nil || n < 100 || n > 599 {
-					return nil, d.Errf("invalid count_status '%s': must be an HTTP status (100-599)", a)
-				}
-				z.CountStatus = append(z.CountStatus, n)
-			}
-		case "on_error":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return nil, err
-			}
-			if _, err := parseFailureMode(v); err != nil {
-				return nil, d.Err(err.Error())
-			}
-			z.OnError = v
-		case "approximate":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return nil, err
-			}
-			dur, err := caddy.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return nil, d.Errf("invalid approximate '%s': must be a positive duration, such as 100ms", v)
-			}
-			z.Approximate = caddy.Duration(dur)
-		case "dry_run":
-			if d.NextArg() {
-				return nil, d.ArgErr()
-			}
-			z.DryRun = true
-		case "plans":
-			p, err := parsePlans(d)
-			if err != nil {
-				return nil, err
-			}
-			z.Plans = p
-		default:
-			return nil, d.Errf("zone '%s': unrecognized subdirective '%s'", z.Name, name)
+		z.pos.Field(d)
+		if err := z.unmarshalField(d, name); err != nil {
+			return nil, err
 		}
 	}
-	switch {
-	case z.Key == "":
-		return nil, d.Errf("zone '%s': key is required", z.Name)
-	case z.Events == 0 && (z.Dynamic == nil || z.Dynamic.Events == ""):
-		return nil, d.Errf("zone '%s': events is required", z.Name)
-	case z.Window == 0 && (z.Dynamic == nil || z.Dynamic.Window == ""):
-		return nil, d.Errf("zone '%s': window is required", z.Name)
-	case z.Approximate > 0 && !approxAlgorithm(z.Algorithm):
-		return nil, d.Errf("zone '%s': approximate works with token_bucket, sliding_window and fixed_window, not %s", z.Name, z.Algorithm)
-	}
-	if err := z.checkBounds(); err != nil { // what the values make together
-		return nil, d.Errf("zone '%s': %v", z.Name, err)
-	}
+	z.pos.Ended(d)
 	return z, nil
 }
 
+// unmarshalField reads the zone's subdirective name.
+func (z *Zone) unmarshalField(d *caddyfile.Dispenser, name string) error {
+	switch name {
+	case "match":
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+		set, err := caddyhttp.ParseCaddyfileNestedMatcherSet(d)
+		if err != nil {
+			return err
+		}
+		if len(set) == 0 {
+			return d.Errf("zone '%s': match needs at least one matcher", z.Name)
+		}
+		z.MatchRaw = set
+		return nil
+	case "count_status":
+		args := d.RemainingArgs()
+		if len(args) == 0 {
+			return d.ArgErr()
+		}
+		for _, a := range args {
+			n, err := cfparse.Int(d, name, a)
+			if err != nil {
+				return err
+			}
+			z.CountStatus = append(z.CountStatus, n)
+		}
+		return nil
+	case "dry_run":
+		z.DryRun = true
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+		return nil
+	case "plans":
+		p, err := parsePlans(d)
+		z.Plans = p
+		return err
+	}
+	if !slices.Contains(zoneArgFields, name) {
+		return d.Errf("zone '%s': unrecognized subdirective '%s'", z.Name, name)
+	}
+	v, err := cfparse.OneArg(d)
+	if err != nil {
+		return err
+	}
+	switch name {
+	case "key":
+		z.Key = v
+	case "events", "burst":
+		if isTemplate(v) {
+			z.setDynamic(name, v)
+			return nil
+		}
+		n, err := cfparse.Int64(d, name, v)
+		if name == "events" {
+			z.Events = n
+		} else {
+			z.Burst = n
+		}
+		return err
+	case "window":
+		if isTemplate(v) {
+			z.setDynamic(name, v)
+			return nil
+		}
+		dur, err := cfparse.Duration(d, name, v)
+		z.Window = caddy.Duration(dur)
+		return err
+	case "algorithm":
+		z.Algorithm = v
+	case "cost":
+		z.Cost = caddyhttp.WeakString(v)
+	case "on_error":
+		z.OnError = v
+	case "approximate":
+		dur, err := cfparse.PositiveDuration(d, name, v)
+		z.Approximate = caddy.Duration(dur)
+		return err
+	}
+	return nil
+}
+
 var _ caddyfile.Unmarshaler = (*Handler)(nil)
+
+// setDynamic makes the zone's field (events, burst or window) the
+// placeholder template tmpl.
+func (z *Zone) setDynamic(field, tmpl string) {
+	if z.Dynamic == nil {
+		z.Dynamic = new(DynamicQuota)
+	}
+	switch field {
+	case "events":
+		z.Dynamic.Events = tmpl
+	case "burst":
+		z.Dynamic.Burst = tmpl
+	case "window":
+		z.Dynamic.Window = tmpl
+	}
+}

@@ -5,9 +5,10 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // zoneDecisionFor is what a request asks of zone z: its key, its cost and

@@ -3,8 +3,9 @@ package ratelimit
 import (
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 	"github.com/maypok86/otter/v2"
+
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // denyCacheSize bounds the refused keys one zone remembers.

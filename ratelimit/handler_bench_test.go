@@ -9,8 +9,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // benchmarkHandler measures ServeHTTP on h, the request already prepared

@@ -182,3 +182,11 @@ func ceilUnix(t time.Time) int64 {
 	}
 	return s
 }
+
+// ceilSeconds is d in whole seconds, rounded up.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}

@@ -17,10 +17,11 @@ const (
 	outcomeFailOpen                     // the store failed; passed without a decision
 	outcomeFailClosed                   // the store failed; refused with 503
 	outcomeFallback                     // the store failed; the local limiter allowed it
+	outcomeOverloaded                   // the decision could not be sent in time; refused with 503
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"allowed", "refused", "dry_run_refused", "fail_open", "fail_closed", "fallback"}
+var outcomeNames = [numOutcomes]string{"allowed", "refused", "dry_run_refused", "fail_open", "fail_closed", "fallback", "overloaded"}
 
 // metrics are the module's collectors. Like Caddy's own handlers, they are
 // created once per process and registered on each config's registry.

@@ -61,20 +61,6 @@ const (
 
 var planTableRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
 
-// validate checks the plans source of zone.
-func (p *Plans) validate(zone string) error {
-	if p.Postgres == "" {
-		return fmt.Errorf("zone %q: plans: a postgres connection string is required", zone)
-	}
-	if p.Table != "" && !planTableRE.MatchString(p.Table) {
-		return fmt.Errorf("zone %q: plans: invalid table %q: must be an identifier or schema.identifier", zone, p.Table)
-	}
-	if p.Refresh < 0 {
-		return fmt.Errorf("zone %q: plans: refresh must be > 0", zone)
-	}
-	return nil
-}
-
 // parsePlans reads `plans postgres <dsn> { table <name>; refresh <interval>;
 // plan_key <template> }` at the dispenser's `plans` token.
 func parsePlans(d *caddyfile.Dispenser) (*Plans, error) {
@@ -99,17 +85,11 @@ func parsePlans(d *caddyfile.Dispenser) (*Plans, error) {
 		}
 		switch name {
 		case "table":
-			if !planTableRE.MatchString(v) {
-				return nil, d.Errf("invalid table '%s': must be an identifier or schema.identifier", v)
-			}
 			p.Table = v
 		case "refresh":
-			dur, err := caddy.ParseDuration(v)
+			dur, err := cfparse.PositiveDuration(d, "refresh", v)
 			if err != nil {
-				return nil, d.Errf("invalid refresh '%s': %v", v, err)
-			}
-			if dur <= 0 {
-				return nil, d.Errf("invalid refresh '%s': must be positive", v)
+				return nil, err
 			}
 			p.Refresh = caddy.Duration(dur)
 		case "plan_key":

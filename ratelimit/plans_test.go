@@ -33,9 +33,9 @@ func TestParsePlans(t *testing.T) {
 		{name: "no dsn", input: `plans postgres`, err: "wrong argument count"},
 		{name: "extra arg", input: `plans postgres a b`, err: "wrong argument count"},
 		{name: "unknown source", input: `plans mysql dsn`, err: "unknown plans source 'mysql'"},
-		{name: "bad table", input: "plans postgres dsn {\ntable plans;drop\n}", err: "invalid table 'plans;drop'"},
+		{name: "bad table", input: "plans postgres dsn {\ntable plans;drop\n}", err: `invalid table "plans;drop"`},
 		{name: "bad refresh", input: "plans postgres dsn {\nrefresh soon\n}", err: "invalid refresh 'soon'"},
-		{name: "zero refresh", input: "plans postgres dsn {\nrefresh 0s\n}", err: "invalid refresh '0s': must be positive"},
+		{name: "zero refresh", input: "plans postgres dsn {\nrefresh 0s\n}", err: "invalid refresh '0s': must be a positive duration"},
 		{name: "duplicate", input: "plans postgres dsn {\ntable a\ntable b\n}", err: "duplicate subdirective 'table'"},
 		{name: "unknown", input: "plans postgres dsn {\ncache 1\n}", err: "unrecognized subdirective 'cache'"},
 		{name: "missing value", input: "plans postgres dsn {\nplan_key\n}", err: "wrong argument count"},
@@ -45,6 +45,9 @@ func TestParsePlans(t *testing.T) {
 			d := caddyfile.NewTestDispenser(tt.input)
 			d.Next()
 			got, err := parsePlans(d)
+			if err == nil {
+				err = got.validate()
+			}
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("parsePlans(%q) error = %v, want %q", tt.input, err, tt.err)
@@ -71,7 +74,7 @@ func TestPlansValidate(t *testing.T) {
 		{Plans{Postgres: "x", Table: "a b"}, "invalid table"},
 		{Plans{Postgres: "x", Refresh: -1}, "refresh must be > 0"},
 	} {
-		err := tt.p.validate("api")
+		err := tt.p.validate()
 		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 			t.Errorf("validate(%+v) = %v, want %q", tt.p, err, tt.err)
 		}

@@ -3,15 +3,15 @@ package ratelimit
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // DynamicQuota holds the placeholders of a zone's `events`, `burst` and
@@ -146,80 +146,6 @@ func (q *zoneQuota) expandLimit(expand func(field, tmpl string) (string, error))
 	return l, nil
 }
 
-// validate checks the placeholders of zone, whose static fields are
-// events, burst and window: each placeholder must be a template (a
-// static value belongs in the static field, where it is checked at load),
-// and a field is either static or dynamic, not both.
-func (dq *DynamicQuota) validate(zone string, events, burst int64, window caddy.Duration) error {
-	for _, f := range []struct {
-		name, tmpl string
-		static     bool
-	}{
-		{"events", dq.Events, events != 0},
-		{"burst", dq.Burst, burst != 0},
-		{"window", dq.Window, window != 0},
-	} {
-		if f.tmpl == "" {
-			continue
-		}
-		if !isTemplate(f.tmpl) {
-			return fmt.Errorf("zone %q: dynamic %s %q is not a placeholder template; set %s itself", zone, f.name, f.tmpl, f.name)
-		}
-		if f.static {
-			return fmt.Errorf("zone %q: %s is both static and dynamic", zone, f.name)
-		}
-	}
-	return nil
-}
-
-// braked is l under the brake factor f (MinBrakeFactor <= f < 1): the quota and the
-// token bucket's capacity become ⌈n·f⌉, at least 1. The window, and the
-// leaky bucket's queue, are unchanged.
-func braked(l limiter.Limit, f float64) limiter.Limit {
-	l.Events = brakeUnits(l.Events, f)
-	if l.BucketBurst() {
-		l.Burst = brakeUnits(l.Burst, f)
-	}
-	return l
-}
-
-// brakeUnits is ⌈n·f⌉, at least 1; the epsilon keeps 0.7·100 at 70.
-func brakeUnits(n int64, f float64) int64 {
-	return max(int64(math.Ceil(float64(n)*f-1e-9)), 1)
-}
-
-// localLimit is l for the `local` fallback of one of instances Caddy
-// instances: ⌈events/instances⌉ (and a token bucket's burst likewise).
-func localLimit(l limiter.Limit, instances int64) limiter.Limit {
-	l.Events = ceilDiv(l.Events, instances)
-	if l.BucketBurst() {
-		l.Burst = ceilDiv(l.Burst, instances)
-	}
-	return l
-}
-
-// policyItem is a zone's RateLimit-Policy item under limit l:
-// `"<zone>";q=<events>;w=<window seconds>`.
-func policyItem(quoted string, l limiter.Limit) string {
-	return quoted + ";q=" + strconv.FormatInt(l.Events, 10) + ";w=" + strconv.FormatInt(ceilSeconds(l.Window), 10)
-}
-
-// setDynamic makes the zone's field (events, burst or window) the
-// placeholder template tmpl.
-func (z *Zone) setDynamic(field, tmpl string) {
-	if z.Dynamic == nil {
-		z.Dynamic = new(DynamicQuota)
-	}
-	switch field {
-	case "events":
-		z.Dynamic.Events = tmpl
-	case "burst":
-		z.Dynamic.Burst = tmpl
-	case "window":
-		z.Dynamic.Window = tmpl
-	}
-}
-
 // provisionQuota sets up the zone's plans and placeholders, if any (after
 // z.limit is set).
 func (z *Zone) provisionQuota(ctx caddy.Context, instances int) error {
@@ -250,32 +176,4 @@ func (z *Zone) cleanup() error {
 		return nil
 	}
 	return z.quota.plans.release()
-}
-
-// static reports whether the decision applies the zone's own quota, whose
-// header values are precomputed.
-func (d *zoneDecision) static() bool { return d.ask.Limit == d.zone.limit }
-
-// policyItem is the decision's RateLimit-Policy item.
-func (d *zoneDecision) policyItem() string {
-	if d.static() {
-		return d.zone.policy
-	}
-	return policyItem(d.zone.quoted, d.ask.Limit)
-}
-
-// limitStr is the decision's X-RateLimit-Limit.
-func (d *zoneDecision) limitStr() string {
-	if d.static() {
-		return d.zone.limitStr
-	}
-	return strconv.FormatInt(d.ask.Limit.Events, 10)
-}
-
-// localLimit is the decision's quota for the local fallback.
-func (d *zoneDecision) localLimit() limiter.Limit {
-	if d.static() {
-		return d.zone.local
-	}
-	return localLimit(d.ask.Limit, d.zone.instances)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
 	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
@@ -97,7 +98,7 @@ func TestDynamicQuotaValidate(t *testing.T) {
 		{DynamicQuota{Events: "{e}"}, 5, 0, "events is both static and dynamic"},
 		{DynamicQuota{Window: "{w}"}, 5, caddy.Duration(time.Second), "window is both static and dynamic"},
 	} {
-		err := tt.dq.validate("api", tt.events, 0, tt.window)
+		err := tt.dq.validate(tt.events, 0, tt.window)
 		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 			t.Errorf("validate(%+v) = %v, want %q", tt.dq, err, tt.err)
 		}
@@ -197,8 +198,8 @@ func TestZoneValidateDynamic(t *testing.T) {
 	}{
 		{Zone{Name: "a", Key: "k", Dynamic: &DynamicQuota{Events: "{e}", Window: "{w}"}}, ""},
 		{Zone{Name: "a", Key: "k", Window: caddy.Duration(time.Second), Dynamic: &DynamicQuota{Events: "{e}"}}, ""},
-		{Zone{Name: "a", Key: "k", Window: caddy.Duration(time.Second)}, "events must be > 0"},
-		{Zone{Name: "a", Key: "k", Events: 1, Dynamic: &DynamicQuota{Burst: "{b}"}}, "window must be > 0"},
+		{Zone{Name: "a", Key: "k", Window: caddy.Duration(time.Second)}, "events is required"},
+		{Zone{Name: "a", Key: "k", Events: 1, Dynamic: &DynamicQuota{Burst: "{b}"}}, "window is required"},
 		{Zone{Name: "a", Key: "k", Window: caddy.Duration(time.Second), Dynamic: &DynamicQuota{Events: "100"}}, "not a placeholder template"},
 		{Zone{Name: "a", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Plans: &Plans{}}, "a postgres connection string is required"},
 	} {

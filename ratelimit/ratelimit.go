@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/internal/errroute"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
@@ -110,12 +111,22 @@ type Handler struct {
 	breaker   *breaker
 	brake     *brakeCache // nil: no brake (a store set by a test)
 	warn      *warnLimiter
-	logger    *zap.Logger
-	now       func() time.Time
+	// overloaded rate-limits the warnings of overloaded decisions
+	overloaded *warnLimiter
+	logger     *zap.Logger
+	now        func() time.Time
 
 	// direct: whether a refusal may be written rather than returned as an
 	// error (only when no error route could shape it).
 	direct errroute.Direct
+
+	// pos: where the Caddyfile set each field (nil: JSON), for validate
+	pos *cfparse.Positions
+	// validated: validate ran on this load, with the verdict invalid;
+	// validations counts its runs (tests)
+	validated   bool
+	invalid     error
+	validations int
 }
 
 // Defaults.
@@ -150,7 +161,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.now = time.Now
 	}
 	h.breaker = &breaker{now: h.now}
-	h.warn = new(warnLimiter)
+	h.warn, h.overloaded = new(warnLimiter), new(warnLimiter)
 	if err := initMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
@@ -170,7 +181,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.status == 0 {
 		h.status = DefaultStatus
 	}
-	if err := h.checkZones(); err != nil {
+	if err := h.validateOnce(); err != nil {
 		return err
 	}
 	defs, err := zoneDefs(h.Zones) // before provisioning consumes them
@@ -235,52 +246,6 @@ func (h *Handler) provisionLast(ctx caddy.Context, defs []json.RawMessage, deny 
 	return nil
 }
 
-// Validate checks the configuration.
-func (h *Handler) Validate() error {
-	if err := h.checkZones(); err != nil {
-		return err
-	}
-	if _, err := parseFailureMode(h.OnError); err != nil {
-		return err
-	}
-	if _, err := parseHeaderMode(h.Headers); err != nil {
-		return err
-	}
-	if h.Status != 0 && (h.Status < 400 || h.Status > 599) {
-		return fmt.Errorf("invalid status %d: must be 400-599", h.Status)
-	}
-	if h.Instances < 0 {
-		return fmt.Errorf("invalid instances %d: must be >= 1", h.Instances)
-	}
-	if h.MaxKeys < 0 {
-		return fmt.Errorf("invalid max_keys %d: must be >= 1", h.MaxKeys)
-	}
-	if h.Timeout < 0 {
-		return fmt.Errorf("invalid timeout %s: must be > 0", time.Duration(h.Timeout))
-	}
-	return nil
-}
-
-func (h *Handler) checkZones() error {
-	if len(h.Zones) == 0 {
-		return errors.New("at least one zone is required")
-	}
-	seen := make(map[string]bool, len(h.Zones))
-	for i, z := range h.Zones {
-		if z == nil {
-			return fmt.Errorf("zone %d: empty", i)
-		}
-		if seen[z.Name] {
-			return fmt.Errorf("duplicate zone %q", z.Name)
-		}
-		seen[z.Name] = true
-		if err := z.validate(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Cleanup releases the Redis client, the plans, the brake and the zones'
 // in-process state (which goes only when no newer config uses it).
 func (h *Handler) Cleanup() error {
@@ -323,6 +288,7 @@ const (
 	stateFailOpen                         // the store failed; no decision
 	stateFailClosed                       // the store failed; refuse with 503
 	stateUnavailable                      // the store failed while charging after the response
+	stateOverloaded                       // the decision could not be sent in time (see overload.go)
 )
 
 func (d *zoneDecision) decided() bool {
@@ -389,6 +355,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		h.logger.Error("rate limit ask out of bounds", zap.Error(storeErr))
 		return caddyhttp.Error(http.StatusInternalServerError, storeErr)
 	}
+	if errors.Is(storeErr, limiter.ErrOverloaded) { // load: never a pass
+		if done, err := h.refuseOverloaded(w, repl, ds, storeErr); done {
+			return err
+		}
+		storeErr = nil
+	}
 
 	// A fail-closed zone refuses with 503.
 	for i := range ds {
@@ -416,7 +388,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	for i := range ds {
 		d := &ds[i]
 		switch {
-		case d.state == stateNone:
+		case d.state == stateNone, d.state == stateOverloaded:
 			continue
 		case d.state == stateFailOpen:
 			d.zone.counters[outcomeFailOpen].Inc()
@@ -532,6 +504,12 @@ func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
 	}
 	results, err := h.callStore(ctx, asks)
 	putAsks(ab)
+	if errors.Is(err, limiter.ErrOverloaded) { // load, not a store failure: no on_error
+		for _, i := range idx {
+			ds[i].state = stateOverloaded
+		}
+		return err
+	}
 	if err == nil {
 		for j, i := range idx {
 			ds[i].res, ds[i].state = results[j], stateStore
@@ -601,8 +579,8 @@ func (h *Handler) callStore(parent context.Context, asks []limiter.Ask) ([]limit
 	var results []limiter.Result
 	var err error
 	switch s := h.store.(type) {
-	case limiter.DeadlineStore: // the deadline apart: no context to allocate
-		results, err = s.DecideBy(parent, start.Add(h.timeout), asks)
+	case limiter.TimeoutStore: // the timeout from the send: no context to allocate
+		results, err = s.DecideWithin(parent, h.timeout, asks)
 	default:
 		ctx, cancel := context.WithTimeout(parent, h.timeout)
 		defer cancel()
@@ -614,8 +592,9 @@ func (h *Handler) callStore(parent context.Context, asks []limiter.Ask) ([]limit
 	}
 	if err != nil {
 		// A client that went away is not a store failure, nor an Ask
-		// the store refused to decide.
-		if parent.Err() == nil && !errors.Is(err, limiter.ErrInvalidAsk) {
+		// the store refused to decide, nor a decision this process was
+		// too loaded to send.
+		if parent.Err() == nil && !errors.Is(err, limiter.ErrInvalidAsk) && !errors.Is(err, limiter.ErrOverloaded) {
 			metrics.storeErrors.Inc()
 			h.breaker.failure()
 		}

@@ -3,8 +3,6 @@ package ratelimit
 import (
 	"fmt"
 	"net/http"
-	"net/textproto"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +10,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
@@ -127,99 +127,18 @@ type Zone struct {
 	once       []field       // what the key (plan key, hash tag) reads: sent once
 	// quota: nil for a static quota; plans and placeholders otherwise
 	quota     *zoneQuota
-	instances int64        // the handler's instances, for the local fallback
-	approx    *approxTable // approximate: nil when off or not on Redis
+	instances int64              // the handler's instances, for the local fallback
+	approx    *approxTable       // approximate: nil when off or not on Redis
+	pos       *cfparse.Positions // where the Caddyfile set each field (nil: JSON)
 }
 
 // DefaultAlgorithm is a zone's algorithm when none is set.
 const DefaultAlgorithm = limiter.TokenBucket
 
-var zoneNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
-// validAlgorithm reports whether name is one of the five algorithms.
-func validAlgorithm(name string) bool {
-	switch name {
-	case limiter.TokenBucket, limiter.SlidingWindow, limiter.FixedWindow, limiter.SlidingLog, limiter.LeakyBucket:
-		return true
-	}
-	return false
-}
-
-// approxAlgorithm reports whether an approximate zone may use algorithm
-// name ("" is the default).
-func approxAlgorithm(name string) bool {
-	switch name {
-	case "", limiter.TokenBucket, limiter.SlidingWindow, limiter.FixedWindow:
-		return true
-	}
-	return false
-}
-
-// validate checks the zone's own fields, without loading modules.
-func (z *Zone) validate() error {
-	if !zoneNameRE.MatchString(z.Name) {
-		return fmt.Errorf("zone name %q: must be letters, digits, '_' or '-'", z.Name)
-	}
-	if z.Key == "" {
-		return fmt.Errorf("zone %q: key is required", z.Name)
-	}
-	dynEvents := z.Dynamic != nil && z.Dynamic.Events != ""
-	dynWindow := z.Dynamic != nil && z.Dynamic.Window != ""
-	if z.Events < 0 || z.Events == 0 && !dynEvents {
-		return fmt.Errorf("zone %q: events must be > 0, got %d", z.Name, z.Events)
-	}
-	if z.Window < 0 || z.Window == 0 && !dynWindow {
-		return fmt.Errorf("zone %q: window must be > 0", z.Name)
-	}
-	if z.Dynamic != nil {
-		if err := z.Dynamic.validate(z.Name, z.Events, z.Burst, z.Window); err != nil {
-			return err
-		}
-	}
-	if z.Plans != nil {
-		if err := z.Plans.validate(z.Name); err != nil {
-			return err
-		}
-	}
-	if z.Algorithm != "" && !validAlgorithm(z.Algorithm) {
-		return fmt.Errorf("zone %q: unknown algorithm %q", z.Name, z.Algorithm)
-	}
-	if z.Burst < 0 {
-		return fmt.Errorf("zone %q: burst must be >= 0, got %d", z.Name, z.Burst)
-	}
-	if err := z.checkBounds(); err != nil {
-		return fmt.Errorf("zone %q: %w", z.Name, err)
-	}
-	if z.Approximate < 0 {
-		return fmt.Errorf("zone %q: approximate must be > 0", z.Name)
-	}
-	if z.Approximate > 0 && !approxAlgorithm(z.Algorithm) {
-		return fmt.Errorf("zone %q: approximate works with token_bucket, sliding_window and fixed_window, not %s", z.Name, z.Algorithm)
-	}
-	if c := string(z.Cost); c != "" && !strings.Contains(c, "{") {
-		if _, err := parseCost(c); err != nil {
-			return fmt.Errorf("zone %q: %w", z.Name, err)
-		}
-	}
-	for _, s := range z.CountStatus {
-		if s < 100 || s > 599 {
-			return fmt.Errorf("zone %q: invalid count_status %d", z.Name, s)
-		}
-	}
-	if z.OnError != "" {
-		if _, err := parseFailureMode(z.OnError); err != nil {
-			return fmt.Errorf("zone %q: %w", z.Name, err)
-		}
-	}
-	return nil
-}
-
 // provision loads the zone's matchers and precomputes what each request
-// needs. instances divides the quota of the local fallback.
+// needs (the zone is valid: see Handler.validate). instances divides the
+// quota of the local fallback.
 func (z *Zone) provision(ctx caddy.Context, def failureMode, instances int) error {
-	if err := z.validate(); err != nil {
-		return err
-	}
 	if z.MatchRaw != nil {
 		mods, err := ctx.LoadModule(z, "MatchRaw")
 		if err != nil {
@@ -234,11 +153,7 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances int) erro
 		alg = DefaultAlgorithm
 	}
 	z.limit = limiter.Limit{Algorithm: alg, Events: z.Events, Window: time.Duration(z.Window), Burst: z.Burst}
-	z.local = z.limit
-	z.local.Events = ceilDiv(z.Events, int64(instances))
-	if alg == limiter.TokenBucket && z.Burst > 0 {
-		z.local.Burst = ceilDiv(z.Burst, int64(instances))
-	}
+	z.local = localLimit(z.limit, int64(instances))
 
 	z.cost, z.costTmpl = 1, false
 	z.keyExpr = newTemplate(z.Key)
@@ -255,7 +170,7 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances int) erro
 		z.onError, _ = parseFailureMode(z.OnError) // validated above
 	}
 	z.quoted = strconv.Quote(z.Name) // names are [A-Za-z0-9_-]+: no escapes
-	z.policy = z.quoted + ";q=" + strconv.FormatInt(z.Events, 10) + ";w=" + strconv.FormatInt(ceilSeconds(time.Duration(z.Window)), 10)
+	z.policy = policyItem(z.quoted, z.limit)
 	z.limitStr = strconv.FormatInt(z.Events, 10)
 	z.nameAny = z.Name
 	z.errRefused = fmt.Errorf("rate limit exceeded in zone %q", z.Name)
@@ -289,73 +204,4 @@ func (z *Zone) requestCost(r *http.Request, repl *caddy.Replacer) (int64, error)
 		return 0, fmt.Errorf("zone %q: %w", z.Name, err)
 	}
 	return n, nil
-}
-
-// template is a placeholder template prepared at provision, so that the
-// shapes keys are usually written in expand without Replacer.ReplaceAll's
-// string building: a literal, one request header, or one placeholder.
-// Every shape expands exactly as ReplaceAll(raw, "") would.
-type template struct {
-	raw  string
-	kind templateKind
-	name string // the placeholder (templateOne) or canonical header name (templateHeader)
-}
-
-type templateKind uint8
-
-const (
-	templateAny     templateKind = iota // anything else: Replacer.ReplaceAll
-	templateLiteral                     // no placeholder: raw itself
-	templateHeader                      // {http.request.header.<name>}
-	templateOne                         // {<placeholder>}
-)
-
-// reqHeaderPrefix is the placeholder prefix of request header fields.
-const reqHeaderPrefix = "http.request.header."
-
-func newTemplate(s string) template {
-	t := template{raw: s}
-	switch {
-	case !strings.ContainsAny(s, "{}"):
-		t.kind = templateLiteral
-	case len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' && !strings.ContainsAny(s[1:len(s)-1], "{}\\"):
-		t.kind, t.name = templateOne, s[1:len(s)-1]
-		if field, ok := strings.CutPrefix(t.name, reqHeaderPrefix); ok && field != "" {
-			t.kind, t.name = templateHeader, textproto.CanonicalMIMEHeaderKey(field)
-		}
-	}
-	return t
-}
-
-// expand is the template's value for r: what repl.ReplaceAll(raw, "")
-// gives, unknown placeholders empty. A header field is read from r as
-// Caddy's replacer reads it (values joined with ","), without the
-// replacer's per-request canonicalisation of the name.
-func (t *template) expand(r *http.Request, repl *caddy.Replacer) string {
-	switch t.kind {
-	case templateLiteral:
-		return t.raw
-	case templateHeader:
-		return strings.Join(r.Header[t.name], ",")
-	case templateOne:
-		v, _ := repl.Get(t.name)
-		return caddy.ToString(v)
-	}
-	return repl.ReplaceAll(t.raw, "")
-}
-
-// ceilDiv is ⌈a/b⌉, at least 1.
-func ceilDiv(a, b int64) int64 {
-	if b <= 1 {
-		return max(a, 1)
-	}
-	return max((a+b-1)/b, 1)
-}
-
-// ceilSeconds is d in whole seconds, rounded up.
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((d + time.Second - 1) / time.Second)
 }

@@ -3,6 +3,7 @@
 package cfparse
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -22,6 +23,34 @@ func OneArg(d *caddyfile.Dispenser) (string, error) {
 	return v, nil
 }
 
+// Int parses v as an integer; the error names what and v.
+func Int(d *caddyfile.Dispenser, what, v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, d.Errf("invalid %s '%s': must be an integer", what, v)
+	}
+	return n, nil
+}
+
+// Int64 parses v as a 64-bit integer; the error names what and v.
+func Int64(d *caddyfile.Dispenser, what, v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, d.Errf("invalid %s '%s': must be an integer", what, v)
+	}
+	return n, nil
+}
+
+// Duration parses v as a Caddy duration (such as `1m30s` or `2d`); the
+// error names what and v.
+func Duration(d *caddyfile.Dispenser, what, v string) (time.Duration, error) {
+	dur, err := caddy.ParseDuration(v)
+	if err != nil {
+		return 0, d.Errf("invalid %s '%s': %v", what, v, err)
+	}
+	return dur, nil
+}
+
 // PositiveInt parses v as an integer > 0; the error names what and v.
 func PositiveInt(d *caddyfile.Dispenser, what, v string) (int, error) {
 	n, err := strconv.Atoi(v)
@@ -38,4 +67,68 @@ func PositiveDuration(d *caddyfile.Dispenser, what, v string) (time.Duration, er
 		return 0, d.Errf("invalid %s '%s': must be a positive duration", what, v)
 	}
 	return dur, nil
+}
+
+// At adds the Caddyfile file and line of d's current token to err (nil
+// stays nil), as d.Errf does for its own errors.
+func At(d *caddyfile.Dispenser, err error) error {
+	if err == nil {
+		return nil
+	}
+	return d.WrapErr(err)
+}
+
+// Pos is where something was read in a Caddyfile, kept so that a later
+// check can name the line. The zero Pos is unknown (the config was JSON).
+type Pos struct {
+	File string
+	Line int
+}
+
+// PosOf is the position of d's current token.
+func PosOf(d *caddyfile.Dispenser) Pos { return Pos{File: d.File(), Line: d.Line()} }
+
+// Wrap adds the position to err, in the form Caddy's Dispenser uses
+// (`<err>, at <file>:<line>`); an unknown position or a nil err leaves err
+// as it is.
+func (p Pos) Wrap(err error) error {
+	if err == nil || p.File == "" && p.Line == 0 {
+		return err
+	}
+	return fmt.Errorf("%w, at %s:%d", err, p.File, p.Line)
+}
+
+// Positions records where a block and each of its subdirectives were read,
+// so that a validation run after parsing can name the line of the value it
+// judges. A nil *Positions knows nothing (the config was JSON).
+type Positions struct {
+	Block  Pos            // the directive opening the block
+	End    Pos            // the block's closing brace
+	Fields map[string]Pos // each subdirective, by name
+}
+
+// NewPositions starts recording at d's current token, the block's
+// directive, which is also recorded as a field of its own name.
+func NewPositions(d *caddyfile.Dispenser) *Positions {
+	p := &Positions{Block: PosOf(d), Fields: map[string]Pos{}}
+	p.Field(d)
+	return p
+}
+
+// Field records that the subdirective at d's current token was read here.
+func (p *Positions) Field(d *caddyfile.Dispenser) { p.Fields[d.Val()] = PosOf(d) }
+
+// Ended records d's current token as the block's end.
+func (p *Positions) Ended(d *caddyfile.Dispenser) { p.End = PosOf(d) }
+
+// Of is where field was read; for a field the block does not set, the
+// block's end (a rule on what the block as a whole left out or made).
+func (p *Positions) Of(field string) Pos {
+	if p == nil {
+		return Pos{}
+	}
+	if pos, ok := p.Fields[field]; ok {
+		return pos
+	}
+	return p.End
 }

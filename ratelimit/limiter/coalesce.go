@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,9 +14,17 @@ import (
 // most coalesceMaxInFlight batches are on the wire at once. One batch in
 // flight measured better than 2, 4 or 8: the calls that arrive while it
 // runs all leave together in the next, so batches stay deep.
+//
+// The local queue is bounded: a call that finds coalesceMaxQueue calls
+// waiting, or a call with a timeout that waited coalesceMaxWait + timeout
+// without being sent (the batch ahead of it takes at most its timeout),
+// gets ErrOverloaded: nothing was sent, nothing charged. Both bounds
+// measure this process, not the store.
 const (
 	coalesceMaxBatch    = 128
 	coalesceMaxInFlight = 1
+	coalesceMaxQueue    = 1024
+	coalesceMaxWait     = 100 * time.Millisecond
 )
 
 // coalescer batches the decisions of concurrent requests. A call that
@@ -30,7 +39,9 @@ const (
 // Each call keeps its own deadline: a caller whose context ends stops
 // waiting (its command may still run, as with a plain call that timed out
 // after it was written); the batch runs until the latest deadline of its
-// calls.
+// calls. A call with a timeout (see decideAsks) is charged for the round
+// trip of the batch that carries it, not for the time it queued behind
+// another: its deadline is stamped when its batch is written.
 type coalescer struct {
 	c redis.UniversalClient
 
@@ -39,18 +50,27 @@ type coalescer struct {
 	inFlight int
 }
 
+// Call states (scriptCall.sent): queued, abandoned by its caller before
+// it was sent, or sent (the Unix nanoseconds of the send).
+const (
+	callQueued    = 0
+	callAbandoned = -1
+)
+
 // scriptCall is one request in a batch. Calls are pooled; one whose
 // caller stopped waiting is left to the garbage collector.
 type scriptCall struct {
-	ctx      context.Context
-	deadline time.Time   // zero: ctx's alone
-	timer    *time.Timer // fires at deadline while the caller waits
-	keys     []string    // the request's keys
-	args     []any       // the request's part of ARGV (see scriptArgs)
-	now      int64       // Redis TIME (µs) of the decision
-	vals     []any       // the request's part of the reply: 5 values per ask
-	err      error
-	done     chan struct{} // receives once now, vals and err are set
+	ctx     context.Context
+	timeout time.Duration // from the send; zero: ctx's deadline alone
+	queued  time.Time     // when the call joined the queue
+	sent    atomic.Int64  // callQueued, callAbandoned or the send time
+	timer   *time.Timer   // the caller's backstop while it waits
+	keys    []string      // the request's keys
+	args    []any         // the request's part of ARGV (see scriptArgs)
+	now     int64         // Redis TIME (µs) of the decision
+	vals    []any         // the request's part of the reply: 5 values per ask
+	err     error
+	done    chan struct{} // receives once now, vals and err are set
 
 	// The keys and args of a request of up to 4 asks, pooled with the call.
 	keyBuf [4]string
@@ -63,41 +83,54 @@ var callPool = sync.Pool{New: func() any {
 	return &scriptCall{done: make(chan struct{}, 1), timer: t}
 }}
 
+// reset clears call for the pool, keeping its channel and timer.
+func (call *scriptCall) reset() {
+	done, timer := call.done, call.timer
+	call.ctx, call.timeout, call.queued = nil, 0, time.Time{}
+	call.sent.Store(callQueued)
+	call.keys, call.args, call.vals, call.err, call.now = nil, nil, nil, nil, 0
+	call.keyBuf, call.argBuf = [4]string{}, [1 + 5*4]any{}
+	call.done, call.timer = done, timer
+}
+
 func newCoalescer(c redis.UniversalClient) *coalescer {
 	return &coalescer{c: c}
 }
 
 // run decides one request (keys and args: its part of the script's KEYS
-// and ARGV) in the next batch.
-func (co *coalescer) run(ctx context.Context, keys []string, args []any) (int64, []any, error) {
-	return co.runBy(ctx, time.Time{}, keys, args)
-}
-
-// runBy is run bounded by deadline (unless zero) as well as ctx.
-func (co *coalescer) runBy(ctx context.Context, deadline time.Time, keys []string, args []any) (int64, []any, error) {
+// and ARGV) in the next batch, bounded by ctx and by timeout from the
+// send of its batch (unless zero).
+func (co *coalescer) run(ctx context.Context, timeout time.Duration, keys []string, args []any) (int64, []any, error) {
 	call := callPool.Get().(*scriptCall)
 	call.keys, call.args = keys, args
-	return co.wait(ctx, deadline, call)
+	return co.wait(ctx, timeout, call)
 }
 
-// decideAsks is runBy for asks (with their params), whose script
-// arguments are written into buffers pooled with the call.
-func (co *coalescer) decideAsks(ctx context.Context, deadline time.Time, asks []Ask, ps []params) (int64, []any, error) {
+// decideAsks is run for asks (with their params), whose script arguments
+// are written into buffers pooled with the call, bounded by timeout from
+// the moment its batch is written (unless zero) as well as ctx.
+func (co *coalescer) decideAsks(ctx context.Context, timeout time.Duration, asks []Ask, ps []params) (int64, []any, error) {
 	call := callPool.Get().(*scriptCall)
 	call.keys, call.args = appendScriptArgs(call.keyBuf[:0], call.argBuf[:0], asks, ps)
-	return co.wait(ctx, deadline, call)
+	return co.wait(ctx, timeout, call)
 }
 
 // wait queues call (its keys and args set), sends the batch if none is in
-// flight, and waits for its answer, ctx or deadline.
-func (co *coalescer) wait(ctx context.Context, deadline time.Time, call *scriptCall) (int64, []any, error) {
-	call.ctx, call.deadline = ctx, deadline
-	var expired <-chan time.Time
-	if !deadline.IsZero() {
-		call.timer.Reset(time.Until(deadline))
-		expired = call.timer.C
-	}
+// flight, and waits for its answer, ctx or its backstop: a call with a
+// timeout that was not sent within coalesceMaxWait + 2×timeout gives up
+// with ErrOverloaded (exec sends none older than coalesceMaxWait +
+// timeout), one that was sent gives up 2×timeout after its send (the
+// batch itself ends at timeout after the send; the backstop holds should
+// the client not).
+func (co *coalescer) wait(ctx context.Context, timeout time.Duration, call *scriptCall) (int64, []any, error) {
+	call.ctx, call.timeout, call.queued = ctx, timeout, time.Now()
 	co.mu.Lock()
+	if len(co.queue) >= coalesceMaxQueue {
+		co.mu.Unlock()
+		call.reset()
+		callPool.Put(call)
+		return 0, nil, ErrOverloaded
+	}
 	co.queue = append(co.queue, call)
 	var batch []*scriptCall
 	if co.inFlight < coalesceMaxInFlight {
@@ -108,18 +141,32 @@ func (co *coalescer) wait(ctx context.Context, deadline time.Time, call *scriptC
 	if batch != nil {
 		co.flush(batch) // this call is in it: done has its value on return
 	}
-	select {
-	case <-call.done:
-		call.timer.Stop()
-		now, vals, err := call.now, call.vals, call.err
-		*call = scriptCall{done: call.done, timer: call.timer}
-		callPool.Put(call)
-		return now, vals, err
-	case <-ctx.Done():
-		call.timer.Stop()
-		return 0, nil, ctx.Err()
-	case <-expired:
-		return 0, nil, context.DeadlineExceeded
+	var expired <-chan time.Time
+	if timeout > 0 {
+		call.timer.Reset(coalesceMaxWait + 2*timeout)
+		expired = call.timer.C
+	}
+	for {
+		select {
+		case <-call.done:
+			call.timer.Stop()
+			now, vals, err := call.now, call.vals, call.err
+			call.reset()
+			callPool.Put(call)
+			return now, vals, err
+		case <-ctx.Done():
+			call.timer.Stop()
+			return 0, nil, ctx.Err()
+		case <-expired:
+			if call.sent.CompareAndSwap(callQueued, callAbandoned) {
+				return 0, nil, ErrOverloaded // never sent: nothing charged
+			}
+			left := time.Until(time.Unix(0, call.sent.Load()).Add(2 * timeout))
+			if left <= 0 {
+				return 0, nil, context.DeadlineExceeded
+			}
+			call.timer.Reset(left)
+		}
 	}
 }
 
@@ -157,14 +204,18 @@ func (co *coalescer) flush(batch []*scriptCall) {
 // pipeline.
 func (co *coalescer) exec(batch []*scriptCall) {
 	// A call whose caller stopped waiting (it queued behind a slow batch)
-	// is not sent: its request was already answered by on_error, and must
-	// not take quota now.
+	// is not sent: its request was already answered, and must not take
+	// quota now. A call that queued longer than coalesceMaxWait + its
+	// timeout is not sent either: the process is overloaded.
 	live := batch[:0]
 	now := time.Now()
 	for _, c := range batch {
 		err := c.ctx.Err()
-		if err == nil && !c.deadline.IsZero() && !now.Before(c.deadline) {
-			err = context.DeadlineExceeded
+		if err == nil && c.timeout > 0 && now.Sub(c.queued) > coalesceMaxWait+c.timeout {
+			err = ErrOverloaded
+		}
+		if err == nil && !c.sent.CompareAndSwap(callQueued, now.UnixNano()) {
+			err = ErrOverloaded // abandoned at its backstop
 		}
 		if err != nil {
 			c.err = err
@@ -177,7 +228,7 @@ func (co *coalescer) exec(batch []*scriptCall) {
 	if len(batch) == 0 {
 		return
 	}
-	ctx, cancel := batchContext(batch)
+	ctx, cancel := batchContext(batch, now)
 	defer cancel()
 	groups := co.slotGroups(batch)
 	if len(groups) == 1 {
@@ -284,14 +335,14 @@ func isNoScript(err error) bool {
 	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }
 
-// batchContext is the context of one batch: the values of its first call,
-// no cancellation, and the latest deadline of its calls (none if a call
-// has none).
-func batchContext(batch []*scriptCall) (context.Context, context.CancelFunc) {
+// batchContext is the context of one batch written at now: the values of
+// its first call, no cancellation, and the latest deadline of its calls
+// (now + timeout, else the context's; none if a call has none).
+func batchContext(batch []*scriptCall, now time.Time) (context.Context, context.CancelFunc) {
 	base := context.WithoutCancel(batch[0].ctx)
 	var latest time.Time
 	for _, c := range batch {
-		d, ok := c.deadline, !c.deadline.IsZero()
+		d, ok := now.Add(c.timeout), c.timeout > 0
 		if !ok {
 			d, ok = c.ctx.Deadline()
 		}

@@ -51,34 +51,40 @@ func NewRedisStore(c redis.UniversalClient) *RedisStore {
 }
 
 // eval decides one request: keys and args are its part of the script's
-// KEYS and ARGV (see scriptArgs). It returns the Redis TIME (µs) of the
+// KEYS and ARGV (see scriptArgs), bounded by ctx and by timeout from the
+// send of its batch (unless zero). It returns the Redis TIME (µs) of the
 // decision and the request's part of the reply (5 values per ask).
-func (s *RedisStore) eval(ctx context.Context, keys []string, args []any) (int64, []any, error) {
-	return s.co.run(ctx, keys, args)
+func (s *RedisStore) eval(ctx context.Context, timeout time.Duration, keys []string, args []any) (int64, []any, error) {
+	return s.co.run(ctx, timeout, keys, args)
 }
 
-// DeadlineStore is a store that takes a decision's deadline apart from its
-// context: a request then needs no context of its own (a timer and four
-// allocations) to bound its wait.
-type DeadlineStore interface {
-	DecideBy(ctx context.Context, deadline time.Time, asks []Ask) ([]Result, error)
+// TimeoutStore is a store that bounds a decision by a timeout measured
+// from the moment the decision is sent, so that time spent queued in
+// process behind other decisions is not charged against it. A request
+// then needs no context of its own (a timer and four allocations).
+type TimeoutStore interface {
+	// DecideWithin is Decide bounded by ctx and by timeout from the send.
+	// A decision the process could not send in time (its local queue is
+	// full or too slow) fails with ErrOverloaded: nothing was charged.
+	DecideWithin(ctx context.Context, timeout time.Duration, asks []Ask) ([]Result, error)
 }
 
-// decideBy is Decide bounded by deadline as well as ctx. A request whose
-// keys lie in one slot (always, off a cluster) waits for its coalesced
-// call with a pooled timer; any other goes through Decide.
-func (s *RedisStore) DecideBy(ctx context.Context, deadline time.Time, asks []Ask) ([]Result, error) {
-	if len(asks) == 0 || len(s.slotGroups(asks)) > 1 {
-		ctx, cancel := context.WithDeadline(ctx, deadline)
-		defer cancel()
-		return s.Decide(ctx, asks)
+// DecideWithin implements TimeoutStore. A request whose keys lie in one
+// slot (always, off a cluster) waits for its coalesced call with a pooled
+// timer.
+func (s *RedisStore) DecideWithin(ctx context.Context, timeout time.Duration, asks []Ask) ([]Result, error) {
+	if len(asks) == 0 {
+		return nil, nil
 	}
 	var pbuf [4]params
 	ps, err := appendParams(pbuf[:0], asks)
 	if err != nil {
 		return nil, err
 	}
-	now, vals, err := s.co.decideAsks(ctx, deadline, asks, ps)
+	if groups := s.slotGroups(asks); len(groups) > 1 {
+		return s.decideSlots(ctx, timeout, asks, ps, groups)
+	}
+	now, vals, err := s.co.decideAsks(ctx, timeout, asks, ps)
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit script: %w", err)
 	}
@@ -97,10 +103,10 @@ func (s *RedisStore) Decide(ctx context.Context, asks []Ask) ([]Result, error) {
 	}
 	groups := s.slotGroups(asks)
 	if len(groups) == 1 {
-		res, _, err := s.decide(ctx, asks, ps)
+		res, _, err := s.decide(ctx, 0, asks, ps)
 		return res, err
 	}
-	return s.decideSlots(ctx, asks, ps, groups)
+	return s.decideSlots(ctx, 0, asks, ps, groups)
 }
 
 // slotGroups returns the indexes of the asks per Redis Cluster slot, in
@@ -133,8 +139,9 @@ func (s *RedisStore) slotGroups(asks []Ask) [][]int {
 var oneGroup = [][]int{nil}
 
 // decideSlots decides asks spread over several cluster slots: one call per
-// slot, concurrently, then refunds of the charged slots if any refused.
-func (s *RedisStore) decideSlots(ctx context.Context, asks []Ask, ps []params, groups [][]int) ([]Result, error) {
+// slot, concurrently (each bounded by timeout from its send, unless zero),
+// then refunds of the charged slots if any refused.
+func (s *RedisStore) decideSlots(ctx context.Context, timeout time.Duration, asks []Ask, ps []params, groups [][]int) ([]Result, error) {
 	type outcome struct {
 		asks []Ask
 		ps   []params
@@ -150,7 +157,7 @@ func (s *RedisStore) decideSlots(ctx context.Context, asks []Ask, ps []params, g
 			o.asks = append(o.asks, asks[i])
 			o.ps = append(o.ps, ps[i])
 		}
-		wg.Go(func() { o.res, o.now, o.err = s.decide(ctx, o.asks, o.ps) })
+		wg.Go(func() { o.res, o.now, o.err = s.decide(ctx, timeout, o.asks, o.ps) })
 	}
 	wg.Wait()
 
@@ -206,10 +213,11 @@ func allAllowed(res []Result) bool {
 }
 
 // decide runs the script on asks that share a slot; it returns the results
-// and the Redis TIME (µs) of the decision.
-func (s *RedisStore) decide(ctx context.Context, asks []Ask, ps []params) ([]Result, int64, error) {
+// and the Redis TIME (µs) of the decision. A timeout (unless zero) bounds
+// it from its send.
+func (s *RedisStore) decide(ctx context.Context, timeout time.Duration, asks []Ask, ps []params) ([]Result, int64, error) {
 	keys, args := scriptArgs(asks, ps)
-	now, vals, err := s.eval(ctx, keys, args)
+	now, vals, err := s.eval(ctx, timeout, keys, args)
 	if err != nil {
 		return nil, 0, fmt.Errorf("ratelimit script: %w", err)
 	}
@@ -409,8 +417,8 @@ func (s *RedisStore) Reset(ctx context.Context, keys ...string) error {
 }
 
 var (
-	_ Store         = (*RedisStore)(nil)
-	_ Resetter      = (*RedisStore)(nil)
-	_ DeadlineStore = (*RedisStore)(nil)
-	_ Absorber      = (*RedisStore)(nil)
+	_ Store        = (*RedisStore)(nil)
+	_ Resetter     = (*RedisStore)(nil)
+	_ TimeoutStore = (*RedisStore)(nil)
+	_ Absorber     = (*RedisStore)(nil)
 )

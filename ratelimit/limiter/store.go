@@ -12,6 +12,12 @@ import (
 // checks every quota and cost before it asks, so it never sees this.
 var ErrInvalidAsk = errors.New("invalid rate limit ask")
 
+// ErrOverloaded is the error of a decision this process could not send to
+// the store in time: its local queue was full, or the decision waited in
+// it too long. Load, not a failure of the store: nothing was sent and
+// nothing charged.
+var ErrOverloaded = errors.New("rate limit store queue overloaded")
+
 // Algorithm names, as written in the Caddyfile and JSON.
 const (
 	TokenBucket   = "token_bucket"
