@@ -609,7 +609,8 @@ func (h *Handler) callStore(parent context.Context, asks []limiter.Ask) ([]limit
 		}
 		return results, nil
 	}
-	if !h.breaker.allow() {
+	ok, probe := h.breaker.allow()
+	if !ok {
 		return nil, errBreakerOpen
 	}
 	start := time.Now()
@@ -633,11 +634,13 @@ func (h *Handler) callStore(parent context.Context, asks []limiter.Ask) ([]limit
 		// too loaded to send.
 		if parent.Err() == nil && !errors.Is(err, limiter.ErrInvalidAsk) && !errors.Is(err, limiter.ErrOverloaded) {
 			metrics.storeErrors.Inc()
-			h.breaker.failure()
+			h.breaker.failure(probe)
+		} else {
+			h.breaker.release(probe) // no verdict on the store
 		}
 		return nil, fmt.Errorf("rate limit store: %w", err)
 	}
-	h.breaker.success()
+	h.breaker.success(probe)
 	return results, nil
 }
 
