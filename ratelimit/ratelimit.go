@@ -286,6 +286,7 @@ func (h *Handler) checkZones() error {
 // Cleanup releases the Redis client, the plans, the brake and the zones'
 // in-process state (which goes only when no newer config uses it).
 func (h *Handler) Cleanup() error {
+	h.flushRefusals()
 	h.cleanupOps()
 	h.cleanupCarry()
 	var errs []error
@@ -784,9 +785,10 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, repl *caddy.Rep
 
 // logRefusal logs a refusal with what explains it: the zone, the outcome,
 // what is left and the rule applied (the quota after plans, placeholders
-// and brake, and where it came from).
+// and brake, and where it came from); at info for the key's first in the
+// zone's interval, else at debug and summed (see refusallog.go).
 func (h *Handler) logRefusal(msg string, d *zoneDecision) {
-	c := h.logger.Check(zapcore.InfoLevel, msg)
+	c := h.logger.Check(h.refusalLevel(d, h.now()), msg)
 	if c == nil {
 		return
 	}

@@ -127,8 +127,9 @@ type Zone struct {
 	once       []field       // what the key (plan key, hash tag) reads: sent once
 	// quota: nil for a static quota; plans and placeholders otherwise
 	quota     *zoneQuota
-	instances int64        // the handler's instances, for the local fallback
-	approx    *approxTable // approximate: nil when off or not on Redis
+	instances int64         // the handler's instances, for the local fallback
+	approx    *approxTable  // approximate: nil when off or not on Redis
+	refusals  *zoneRefusals // what the refusal logs summed (see refusallog.go)
 }
 
 // DefaultAlgorithm is a zone's algorithm when none is set.
@@ -259,6 +260,7 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances int) erro
 	z.limitStr = strconv.FormatInt(z.Events, 10)
 	z.nameAny = z.Name
 	z.errRefused = fmt.Errorf("rate limit exceeded in zone %q", z.Name)
+	z.refusals = new(zoneRefusals)
 	z.counters = newZoneCounters(z.Name)
 	z.inputs = newInputCounters(z.Name)
 	z.once = appendFields(nil, z.Key)
