@@ -18,6 +18,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
+	"github.com/edgekit/caddy-edgekit/internal/usagepool"
 	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
@@ -138,21 +139,19 @@ type planLoader struct {
 	done   chan struct{}
 }
 
-var planLoaders = caddy.NewUsagePool()
+var planLoaders = usagepool.New((*planLoader).Destruct)
 
 // planHandle is one zone's use of a shared loader; release it in Cleanup.
 type planHandle struct {
 	*planLoader
-	key string
+	use *usagepool.Handle[*planLoader]
 }
 
 func (h *planHandle) release() error {
-	if h == nil || h.key == "" {
+	if h == nil {
 		return nil
 	}
-	_, err := planLoaders.Delete(h.key)
-	h.key = ""
-	return err
+	return h.use.Release()
 }
 
 // Destruct stops the refresh and releases the PostgreSQL pool.
@@ -178,7 +177,7 @@ func loadPlans(p *Plans, algorithm string, logger *zap.Logger) (*planHandle, err
 	}
 	sum := sha256.Sum256([]byte(dsn + "\x00" + table + "\x00" + refresh.String() + "\x00" + algorithm))
 	key := hex.EncodeToString(sum[:])
-	v, _, err := planLoaders.LoadOrNew(key, func() (caddy.Destructor, error) {
+	l, use, err := planLoaders.LoadOrNew(key, func() (*planLoader, error) {
 		pool, err := pgpool.Get(dsn, pgpool.Settings{
 			ApplicationName:  "caddy-edgekit-ratelimit",
 			StatementTimeout: plansLoadTimeout,
@@ -208,7 +207,7 @@ func loadPlans(p *Plans, algorithm string, logger *zap.Logger) (*planHandle, err
 	if err != nil {
 		return nil, err
 	}
-	return &planHandle{planLoader: v.(*planLoader), key: key}, nil
+	return &planHandle{planLoader: l, use: use}, nil
 }
 
 // plansQuery is the query reading table (validated by planTableRE).

@@ -170,6 +170,7 @@ func (h *Handler) cleanupOps() {
 // in-process state (which goes only when no newer config uses it). A
 // second call releases nothing more.
 func (h *Handler) Cleanup() error {
+	h.flushRefusals()
 	h.cleanupOps()
 	h.cleanupCarry()
 	var errs []error

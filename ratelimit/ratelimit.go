@@ -156,7 +156,8 @@ func (h *Handler) callStore(parent context.Context, asks []limiter.Ask) ([]limit
 		}
 		return results, nil
 	}
-	if !h.breaker.allow() {
+	ok, probe := h.breaker.allow()
+	if !ok {
 		return nil, errBreakerOpen
 	}
 	start := time.Now()
@@ -180,19 +181,22 @@ func (h *Handler) callStore(parent context.Context, asks []limiter.Ask) ([]limit
 		// too loaded to send.
 		if parent.Err() == nil && !errors.Is(err, limiter.ErrInvalidAsk) && !errors.Is(err, limiter.ErrOverloaded) {
 			metrics.storeErrors.Inc()
-			h.breaker.failure()
+			h.breaker.failure(probe)
+		} else {
+			h.breaker.release(probe) // no verdict on the store
 		}
 		return nil, fmt.Errorf("rate limit store: %w", err)
 	}
-	h.breaker.success()
+	h.breaker.success(probe)
 	return results, nil
 }
 
 // logRefusal logs a refusal with what explains it: the zone, the outcome,
 // what is left and the rule applied (the quota after plans, placeholders
-// and brake, and where it came from).
+// and brake, and where it came from); at info for the key's first in the
+// zone's interval, else at debug and summed (see refusallog.go).
 func (h *Handler) logRefusal(msg string, d *zoneDecision) {
-	c := h.logger.Check(zapcore.InfoLevel, msg)
+	c := h.logger.Check(h.refusalLevel(d, h.now()), msg)
 	if c == nil {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/maypok86/otter/v2"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
 )
 
 // state of a cached code.
@@ -81,6 +82,10 @@ type cache struct {
 	done   chan struct{}
 
 	codes *codeFilter // nil: code_filter off, or a store that lists no codes
+
+	store  Store              // the tier behind Redis (useStore)
+	flight singleflight.Group // one lookup per code at a time
+	logger *zap.Logger
 }
 
 // redisTimeout bounds one Redis call of the read path: Redis down or slow
@@ -92,7 +97,7 @@ const (
 )
 
 func newCache(entries int, l1TTL, negTTL, cacheTTL time.Duration, now func() time.Time) (*cache, error) {
-	c := &cache{l1TTL: l1TTL, negTTL: negTTL, cacheTTL: cacheTTL, now: now, timeout: redisTimeout}
+	c := &cache{l1TTL: l1TTL, negTTL: negTTL, cacheTTL: cacheTTL, now: now, timeout: redisTimeout, logger: zap.NewNop()}
 	if entries > 0 && l1TTL > 0 {
 		l1, err := otter.New(&otter.Options[string, *entry]{
 			MaximumSize: entries,
@@ -106,6 +111,11 @@ func newCache(entries int, l1TTL, negTTL, cacheTTL time.Duration, now func() tim
 		c.l1 = l1
 	}
 	return c, nil
+}
+
+// useStore sets the store behind the caches, and the logger of lookups.
+func (c *cache) useStore(s Store, logger *zap.Logger) {
+	c.store, c.logger = s, logger
 }
 
 // useRedis attaches the shared Redis and subscribes to the invalidation

@@ -3,7 +3,6 @@ package shortener
 import (
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -27,7 +26,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 	return &m, err
 }
 
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens: it reads
+// and assigns, then validate judges the whole, naming the line of a bad
+// setting. Syntax:
 //
 //	shortener [<matcher>] {
 //	    store         postgres <dsn> | embedded [<path>]
@@ -64,33 +65,26 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	seen := map[string]bool{}
+	pos := positions{}
 	for d.NextBlock(0) {
 		name := d.Val()
 		if seen[name] && name != "api_key" && name != "deny_hosts" {
 			return d.Errf("duplicate subdirective '%s'", name)
 		}
 		seen[name] = true
+		pos[name] = cfparse.PosOf(d)
 		switch name {
 		case "store":
-			if !d.NextArg() {
+			args := d.RemainingArgs()
+			if len(args) == 0 || len(args) > 2 && (args[0] == "postgres" || args[0] == "embedded") {
 				return d.ArgErr()
 			}
-			switch kind := d.Val(); kind {
-			case "postgres":
-				if !d.NextArg() {
-					return d.Err("store postgres needs a dsn")
-				}
-				h.Store, h.DSN = kind, d.Val()
-			case "embedded":
-				h.Store = kind
-				if d.NextArg() {
-					h.Path = d.Val()
-				}
-			default:
-				return d.Errf("unknown store '%s' (want postgres or embedded)", kind)
-			}
-			if d.NextArg() {
-				return d.ArgErr()
+			h.Store = args[0]
+			switch {
+			case len(args) == 2 && h.Store == "postgres":
+				h.DSN = args[1]
+			case len(args) == 2 && h.Store == "embedded":
+				h.Path = args[1]
 			}
 		case "redis":
 			h.Redis = new(redispool.Config)
@@ -103,11 +97,8 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			n, err := strconv.Atoi(v)
-			switch {
-			case err != nil:
+			if err != nil {
 				return d.Errf("invalid status '%s': not a number", v)
-			case n != 301 && n != 302 && n != 307 && n != 308:
-				return d.Errf("invalid status '%s': want 301, 302, 307 or 308", v)
 			}
 			h.Status = n
 		case "cache_control":
@@ -153,9 +144,6 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil {
 				return err
 			}
-			if v != "random" && v != "sequential" {
-				return d.Errf("invalid codes '%s': want random or sequential", v)
-			}
 			h.Codes = v
 		case "code_length", "block_size":
 			v, err := cfparse.OneArg(d)
@@ -167,9 +155,6 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			if name == "code_length" {
-				if n < 4 || n > 32 {
-					return d.Errf("invalid code_length '%s': must be 4 to 32", v)
-				}
 				h.CodeLength = n
 			} else {
 				h.BlockSize = n
@@ -191,9 +176,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			for _, host := range hosts {
-				if _, _, err := parseDenyEntry(host); err != nil {
-					return d.Errf("%v", err)
-				}
+				pos["deny_hosts "+host] = cfparse.PosOf(d)
 			}
 			h.DenyHosts = append(h.DenyHosts, hosts...)
 		case "deny_private":
@@ -211,21 +194,14 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil {
 				return err
 			}
-			if v == "" || v[0] != '/' || v == "/" {
-				return d.Errf("invalid api path '%s': must start with / and not be /", v)
-			}
 			h.API = v
 		case "api_key":
 			keys := d.RemainingArgs()
 			if len(keys) == 0 {
 				return d.ArgErr()
 			}
-			for _, k := range keys {
-				if !strings.Contains(k, "{") { // placeholders are judged once expanded
-					if err := checkAPIKey(k); err != nil {
-						return d.Errf("api_key %v", err)
-					}
-				}
+			for i := range keys {
+				pos["api_key #"+strconv.Itoa(len(h.APIKeys)+i+1)] = cfparse.PosOf(d)
 			}
 			h.APIKeys = append(h.APIKeys, keys...)
 		case "source_header":
@@ -283,9 +259,6 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil {
 				return err
 			}
-			if err := checkClicksReferrers(n); err != nil {
-				return d.Errf("%v", err)
-			}
 			h.ClicksReferrers = n
 		case "clicks_retention":
 			v, err := cfparse.OneArg(d)
@@ -295,9 +268,6 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			dur, err := cfparse.PositiveDuration(d, name, v)
 			if err != nil {
 				return err
-			}
-			if err := checkClicksRetention(dur); err != nil {
-				return d.Errf("%v", err)
 			}
 			h.ClicksRetention = caddy.Duration(dur)
 		case "code_filter":
@@ -323,13 +293,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return d.Errf("unrecognized subdirective '%s'", name)
 		}
 	}
-	if h.API != "" && len(h.APIKeys) == 0 {
-		return d.Err("api needs at least one api_key")
-	}
-	if h.API == "" && len(h.APIKeys) > 0 {
-		return d.Err("api_key without api")
-	}
-	return nil
+	return h.validate(pos)
 }
 
 // unmarshalClicksBytes reads a size (`8MiB`, `128MB`, `65536`) as
@@ -343,14 +307,11 @@ func (h *Handler) unmarshalClicksBytes(d *caddyfile.Dispenser, name string) erro
 	if err != nil || n == 0 || n > math.MaxInt64 {
 		return d.Errf("invalid %s '%s': must be a positive size like 8MiB", name, v)
 	}
-	lo, hi, field := int64(MinClicksBufferBytes), int64(MaxClicksBufferBytes), &h.ClicksBufferBytes
 	if name == "clicks_stream_bytes" {
-		lo, hi, field = MinClicksStreamBytes, MaxClicksStreamBytes, &h.ClicksStreamBytes
+		h.ClicksStreamBytes = int64(n)
+	} else {
+		h.ClicksBufferBytes = int64(n)
 	}
-	if err := checkClicksBytes(name, int64(n), lo, hi); err != nil {
-		return d.Errf("%v", err)
-	}
-	*field = int64(n)
 	return nil
 }
 

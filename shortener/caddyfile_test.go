@@ -175,7 +175,7 @@ func TestValidateConfig(t *testing.T) {
 		{Handler{Store: "postgres", DSN: "x", Path: "y"}, "path is only valid"},
 		{Handler{Store: "embedded", DSN: "x"}, "dsn is only valid"},
 		{Handler{Status: 200}, "invalid status"},
-		{Handler{Codes: "pretty"}, "unknown codes"},
+		{Handler{Codes: "pretty"}, "invalid codes"},
 		{Handler{CodeLength: 2}, "code_length"},
 		{Handler{BlockSize: -1}, "block_size"},
 		{Handler{API: "/api"}, "api_key"},

@@ -1,7 +1,6 @@
 package shortener
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -46,43 +45,4 @@ func (h *Handler) clickConfig() ClickConfig {
 		StreamMaxBytes: h.ClicksStreamBytes,
 		Retention:      time.Duration(h.ClicksRetention),
 	}
-}
-
-// validateClicks judges the click settings (0 stands for the default).
-func (h *Handler) validateClicks() error {
-	if h.ClicksBuffer < 0 || h.ClicksBatch < 0 || h.ClicksInterval < 0 || h.ClicksStreamMaxLen < 0 {
-		return fmt.Errorf("shortener: clicks_buffer, clicks_batch (size and interval) and clicks_stream_maxlen must not be negative")
-	}
-	for _, err := range []error{
-		checkClicksBytes("clicks_buffer_bytes", h.ClicksBufferBytes, MinClicksBufferBytes, MaxClicksBufferBytes),
-		checkClicksBytes("clicks_stream_bytes", h.ClicksStreamBytes, MinClicksStreamBytes, MaxClicksStreamBytes),
-		checkClicksReferrers(h.ClicksReferrers),
-		checkClicksRetention(time.Duration(h.ClicksRetention)),
-	} {
-		if err != nil {
-			return fmt.Errorf("shortener: %w", err)
-		}
-	}
-	return nil
-}
-
-func checkClicksBytes(field string, n, lo, hi int64) error {
-	if n != 0 && (n < lo || n > hi) {
-		return fmt.Errorf("invalid %s %d: want %d to %d bytes", field, n, lo, hi)
-	}
-	return nil
-}
-
-func checkClicksReferrers(n int) error {
-	if n != 0 && (n < MinClicksReferrers || n > MaxClicksReferrers) {
-		return fmt.Errorf("invalid clicks_referrers %d: want %d to %d", n, MinClicksReferrers, MaxClicksReferrers)
-	}
-	return nil
-}
-
-func checkClicksRetention(d time.Duration) error {
-	if d != 0 && (d < MinClicksRetention || d > MaxClicksRetention) {
-		return fmt.Errorf("invalid clicks_retention %s: want 1d to 36500d", d)
-	}
-	return nil
 }

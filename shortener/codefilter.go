@@ -3,7 +3,6 @@ package shortener
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -111,7 +110,7 @@ func (h *Handler) startCodeFilter(ctx caddy.Context) error {
 			zap.String("store", fmt.Sprintf("%T", s)))
 		return nil
 	}
-	m, err := newFilterMetrics(ctx.GetMetricsRegistry(), h.metrics)
+	m, err := newFilterMetrics(ctx.GetMetricsRegistry())
 	if err != nil {
 		return fmt.Errorf("shortener code filter metrics: %w", err)
 	}
@@ -134,28 +133,17 @@ func (h *Handler) startCodeFilter(ctx caddy.Context) error {
 	return nil
 }
 
-// rejectUnknown answers a code the filter knows is not stored: 404, as a
-// store miss would, without touching Redis or the store.
-func (h *Handler) rejectUnknown(w http.ResponseWriter, r *http.Request) error {
-	if h.SourceHeader {
-		w.Header()["X-Shortener-Source"] = []string{sourceFilter}
-	}
-	h.cache.codes.m.rejected.Inc()
-	return h.fail(w, r, http.StatusNotFound, errUnknownCode)
-}
-
 // filterMetrics are the code filter's collectors. Gauges are changed by
 // differences, so several handlers (and a reload's old and new handler)
 // add up.
 type filterMetrics struct {
-	rejected   prometheus.Counter // redirects_total{source="filter",result="not_found"}
 	codes      prometheus.Gauge
 	bytes      prometheus.Gauge
 	builds     prometheus.Counter
 	syncErrors prometheus.Counter
 }
 
-func newFilterMetrics(reg *prometheus.Registry, base *metrics) (*filterMetrics, error) {
+func newFilterMetrics(reg *prometheus.Registry) (*filterMetrics, error) {
 	gauge := func(name, help string) prometheus.Gauge {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "caddy", Subsystem: "shortener", Name: name, Help: help})
 	}
@@ -163,7 +151,6 @@ func newFilterMetrics(reg *prometheus.Registry, base *metrics) (*filterMetrics, 
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "caddy", Subsystem: "shortener", Name: name, Help: help})
 	}
 	m := &filterMetrics{
-		rejected:   base.redirects.WithLabelValues(sourceFilter, resultNotFound),
 		codes:      gauge("code_filter_codes", "Codes held by the code filters (links listed at the last build and created since), summed over handlers."),
 		bytes:      gauge("code_filter_bytes", "Memory of the code filters' bit arrays, builds in progress included."),
 		builds:     counter("code_filter_builds_total", "Full builds of a code filter from the store's listing (at start, hourly, and when the estimated false-positive rate passes 0.1%)."),

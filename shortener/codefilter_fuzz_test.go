@@ -119,11 +119,7 @@ func (s *fakeLister) LastSeq(ctx context.Context) (int64, error) {
 
 func testFilterMetrics(t testing.TB) *filterMetrics {
 	t.Helper()
-	base, err := newMetrics(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := newFilterMetrics(nil, base)
+	m, err := newFilterMetrics(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

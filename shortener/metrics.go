@@ -29,6 +29,7 @@ type metrics struct {
 	// Pre-resolved children of redirects for the hot path (no label lookup
 	// per request).
 	foundLocal, foundRedis, foundStore prometheus.Counter
+	notFoundFilter                     prometheus.Counter // an unknown code the code filter answered
 }
 
 func newMetrics(reg *prometheus.Registry) (*metrics, error) {
@@ -59,6 +60,8 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 		foundLocal: redirects.WithLabelValues(sourceLocal, resultFound),
 		foundRedis: redirects.WithLabelValues(sourceRedis, resultFound),
 		foundStore: redirects.WithLabelValues(sourceStore, resultFound),
+
+		notFoundFilter: redirects.WithLabelValues(sourceFilter, resultNotFound),
 	}, nil
 }
 

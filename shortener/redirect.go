@@ -1,11 +1,9 @@
 package shortener
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
@@ -20,15 +18,12 @@ var (
 	errStoreDown   = errors.New("link store unavailable")
 )
 
-// storeTimeout bounds one store call (PostgreSQL also has its own
-// statement_timeout).
-const storeTimeout = 3 * time.Second
-
 // sourceHeaders are the X-Shortener-Source values.
 var sourceHeaders = map[string]string{
-	sourceLocal: sourceLocal,
-	sourceRedis: sourceRedis,
-	sourceStore: sourceStore,
+	sourceLocal:  sourceLocal,
+	sourceRedis:  sourceRedis,
+	sourceStore:  sourceStore,
+	sourceFilter: sourceFilter,
 }
 
 // codeOf returns the short code of a redirect request: the last segment of
@@ -39,20 +34,16 @@ func codeOf(path string) (string, bool) {
 	return code, code != ""
 }
 
-// serveRedirect answers GET and HEAD /<code>. An L1 hit allocates once (the
-// header values), see BenchmarkRedirectL1Hit.
+// serveRedirect answers GET and HEAD /<code> from what the cache's Lookup
+// says of it. An L1 hit allocates once (the header values), see
+// BenchmarkRedirectL1Hit; an unknown code the code filter answers, not at
+// all (BenchmarkRedirectFilterReject).
 func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code string) error {
 	if !ValidLookupCode(code) {
 		h.metrics.count(sourceNone, resultInvalid)
 		return h.fail(w, r, http.StatusNotFound, errInvalidCode)
 	}
-	if e, ok := h.cache.local(code); ok {
-		return h.answer(w, r, code, e, sourceLocal)
-	}
-	if !h.cache.codes.mayExist(code) {
-		return h.rejectUnknown(w, r)
-	}
-	e, source, err := h.lookup(r.Context(), code)
+	e, source, err := h.cache.Lookup(r.Context(), code)
 	if err != nil {
 		if r.Context().Err() != nil { // the client left; the lookup goes on for others
 			return caddyhttp.Error(http.StatusServiceUnavailable, err)
@@ -74,7 +65,11 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 		hdr["X-Shortener-Source"] = []string{sourceHeaders[source]}
 	}
 	if e.state == stateUnknown {
-		h.metrics.count(source, resultNotFound)
+		if source == sourceFilter {
+			h.metrics.notFoundFilter.Inc() // a scan's path: no label lookup
+		} else {
+			h.metrics.count(source, resultNotFound)
+		}
 		return h.fail(w, r, http.StatusNotFound, errUnknownCode)
 	}
 	now := h.now()
@@ -117,72 +112,4 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, err e
 		return nil
 	}
 	return caddyhttp.Error(status, err)
-}
-
-type lookupResult struct {
-	e      *entry
-	source string
-}
-
-// lookup resolves an L1 miss: Redis, then the store. Concurrent misses of
-// one code share a single call (Redis read and store query), detached from
-// any one request's cancellation. A store error is returned, never cached.
-func (h *Handler) lookup(ctx context.Context, code string) (*entry, string, error) {
-	ch := h.flight.DoChan(code, func() (any, error) {
-		// A flight that just ended has filled L1 for requests that missed
-		// it a moment ago.
-		if e, ok := h.cache.local(code); ok {
-			return lookupResult{e, sourceLocal}, nil
-		}
-		ctx := context.WithoutCancel(ctx)
-		epoch := h.cache.epoch(code)
-		var redisErr error
-		if h.cache.rdb != nil {
-			e, err := h.cache.redisGet(ctx, code, redisTimeout)
-			if err == nil && e != nil {
-				h.cache.setLocal(code, e, epoch)
-				return lookupResult{e, sourceRedis}, nil
-			}
-			if err != nil {
-				redisErr = err
-				if c := h.logger.Check(zapcore.DebugLevel, "redis lookup failed, asking the store"); c != nil {
-					c.Write(zap.Error(err))
-				}
-			}
-		}
-		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
-		defer cancel()
-		l, err := h.store.Get(sctx, code)
-		var e *entry
-		switch {
-		case errors.Is(err, ErrNotFound):
-			e = h.cache.unknown()
-			h.cache.fill(ctx, code, nil)
-		case err != nil:
-			// The store is down and Redis was only slow: give Redis the
-			// time the store did not use rather than fail a cached link.
-			if redisErr != nil {
-				if e, rerr := h.cache.redisGet(ctx, code, redisRetryTimeout); rerr == nil && e != nil {
-					h.cache.setLocal(code, e, epoch)
-					return lookupResult{e, sourceRedis}, nil
-				}
-			}
-			return nil, err
-		default:
-			e = h.cache.fromLink(l)
-			h.cache.fill(ctx, code, &l)
-		}
-		h.cache.setLocal(code, e, epoch)
-		return lookupResult{e, sourceStore}, nil
-	})
-	select {
-	case res := <-ch:
-		if res.Err != nil {
-			return nil, "", res.Err
-		}
-		lr := res.Val.(lookupResult)
-		return lr.e, lr.source, nil
-	case <-ctx.Done():
-		return nil, "", ctx.Err()
-	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/edgekit/caddy-edgekit/internal/errroute"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
@@ -219,7 +218,6 @@ type Handler struct {
 	ownStore     func() error // releases what Provision opened for the store
 	rdb          *redispool.Client
 	cache        *cache
-	flight       *singleflight.Group
 	direct       errroute.Direct // 404/410 written directly when no error route could shape them
 	metrics      *metrics
 	logger       *zap.Logger
@@ -232,6 +230,9 @@ type Handler struct {
 	clicks       *ClickRecorder // nil: clicks are not counted
 	now          func() time.Time
 	tuneFilter   func(*filterSyncer) // tests: page size, rebuild interval
+	judged       bool                // Validate has run for this load
+	verdict      error               // what it said
+	onValidate   func()              // tests: called by every run of validate
 }
 
 // CaddyModule returns the Caddy module information.
@@ -249,10 +250,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.now = time.Now
 	}
 	h.setDefaults()
-	h.flight = new(singleflight.Group)
 	h.blocks = new(blockAllocator)
 	h.direct = errroute.New(ctx.Modules())
-	if err := h.Validate(); err != nil {
+	if err := h.Validate(); err != nil { // judged here, before opening anything
 		return err
 	}
 	var err error
@@ -287,6 +287,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return err
 		}
 	}
+	h.cache.useStore(h.store, h.logger)
 	if err := h.startCodeFilter(ctx); err != nil {
 		return err
 	}
@@ -363,69 +364,6 @@ func (h *Handler) setDefaults() {
 
 // denyPrivate is deny_private with its default.
 func (h *Handler) denyPrivate() bool { return h.DenyPrivate == nil || *h.DenyPrivate }
-
-// Validate checks the settings without touching the network.
-func (h *Handler) Validate() error {
-	switch h.Store {
-	case "", "embedded":
-		if h.DSN != "" {
-			return errors.New("shortener: dsn is only valid with the postgres store")
-		}
-	case "postgres":
-		if h.DSN == "" {
-			return errors.New("shortener: the postgres store needs a dsn")
-		}
-		if h.Path != "" {
-			return errors.New("shortener: path is only valid with the embedded store")
-		}
-	default:
-		return fmt.Errorf("shortener: unknown store %q (want postgres or embedded)", h.Store)
-	}
-	switch h.Status {
-	case 0, 301, 302, 307, 308:
-	default:
-		return fmt.Errorf("shortener: invalid status %d (want 301, 302, 307 or 308)", h.Status)
-	}
-	switch h.Codes {
-	case "", "random", "sequential":
-	default:
-		return fmt.Errorf("shortener: unknown codes %q (want random or sequential)", h.Codes)
-	}
-	if h.CodeLength < 0 || (h.CodeLength > 0 && (h.CodeLength < 4 || h.CodeLength > 32)) {
-		return fmt.Errorf("shortener: invalid code_length %d (want 4 to 32)", h.CodeLength)
-	}
-	if h.BlockSize < 0 {
-		return fmt.Errorf("shortener: invalid block_size %d", h.BlockSize)
-	}
-	if h.LocalCacheEntries < 0 || h.LocalCacheTTL < 0 || h.CacheTTL < 0 || h.NegativeTTL < 0 {
-		return errors.New("shortener: cache sizes and durations must not be negative")
-	}
-	if err := h.validateClicks(); err != nil {
-		return err
-	}
-	if h.CodeFilterSync != 0 && (h.CodeFilterSync < caddy.Duration(MinCodeFilterSync) || h.CodeFilterSync > caddy.Duration(MaxCodeFilterSync)) {
-		return fmt.Errorf("shortener: invalid code_filter_sync %v (want %v to %v)", time.Duration(h.CodeFilterSync), MinCodeFilterSync, MaxCodeFilterSync)
-	}
-	if h.API != "" && len(h.APIKeys) == 0 {
-		return errors.New("shortener: the api needs at least one api_key")
-	}
-	if h.API == "" && len(h.APIKeys) > 0 {
-		return errors.New("shortener: api_key without api")
-	}
-	if h.API == "/" {
-		return errors.New("shortener: the api cannot be mounted at /")
-	}
-	if _, err := newURLPolicy(nil, h.DenyHosts, false); err != nil {
-		return fmt.Errorf("shortener: %w", err)
-	}
-	if h.BaseURL != "" {
-		u, err := url.Parse(h.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("shortener: invalid base_url %q (want an http or https origin)", h.BaseURL)
-		}
-	}
-	return nil
-}
 
 // clicksCloseTimeout bounds how long Cleanup waits for buffered clicks to
 // be flushed (to Redis or the store) at shutdown or reload.

@@ -9,16 +9,13 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
+	"github.com/edgekit/caddy-edgekit/internal/usagepool"
 )
 
 // embeddedStores shares one open embedded store per file across config
 // reloads: the new config is provisioned before the old one is cleaned up,
 // and bbolt would wait forever on its own file lock.
-var embeddedStores = caddy.NewUsagePool()
-
-type embeddedDestructor struct{ *EmbeddedStore }
-
-func (d embeddedDestructor) Destruct() error { return d.EmbeddedStore.Close() }
+var embeddedStores = usagepool.New((*EmbeddedStore).Close)
 
 // sharedStore hides Close from the handler: the pool closes it.
 type sharedStore struct{ Store }
@@ -58,18 +55,12 @@ func (h *Handler) openStore(ctx caddy.Context, repl *caddy.Replacer) error {
 		if err != nil {
 			return fmt.Errorf("shortener store: %w", err)
 		}
-		v, _, err := embeddedStores.LoadOrNew(abs, func() (caddy.Destructor, error) {
-			s, err := OpenEmbedded(abs)
-			if err != nil {
-				return nil, err
-			}
-			return embeddedDestructor{s}, nil
-		})
+		s, use, err := embeddedStores.LoadOrNew(abs, func() (*EmbeddedStore, error) { return OpenEmbedded(abs) })
 		if err != nil {
 			return fmt.Errorf("shortener store %s: %w", abs, err)
 		}
-		h.store = sharedStore{v.(embeddedDestructor).EmbeddedStore}
-		h.ownStore = func() error { _, err := embeddedStores.Delete(abs); return err }
+		h.store = sharedStore{s}
+		h.ownStore = use.Release
 	}
 	return nil
 }

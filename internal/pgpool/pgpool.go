@@ -1,5 +1,5 @@
 // Package pgpool hands out one pgx pool per distinct PostgreSQL DSN, shared
-// across handlers and config reloads through a caddy.UsagePool.
+// across handlers and config reloads through internal/usagepool.
 package pgpool
 
 import (
@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/edgekit/caddy-edgekit/internal/usagepool"
 )
 
 // Settings of a pooled connection beyond the DSN.
@@ -37,26 +38,21 @@ func (s Settings) withDefaults() Settings {
 	return s
 }
 
-var pool = caddy.NewUsagePool()
+var pools = usagepool.New(func(p *pgxpool.Pool) error { p.Close(); return nil })
 
-type pooled struct{ *pgxpool.Pool }
-
-func (p pooled) Destruct() error { p.Pool.Close(); return nil }
-
-// Pool is a shared pgx pool. Release it exactly once, in Cleanup.
+// Pool is a shared pgx pool. Release it in Cleanup.
 type Pool struct {
 	*pgxpool.Pool
-	key string
+	use *usagepool.Handle[*pgxpool.Pool]
 }
 
-// Release gives the pool back; the last release closes it.
+// Release gives the pool back; the last release closes it. A second call
+// does nothing.
 func (p *Pool) Release() error {
-	if p == nil || p.key == "" {
+	if p == nil {
 		return nil
 	}
-	_, err := pool.Delete(p.key)
-	p.key = ""
-	return err
+	return p.use.Release()
 }
 
 // Get returns the shared pool for dsn (placeholders already expanded). The
@@ -65,7 +61,7 @@ func Get(dsn string, s Settings) (*Pool, error) {
 	s = s.withDefaults()
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d\x00%d", dsn, s.ApplicationName, s.StatementTimeout, s.ConnectTimeout)))
 	key := hex.EncodeToString(sum[:])
-	v, _, err := pool.LoadOrNew(key, func() (caddy.Destructor, error) {
+	p, use, err := pools.LoadOrNew(key, func() (*pgxpool.Pool, error) {
 		cfg, err := pgxpool.ParseConfig(dsn)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: invalid dsn %s: %s", Redact(dsn), redactErr(err, dsn))
@@ -81,12 +77,12 @@ func Get(dsn string, s Settings) (*Pool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("postgres %s: %s", Redact(dsn), redactErr(err, dsn))
 		}
-		return pooled{p}, nil
+		return p, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Pool{Pool: v.(pooled).Pool, key: key}, nil
+	return &Pool{Pool: p, use: use}, nil
 }
 
 // Ping checks the server answers within timeout; the error hides the password.

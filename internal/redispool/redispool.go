@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
+	"github.com/edgekit/caddy-edgekit/internal/usagepool"
 )
 
 // Config is a Redis connection: a single node, a Sentinel-managed primary or
@@ -390,26 +391,21 @@ func (c *Config) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // pool shares clients across handlers and config reloads: a new config that
 // asks for the same connection gets the live client, and the last Cleanup
 // closes it.
-var pool = caddy.NewUsagePool()
+var pool = usagepool.New(redis.UniversalClient.Close)
 
-type pooled struct{ redis.UniversalClient }
-
-func (p pooled) Destruct() error { return p.UniversalClient.Close() }
-
-// Client is a pooled client. Release it exactly once, in the module's Cleanup.
+// Client is a pooled client. Release it in the module's Cleanup.
 type Client struct {
 	redis.UniversalClient
-	key string
+	use *usagepool.Handle[redis.UniversalClient]
 }
 
 // Release gives the client back to the pool; the last release closes it.
+// A second call does nothing.
 func (c *Client) Release() error {
-	if c == nil || c.key == "" {
+	if c == nil {
 		return nil
 	}
-	_, err := pool.Delete(c.key)
-	c.key = ""
-	return err
+	return c.use.Release()
 }
 
 // Get returns the shared client for cfg (already expanded and validated),
@@ -417,17 +413,17 @@ func (c *Client) Release() error {
 // unreachable Redis at start is an error (see Ping).
 func Get(cfg Config) (*Client, error) {
 	key := cfg.Key()
-	v, _, err := pool.LoadOrNew(key, func() (caddy.Destructor, error) {
+	c, use, err := pool.LoadOrNew(key, func() (redis.UniversalClient, error) {
 		opts, err := cfg.Options()
 		if err != nil {
 			return nil, err
 		}
-		return pooled{newClient(cfg, opts)}, nil
+		return newClient(cfg, opts), nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Client{UniversalClient: v.(pooled).UniversalClient, key: key}, nil
+	return &Client{UniversalClient: c, use: use}, nil
 }
 
 // clusterReloadInterval is how often a cluster client refreshes its slot
