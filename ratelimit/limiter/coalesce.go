@@ -276,21 +276,7 @@ func (co *coalescer) slotGroups(batch []*scriptCall) [][]*scriptCall {
 	if _, ok := co.c.(*redis.ClusterClient); !ok || len(batch) == 1 {
 		return [][]*scriptCall{batch}
 	}
-	var groups [][]*scriptCall
-	var slots []int
-	for _, c := range batch {
-		slot := KeySlot(c.keys[0])
-		g := 0
-		for g < len(slots) && slots[g] != slot {
-			g++
-		}
-		if g == len(slots) {
-			slots = append(slots, slot)
-			groups = append(groups, nil)
-		}
-		groups[g] = append(groups[g], c)
-	}
-	return groups
+	return groupBySlot(batch, func(c *scriptCall) string { return c.keys[0] })
 }
 
 // joinCalls builds the KEYS and ARGV of one script call deciding calls in
