@@ -829,6 +829,10 @@ func (h *Handler) logRefusal(msg string, d *zoneDecision) {
 // warnStoreFailure logs a store failure, at most once per warnEvery: an
 // outage must not flood the logs.
 func (h *Handler) warnStoreFailure(ds []zoneDecision, err error) {
+	if errors.Is(err, limiter.ErrOverloaded) { // load, not the store (a charge after the response)
+		h.warnOverloaded(ds, "rate limit queue overloaded; a charge after the response was not sent")
+		return
+	}
 	suppressed, ok := h.warn.allow(h.now())
 	if !ok {
 		return
