@@ -342,7 +342,8 @@ func (h *Handler) approxSettle(ds []zoneDecision) {
 	}
 	refused := false
 	for i := range ds {
-		refused = refused || ds[i].refused() || ds[i].state == stateFailClosed
+		refused = refused || ds[i].refused() || ds[i].state == stateFailClosed ||
+			ds[i].state == stateOverloaded && !ds[i].zone.DryRun // refused with 503
 	}
 	for i := range ds {
 		d := &ds[i]

@@ -31,7 +31,7 @@ func (h *Handler) refuseOverloaded(w http.ResponseWriter, repl *caddy.Replacer, 
 			pick = i
 		}
 	}
-	h.warnOverloaded(ds)
+	h.warnOverloaded(ds, "rate limit queue overloaded; refused with 503")
 	if pick < 0 {
 		return false, nil
 	}
@@ -41,19 +41,25 @@ func (h *Handler) refuseOverloaded(w http.ResponseWriter, repl *caddy.Replacer, 
 	return true, caddyhttp.Error(http.StatusServiceUnavailable, err)
 }
 
-// warnOverloaded logs an overloaded decision, at most once per warnEvery.
-func (h *Handler) warnOverloaded(ds []zoneDecision) {
+// warnOverloaded logs an overloaded decision (its overloaded zones, or all
+// of ds for a charge after the response), at most once per warnEvery.
+func (h *Handler) warnOverloaded(ds []zoneDecision, msg string) {
 	suppressed, ok := h.overloaded.allow(h.now())
 	if !ok {
 		return
 	}
-	c := h.logger.Check(zapcore.WarnLevel, "rate limit queue overloaded; refused with 503")
+	c := h.logger.Check(zapcore.WarnLevel, msg)
 	if c == nil {
 		return
 	}
 	zones := make([]string, 0, len(ds))
 	for i := range ds {
 		if ds[i].state == stateOverloaded {
+			zones = append(zones, ds[i].zone.Name)
+		}
+	}
+	if len(zones) == 0 {
+		for i := range ds {
 			zones = append(zones, ds[i].zone.Name)
 		}
 	}

@@ -38,8 +38,13 @@ type Handler struct {
 	// then counts on its own.
 	Redis *redispool.Config `json:"redis,omitempty"`
 
-	// The deadline of one decision on the store; past it the store has
-	// failed and `on_error` applies. Default: `10ms`.
+	// The deadline of one decision's round trip to the store, measured
+	// from the moment it is written (time queued in process behind other
+	// decisions is not charged; the reply is read until twice this after
+	// the write); past it the store has failed and `on_error` applies. A
+	// decision that cannot be written in time (1024 waiting, or unsent
+	// after 1s + timeout) is refused with 503 and `Retry-After: 1`,
+	// whatever `on_error` says. Default: `10ms`.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 
 	// What to do when the store fails (an error, a refused connection or no
@@ -47,8 +52,9 @@ type Handler struct {
 	// warning (at most one a second); `closed` refuses it with 503 and
 	// `Retry-After: 1`; `local` decides with an in-process limiter of the
 	// same algorithm at `events/instances`. A zone's `on_error` overrides
-	// it. After 5 consecutive failures the store is skipped for 1s, then
-	// probed again. Default: `open`.
+	// it. When at least 5 store calls failed over the current and the
+	// previous second and they are at least half of the calls, the store is
+	// skipped for 1s, then probed again. Default: `open`.
 	OnError string `json:"on_error,omitempty"`
 
 	// How many Caddy instances share the quotas: the `local` fallback gives
@@ -231,6 +237,10 @@ func (h *Handler) logRefusal(msg string, d *zoneDecision) {
 // warnStoreFailure logs a store failure, at most once per warnEvery: an
 // outage must not flood the logs.
 func (h *Handler) warnStoreFailure(ds []zoneDecision, err error) {
+	if errors.Is(err, limiter.ErrOverloaded) { // load, not the store (a charge after the response)
+		h.warnOverloaded(ds, "rate limit queue overloaded; a charge after the response was not sent")
+		return
+	}
 	suppressed, ok := h.warn.allow(h.now())
 	if !ok {
 		return

@@ -28,3 +28,6 @@ step "go mod tidy" tidy
 step "go vet" go vet ./...
 step staticcheck staticcheck
 step "go test -race" go test -race -count=1 -timeout 20m "$@" ./...
+# Issue 13's flood acceptance measures this machine, not the race detector:
+# its own step, without -race, after the race tests.
+step "flood acceptance" go test -tags flood -count=1 -run TestFloodAcceptance ./ratelimit/

@@ -25,6 +25,12 @@ const (
 	coalesceMaxInFlight = 1
 	coalesceMaxQueue    = 1024
 	coalesceMaxWait     = time.Second
+	// coalesceGrace: a batch's reply is read until coalesceGrace × the
+	// timeout after its send. Under a flood this process may read a reply
+	// that arrived in time only later (its goroutines wait for a core), and
+	// Redis runs the batches of several instances one after another: a
+	// decision that came back is used, not failed open.
+	coalesceGrace = 2
 )
 
 // coalescer batches the decisions of concurrent requests. A call that
@@ -119,9 +125,9 @@ func (co *coalescer) decideAsks(ctx context.Context, timeout time.Duration, asks
 // flight, and waits for its answer, ctx or its backstop: a call with a
 // timeout that was not sent within coalesceMaxWait + 2×timeout gives up
 // with ErrOverloaded (exec sends none older than coalesceMaxWait +
-// timeout), one that was sent gives up 2×timeout after its send (the
-// batch itself ends at timeout after the send; the backstop holds should
-// the client not).
+// timeout), one that was sent gives up (coalesceGrace+1)×timeout after
+// its send (the batch itself ends at coalesceGrace×timeout after the
+// send; the backstop holds should the client not).
 func (co *coalescer) wait(ctx context.Context, timeout time.Duration, call *scriptCall) (int64, []any, error) {
 	call.ctx, call.timeout, call.queued = ctx, timeout, time.Now()
 	co.mu.Lock()
@@ -161,7 +167,7 @@ func (co *coalescer) wait(ctx context.Context, timeout time.Duration, call *scri
 			if call.sent.CompareAndSwap(callQueued, callAbandoned) {
 				return 0, nil, ErrOverloaded // never sent: nothing charged
 			}
-			left := time.Until(time.Unix(0, call.sent.Load()).Add(2 * timeout))
+			left := time.Until(time.Unix(0, call.sent.Load()).Add((coalesceGrace + 1) * timeout))
 			if left <= 0 {
 				return 0, nil, context.DeadlineExceeded
 			}
@@ -270,21 +276,7 @@ func (co *coalescer) slotGroups(batch []*scriptCall) [][]*scriptCall {
 	if _, ok := co.c.(*redis.ClusterClient); !ok || len(batch) == 1 {
 		return [][]*scriptCall{batch}
 	}
-	var groups [][]*scriptCall
-	var slots []int
-	for _, c := range batch {
-		slot := KeySlot(c.keys[0])
-		g := 0
-		for g < len(slots) && slots[g] != slot {
-			g++
-		}
-		if g == len(slots) {
-			slots = append(slots, slot)
-			groups = append(groups, nil)
-		}
-		groups[g] = append(groups[g], c)
-	}
-	return groups
+	return groupBySlot(batch, func(c *scriptCall) string { return c.keys[0] })
 }
 
 // joinCalls builds the KEYS and ARGV of one script call deciding calls in
@@ -337,12 +329,13 @@ func isNoScript(err error) bool {
 
 // batchContext is the context of one batch written at now: the values of
 // its first call, no cancellation, and the latest deadline of its calls
-// (now + timeout, else the context's; none if a call has none).
+// (now + coalesceGrace×timeout, else the context's; none if a call has
+// none).
 func batchContext(batch []*scriptCall, now time.Time) (context.Context, context.CancelFunc) {
 	base := context.WithoutCancel(batch[0].ctx)
 	var latest time.Time
 	for _, c := range batch {
-		d, ok := now.Add(c.timeout), c.timeout > 0
+		d, ok := now.Add(coalesceGrace*c.timeout), c.timeout > 0
 		if !ok {
 			d, ok = c.ctx.Deadline()
 		}

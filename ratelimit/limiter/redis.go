@@ -115,20 +115,11 @@ func (s *RedisStore) slotGroups(asks []Ask) [][]int {
 	if _, ok := s.c.(*redis.ClusterClient); !ok || len(asks) == 1 {
 		return oneGroup
 	}
-	var groups [][]int
-	var slots []int
-	for i := range asks {
-		slot := KeySlot(asks[i].Key)
-		g := 0
-		for g < len(slots) && slots[g] != slot {
-			g++
-		}
-		if g == len(slots) {
-			slots = append(slots, slot)
-			groups = append(groups, nil)
-		}
-		groups[g] = append(groups[g], i)
+	idx := make([]int, len(asks))
+	for i := range idx {
+		idx[i] = i
 	}
+	groups := groupBySlot(idx, func(i int) string { return asks[i].Key })
 	if len(groups) == 1 {
 		return oneGroup
 	}

@@ -17,6 +17,26 @@ func KeySlot(key string) int {
 	return int(crc16(key)) % clusterSlots
 }
 
+// groupBySlot splits items by the Redis Cluster slot of key(item), groups
+// in order of first appearance and items in order within each.
+func groupBySlot[T any](items []T, key func(T) string) [][]T {
+	var groups [][]T
+	var slots []int
+	for _, it := range items {
+		slot := KeySlot(key(it))
+		g := 0
+		for g < len(slots) && slots[g] != slot {
+			g++
+		}
+		if g == len(slots) {
+			slots = append(slots, slot)
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], it)
+	}
+	return groups
+}
+
 // crc16 is CRC-16/XMODEM: polynomial 0x1021, initial value 0, no
 // reflection, no final xor.
 func crc16(s string) uint16 {
