@@ -142,10 +142,11 @@ type brakeCache struct {
 	store  brakeStore
 	logger *zap.Logger
 
-	bits   atomic.Uint64 // math.Float64bits(factor); 0 means 1 (no brake)
-	failed atomic.Bool   // the last read failed (logged once per outage)
-	stop   chan struct{}
-	done   chan struct{}
+	bits    atomic.Uint64 // math.Float64bits(factor); 0 means 1 (no brake)
+	failed  atomic.Bool   // the last read failed (logged once per outage)
+	stop    chan struct{}
+	closing sync.Once // closes stop
+	done    chan struct{}
 }
 
 // newBrakeCache reads the brake of store once and refreshes it every
@@ -206,12 +207,12 @@ func (b *brakeCache) refresh(ctx context.Context) {
 	}
 }
 
-// close stops the refresh.
+// close stops the refresh; closing again does nothing.
 func (b *brakeCache) close() {
 	if b == nil {
 		return
 	}
-	close(b.stop)
+	b.closing.Do(func() { close(b.stop) })
 	<-b.done
 }
 

@@ -29,64 +29,136 @@ func parseFailureMode(s string) (failureMode, error) {
 	return 0, fmt.Errorf("invalid on_error %q: must be open, closed or local", s)
 }
 
-// Circuit breaker settings: after breakerThreshold consecutive store
-// failures the store is skipped for breakerCooldown, then one request
-// probes it; a success closes the breaker, a failure opens it again.
+// Circuit breaker settings: the store is skipped for breakerCooldown when
+// its failures over the current and the previous second are at least
+// breakerThreshold AND at least breakerRatio of its calls in that span;
+// then one request probes it: a success closes the breaker, a failure
+// opens it again, a probe that ends without a verdict (its client left,
+// the process was overloaded) lets the next request probe. A handful of
+// timeouts among many answers never opens it; an outage (every call
+// fails: refused connections, a stall) opens it after breakerThreshold.
 const (
 	breakerThreshold = 5
+	breakerRatio     = 0.5
 	breakerCooldown  = time.Second
 )
 
 // errBreakerOpen is the store error of a request that skipped the store.
 var errBreakerOpen = errors.New("store skipped: circuit breaker open after repeated failures")
 
+// breakerSecond counts the store calls that ended in one second.
+type breakerSecond struct {
+	sec      atomic.Int64 // Unix second counted (0: none yet)
+	ok, fail atomic.Int64
+}
+
 // breaker is one handler's circuit breaker around its store.
 type breaker struct {
 	now func() time.Time
 
-	failures atomic.Int32 // consecutive; 0 is the lock-free fast path
+	open atomic.Bool // false is the lock-free fast path
+	// seconds: the current and the previous second, by parity
+	seconds [2]breakerSecond
 
 	mu        sync.Mutex
 	openUntil time.Time
 	probing   bool
 }
 
-// allow reports whether a request may call the store.
-func (b *breaker) allow() bool {
-	if b.failures.Load() < breakerThreshold {
-		return true
+// allow reports whether a request may call the store, and whether it is
+// the probe (which must end in success, failure or release).
+func (b *breaker) allow() (ok, probe bool) {
+	if !b.open.Load() {
+		return true, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.failures.Load() < breakerThreshold {
-		return true
+	if !b.open.Load() {
+		return true, false
 	}
 	if b.probing || b.now().Before(b.openUntil) {
-		return false
+		return false, false
 	}
 	b.probing = true
-	return true
+	return true, true
 }
 
-// success records a store call that answered.
-func (b *breaker) success() {
-	if b.failures.Load() == 0 {
+// second returns the counts of sec, reset when they held an older second.
+func (b *breaker) second(sec int64) *breakerSecond {
+	s := &b.seconds[sec&1]
+	if s.sec.Load() != sec {
+		b.mu.Lock()
+		if s.sec.Load() != sec {
+			s.ok.Store(0)
+			s.fail.Store(0)
+			s.sec.Store(sec)
+		}
+		b.mu.Unlock()
+	}
+	return s
+}
+
+// counts returns the successes and failures of the current and the
+// previous second.
+func (b *breaker) counts(sec int64) (ok, fail int64) {
+	for i := range b.seconds {
+		s := &b.seconds[i]
+		if d := sec - s.sec.Load(); d == 0 || d == 1 {
+			ok += s.ok.Load()
+			fail += s.fail.Load()
+		}
+	}
+	return ok, fail
+}
+
+// success records a store call that answered; the probe's closes the
+// breaker.
+func (b *breaker) success(probe bool) {
+	b.second(b.now().Unix()).ok.Add(1)
+	if !probe {
 		return
 	}
 	b.mu.Lock()
-	b.failures.Store(0)
+	b.open.Store(false)
 	b.probing = false
+	for i := range b.seconds { // a fresh start: old failures do not count
+		b.seconds[i].ok.Store(0)
+		b.seconds[i].fail.Store(0)
+	}
 	b.mu.Unlock()
 }
 
-// failure records a store call that failed.
-func (b *breaker) failure() {
+// failure records a store call that failed; it opens the breaker when the
+// failures reach the threshold and the ratio, or when the probe failed.
+func (b *breaker) failure(probe bool) {
+	now := b.now()
+	sec := now.Unix()
+	b.second(sec).fail.Add(1)
+	if !probe {
+		if b.open.Load() {
+			return
+		}
+		ok, fail := b.counts(sec)
+		if fail < breakerThreshold || float64(fail) < breakerRatio*float64(ok+fail) {
+			return
+		}
+	}
 	b.mu.Lock()
-	n := b.failures.Add(1)
-	if n >= breakerThreshold {
-		b.openUntil = b.now().Add(breakerCooldown)
+	if probe || !b.open.Load() {
+		b.open.Store(true)
+		b.openUntil = now.Add(breakerCooldown)
 		b.probing = false
 	}
+	b.mu.Unlock()
+}
+
+// release ends a probe without a verdict: the next request probes.
+func (b *breaker) release(probe bool) {
+	if !probe {
+		return
+	}
+	b.mu.Lock()
+	b.probing = false
 	b.mu.Unlock()
 }
 
@@ -95,7 +167,7 @@ func (b *breaker) state() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
-	case b.failures.Load() < breakerThreshold:
+	case !b.open.Load():
 		return "closed"
 	case b.probing:
 		return "probing"

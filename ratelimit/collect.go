@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"net/http"
+	"unsafe"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -59,4 +60,15 @@ func (h *Handler) zoneDecisionFor(z *Zone, r *http.Request, repl *caddy.Replacer
 		d.ask.Cost = 0 // checked now, charged after the response
 	}
 	return d, nil
+}
+
+// setStoreKeys sets the store key of every decision (see limiter.StoreKey), all
+// in one allocation of n bytes; tag is the digest of the hash tag.
+func (h *Handler) setStoreKeys(ds []zoneDecision, tag []byte, n int) {
+	b := make([]byte, 0, n)
+	for i := range ds {
+		start := len(b)
+		b = limiter.AppendStoreKey(b, h.prefix, ds[i].zone.Name, tag, ds[i].key)
+		ds[i].ask.Key = unsafe.String(&b[start], len(b)-start) // b[start:] is never written again
+	}
 }

@@ -433,3 +433,33 @@ func redisTTL(t *testing.T, key string) time.Duration {
 	defer c.Close()
 	return c.PTTL(context.Background(), key).Val()
 }
+
+// Cleanup releases what Provision took once: a second call (Caddy may
+// clean up a handler whose Provision failed, then again) is harmless.
+func TestCleanupTwice(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		redis bool
+	}{{"memory", false}, {"redis", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &Handler{Zones: []*Zone{{Name: "api", Key: "{client_ip}", Events: 5, Window: caddy.Duration(time.Second), Approximate: caddy.Duration(100 * time.Millisecond)}}}
+			if tc.redis {
+				h.Redis = sharedRedis(t)
+			}
+			states0, loads0 := carriedSize()
+			ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+			defer cancel()
+			if err := h.Provision(ctx); err != nil {
+				t.Fatalf("Provision: %v", err)
+			}
+			for i := range 2 {
+				if err := h.Cleanup(); err != nil {
+					t.Errorf("Cleanup %d: %v", i+1, err)
+				}
+			}
+			if states, loads := carriedSize(); states != states0 || loads != loads0 {
+				t.Errorf("after Cleanup: %d zone states, %d loads held, want %d, %d as before", states, loads, states0, loads0)
+			}
+		})
+	}
+}

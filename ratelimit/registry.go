@@ -1,11 +1,8 @@
 package ratelimit
 
 import (
-	"fmt"
 	"slices"
 	"sync"
-
-	"github.com/caddyserver/caddy/v2"
 )
 
 // The handlers of the running configs, for the admin API: a handler
@@ -64,34 +61,4 @@ func loadedHandlers() []*loadedHandler {
 		return 0
 	})
 	return out
-}
-
-// provisionOps sets up the handler's brake and registers it for the admin
-// API; the last step of Provision.
-func (h *Handler) provisionOps(ctx caddy.Context) error {
-	if err := registerBrakeGauge(ctx.GetMetricsRegistry()); err != nil {
-		return fmt.Errorf("registering metrics: %w", err)
-	}
-	e := &loadedHandler{h: h}
-	switch {
-	case h.inProcess:
-		e.brakeStore, e.brakeID, e.brakeDesc = processBrake, "process", "process (in-process store)"
-	case h.client != nil:
-		e.brakeStore = newRedisBrake(h.client.UniversalClient, h.prefix)
-		e.brakeID = fmt.Sprintf("redis %p %s", h.client.UniversalClient, h.prefix)
-		e.brakeDesc = "redis " + h.Redis.Expand().Describe() + " key " + h.prefix + ":brake"
-	}
-	if e.brakeStore != nil {
-		h.brake = newBrakeCache(ctx, e.brakeStore, h.logger)
-		e.brake = h.brake
-	}
-	register(e)
-	return nil
-}
-
-// cleanupOps undoes provisionOps.
-func (h *Handler) cleanupOps() {
-	unregister(h)
-	h.brake.close()
-	updateBrakeGauge()
 }

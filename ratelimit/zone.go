@@ -129,6 +129,7 @@ type Zone struct {
 	quota     *zoneQuota
 	instances int64              // the handler's instances, for the local fallback
 	approx    *approxTable       // approximate: nil when off or not on Redis
+	refusals  *zoneRefusals      // what the refusal logs summed (see refusallog.go)
 	pos       *cfparse.Positions // where the Caddyfile set each field (nil: JSON)
 }
 
@@ -174,6 +175,7 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances int) erro
 	z.limitStr = strconv.FormatInt(z.Events, 10)
 	z.nameAny = z.Name
 	z.errRefused = fmt.Errorf("rate limit exceeded in zone %q", z.Name)
+	z.refusals = new(zoneRefusals)
 	z.counters = newZoneCounters(z.Name)
 	z.inputs = newInputCounters(z.Name)
 	z.once = appendFields(nil, z.Key)

@@ -24,7 +24,7 @@ const (
 	coalesceMaxBatch    = 128
 	coalesceMaxInFlight = 1
 	coalesceMaxQueue    = 1024
-	coalesceMaxWait     = 100 * time.Millisecond
+	coalesceMaxWait     = time.Second
 )
 
 // coalescer batches the decisions of concurrent requests. A call that

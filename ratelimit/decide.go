@@ -1,0 +1,248 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
+)
+
+// zoneDecision is one zone's part of one request.
+type zoneDecision struct {
+	zone  *Zone
+	key   string      // the expanded key, for logs (log_keys)
+	cost  int64       // units the request takes
+	ask   limiter.Ask // its Limit is the quota applied (plan, placeholders, brake)
+	res   limiter.Result
+	state decisionState
+	// source: where the quota came from
+	source quotaSource
+	// held: the approximate zone's entry counting this request while the
+	// store decides it (see approxTable.begin)
+	held *approxEntry
+	// unsent: the entry's units not known to the store when the request
+	// was sent to it
+	unsent int64
+	// cached: res came from the deny cache, not from the store itself
+	cached bool
+}
+
+type decisionState uint8
+
+const (
+	stateNone        decisionState = iota // not decided (another zone refused first)
+	stateStore                            // res came from the store
+	stateApprox                           // res came from an approximate zone's local counts
+	stateLocal                            // res came from the local fallback
+	stateFailOpen                         // the store failed; no decision
+	stateFailClosed                       // the store failed; refuse with 503
+	stateUnavailable                      // the store failed while charging after the response
+	stateOverloaded                       // the decision could not be sent in time (see overload.go)
+)
+
+func (d *zoneDecision) decided() bool {
+	return d.state == stateStore || d.state == stateLocal || d.state == stateApprox
+}
+
+// refused reports whether the zone refuses the request (dry_run zones never do).
+func (d *zoneDecision) refused() bool { return d.decided() && !d.res.Allowed && !d.zone.DryRun }
+
+// askBuf holds the asks of one store call: pooled, so the usual request
+// (up to 4 zones) builds them without allocating.
+type askBuf [4]limiter.Ask
+
+var askPool = sync.Pool{New: func() any { return new(askBuf) }}
+
+// getAsks returns n asks and the buffer to give to putAsks after the call.
+func getAsks(n int) ([]limiter.Ask, *askBuf) {
+	if n > len(askBuf{}) {
+		return make([]limiter.Ask, n), nil
+	}
+	b := askPool.Get().(*askBuf)
+	return b[:n], b
+}
+
+func putAsks(b *askBuf) {
+	if b != nil {
+		*b = askBuf{} // drop the keys
+		askPool.Put(b)
+	}
+}
+
+// decide asks the store for every zone; when it fails, each zone follows
+// its failure mode. It returns the store's error, if any.
+func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
+	var ibuf [4]int
+	idx := ibuf[:0] // the zones not decided yet
+	for i := range ds {
+		if ds[i].state == stateNone {
+			idx = append(idx, i)
+		}
+	}
+	asks, ab := getAsks(len(idx))
+	for j, i := range idx {
+		asks[j] = ds[i].ask
+	}
+	var sent time.Time
+	if h.deny != nil {
+		sent = time.Now()
+	}
+	results, err := h.callStore(ctx, asks)
+	putAsks(ab)
+	if errors.Is(err, limiter.ErrOverloaded) { // load, not a store failure: no on_error
+		for _, i := range idx {
+			ds[i].state = stateOverloaded
+		}
+		return err
+	}
+	if err == nil {
+		for j, i := range idx {
+			ds[i].res, ds[i].state = results[j], stateStore
+		}
+		if h.deny != nil {
+			h.deny.remember(ds, sent, time.Now())
+		}
+		return nil
+	}
+	var local []int
+	for _, i := range idx {
+		switch ds[i].zone.onError {
+		case failOpen:
+			ds[i].state = stateFailOpen
+		case failClosed:
+			if ds[i].zone.DryRun {
+				ds[i].state = stateFailOpen
+			} else {
+				ds[i].state = stateFailClosed
+			}
+		case failLocal:
+			local = append(local, i)
+		}
+	}
+	h.decideLocal(ctx, ds, local, func(i int) limiter.Ask { return ds[i].ask })
+	return err
+}
+
+// decideLocal decides ds[idx...] with the in-process fallback at
+// events/instances. The asks are built by ask.
+func (h *Handler) decideLocal(ctx context.Context, ds []zoneDecision, idx []int, ask func(int) limiter.Ask) {
+	if len(idx) == 0 {
+		return
+	}
+	asks, ab := getAsks(len(idx))
+	for j, i := range idx {
+		asks[j] = ask(i)
+		asks[j].Limit = ds[i].localLimit()
+	}
+	results, err := h.local.Decide(ctx, asks)
+	putAsks(ab)
+	if err != nil || len(results) != len(asks) { // the memory store does not fail; be safe
+		for _, i := range idx {
+			ds[i].state = stateFailOpen
+		}
+		return
+	}
+	for j, i := range idx {
+		ds[i].res, ds[i].state = results[j], stateLocal
+	}
+}
+
+// rechargeAfterDryRun: the store is all or nothing, so a dry_run zone that
+// would refuse left the other zones uncharged. When no enforcing zone
+// refused, decide again without the dry_run zones that refused, so the
+// request takes its quota as if they were absent.
+func (h *Handler) rechargeAfterDryRun(ctx context.Context, ds []zoneDecision) {
+	dry, enforcing := false, false
+	for i := range ds {
+		d := &ds[i]
+		// Approximate zones decided in process took no part in the call.
+		if (d.state == stateStore || d.state == stateLocal) && !d.res.Allowed {
+			if d.zone.DryRun {
+				dry = true
+			} else {
+				enforcing = true
+			}
+		}
+	}
+	if !dry || enforcing {
+		return
+	}
+	var store, local []int
+	for i := range ds {
+		d := &ds[i]
+		if !d.res.Allowed || d.ask.Cost == 0 {
+			continue
+		}
+		if d.state == stateStore {
+			store = append(store, i)
+		} else if d.state == stateLocal {
+			local = append(local, i)
+		}
+	}
+	h.decideLocal(ctx, ds, local, func(i int) limiter.Ask { return ds[i].ask })
+	if len(store) == 0 {
+		return
+	}
+	asks, ab := getAsks(len(store))
+	for j, i := range store {
+		asks[j] = ds[i].ask
+	}
+	results, err := h.callStore(ctx, asks)
+	putAsks(ab)
+	if err != nil {
+		h.warnStoreFailure(ds, err) // the first decision stands
+		return
+	}
+	for j, i := range store {
+		ds[i].res = results[j]
+	}
+}
+
+// chargeAfter takes the quota of count_status zones whose status counts.
+func (h *Handler) chargeAfter(ctx context.Context, ds []zoneDecision, status int) {
+	var store, local []int
+	for i := range ds {
+		d := &ds[i]
+		if len(d.zone.CountStatus) == 0 || d.cost == 0 || !d.zone.counts(status) {
+			continue
+		}
+		switch d.state {
+		case stateStore:
+			store = append(store, i)
+		case stateLocal:
+			local = append(local, i)
+		case stateApprox:
+			d.zone.approx.charge(d.ask.Key, d.ask.Limit, d.cost)
+		}
+	}
+	if len(store)+len(local) == 0 {
+		return
+	}
+	// The response is written: the client may be gone, the charge is not.
+	ctx = context.WithoutCancel(ctx)
+	charge := func(i int) limiter.Ask { a := ds[i].ask; a.Cost = ds[i].cost; return a }
+	h.decideLocal(ctx, ds, local, charge)
+	if len(store) == 0 {
+		return
+	}
+	asks, ab := getAsks(len(store))
+	for j, i := range store {
+		asks[j] = charge(i)
+	}
+	_, err := h.callStore(ctx, asks)
+	putAsks(ab)
+	if err != nil {
+		var fallback []int
+		for _, i := range store {
+			if ds[i].zone.onError == failLocal {
+				fallback = append(fallback, i)
+			} else {
+				ds[i].state = stateUnavailable
+			}
+		}
+		h.decideLocal(ctx, ds, fallback, charge)
+		h.warnStoreFailure(ds, err)
+	}
+}

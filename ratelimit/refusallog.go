@@ -1,0 +1,124 @@
+package ratelimit
+
+import (
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Refusal logs: a flood of refusals must not flood the logs. Per zone and
+// interval (refusalLogEvery), the first refusal of each key is logged at
+// info with everything that explains it (logRefusal); the others only at
+// debug, and are summed in one info line, `rate limit refusals`, written
+// with the zone's first refusal after the interval (or when the config
+// unloads). The keys seen in an interval are bounded (refusalLogKeys per
+// zone): past that, refusals of new keys are only counted.
+const (
+	refusalLogEvery = 10 * time.Second
+	refusalLogKeys  = 4096
+)
+
+// zoneRefusals are one zone's refusal counts in the current interval.
+type zoneRefusals struct {
+	mu      sync.Mutex
+	start   time.Time           // the interval's start; zero: none yet
+	seen    map[string]struct{} // store keys logged at info in the interval
+	refused int64               // refusals in the interval
+	logged  int64               // of them, logged at info
+	full    bool                // seen reached refusalLogKeys
+}
+
+// refusalSummary is the sum of one ended interval of a zone.
+type refusalSummary struct {
+	start           time.Time
+	refused, logged int64
+	keys            int
+	full            bool
+}
+
+// admit counts a refusal of key at now. It returns the level to log it at
+// (info for the key's first in the interval, debug otherwise) and, when
+// the previous interval ended with refusals logged only at debug, its
+// summary (ok).
+func (r *zoneRefusals) admit(key string, now time.Time) (lvl zapcore.Level, sum refusalSummary, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.start.IsZero() || now.Sub(r.start) >= refusalLogEvery {
+		sum, ok = r.take()
+		r.start = now
+	}
+	r.refused++
+	if _, dup := r.seen[key]; dup || r.full {
+		return zapcore.DebugLevel, sum, ok
+	}
+	if r.seen == nil {
+		r.seen = make(map[string]struct{})
+	}
+	r.seen[key] = struct{}{}
+	r.full = len(r.seen) >= refusalLogKeys
+	r.logged++
+	return zapcore.InfoLevel, sum, ok
+}
+
+// take ends the interval: its summary when some refusals were not logged
+// at info, and fresh counts. r.mu is held.
+func (r *zoneRefusals) take() (refusalSummary, bool) {
+	sum := refusalSummary{start: r.start, refused: r.refused, logged: r.logged, keys: len(r.seen), full: r.full}
+	r.refused, r.logged, r.full = 0, 0, false
+	if len(r.seen) > 64 {
+		r.seen = nil // let a flood's set go
+	} else {
+		clear(r.seen)
+	}
+	return sum, sum.refused > sum.logged
+}
+
+// refusalLevel is the level to log a refusal of d at now; it writes the
+// zone's summary of the previous interval first when one is due.
+func (h *Handler) refusalLevel(d *zoneDecision, now time.Time) zapcore.Level {
+	lvl, sum, ok := d.zone.refusals.admit(d.ask.Key, now)
+	if ok {
+		h.logRefusalSummary(d.zone.Name, sum, now)
+	}
+	return lvl
+}
+
+// logRefusalSummary writes one zone's `rate limit refusals` line: the
+// refusals of the interval from sum.start to end, how many were logged at
+// info (one per key), how many only at debug, and the distinct keys
+// (capped: keys_capped).
+func (h *Handler) logRefusalSummary(zone string, sum refusalSummary, end time.Time) {
+	c := h.logger.Check(zapcore.InfoLevel, "rate limit refusals")
+	if c == nil {
+		return
+	}
+	c.Write(zap.String("zone", zone),
+		zap.Int64("refused", sum.refused),
+		zap.Int64("logged", sum.logged),
+		zap.Int64("suppressed", sum.refused-sum.logged),
+		zap.Int("keys", sum.keys),
+		zap.Bool("keys_capped", sum.full),
+		zap.Duration("interval", end.Sub(sum.start)))
+}
+
+// flushRefusals writes the summary of every zone's current interval (the
+// config unloads).
+func (h *Handler) flushRefusals() {
+	if h.now == nil || h.logger == nil { // never provisioned
+		return
+	}
+	now := h.now()
+	for _, z := range h.Zones {
+		if z.refusals == nil {
+			continue
+		}
+		z.refusals.mu.Lock()
+		sum, ok := z.refusals.take()
+		z.refusals.mu.Unlock()
+		if ok {
+			h.logRefusalSummary(z.Name, sum, now)
+		}
+	}
+}
