@@ -246,3 +246,123 @@ func (h *Handler) chargeAfter(ctx context.Context, ds []zoneDecision, status int
 		h.warnStoreFailure(ds, err)
 	}
 }
+
+// approxTake decides the approximate zones of ds whose keys have fresh
+// local counts (charging them locally when allowed), and reports whether
+// the store must still be asked: some zone is left and none refused.
+func (h *Handler) approxTake(ds []zoneDecision, now time.Time) bool {
+	left, refused := false, false
+	for i := range ds {
+		d := &ds[i]
+		if d.zone.approx == nil {
+			left = true
+			continue
+		}
+		res, ok := d.zone.approx.take(d.ask, now)
+		if !ok {
+			d.held, d.unsent = d.zone.approx.begin(d.ask.Key, d.ask.Limit, d.ask.Cost)
+			left = true
+			continue
+		}
+		d.res, d.state = res, stateApprox
+		refused = refused || !res.Allowed && !d.zone.DryRun
+	}
+	return left && !refused
+}
+
+// decideDenied decides the zones of ds not decided yet (an approximate
+// zone may be) from the deny cache if every one holds a valid refusal at
+// now, and reports whether it did.
+func (h *Handler) decideDenied(ds []zoneDecision, now time.Time) bool {
+	for i := range ds {
+		if ds[i].state != stateNone {
+			continue
+		}
+		res, ok := h.deny.lookup(&ds[i], now)
+		if !ok {
+			for j := range i {
+				if ds[j].state == stateNone {
+					ds[j].res = limiter.Result{}
+				}
+			}
+			return false
+		}
+		ds[i].res = res
+	}
+	for i := range ds {
+		if ds[i].state == stateNone {
+			ds[i].state, ds[i].cached = stateStore, true
+		}
+	}
+	return true
+}
+
+// approxSettle ends a request's part in the approximate zones: the units
+// taken locally go back when the request is refused (all or nothing, as
+// on the store), and an answer of the store refreshes the zone's counts.
+//
+// An answer of the store for a key holding units this process took but
+// had not sent when the request went to the store (syncs fail: the entry
+// went stale) is blind to them: the request passes only if the store had
+// room for them too. When it had not, the request is refused and the units
+// the store charged for it go back to the local count, as an offset (a
+// zone decided exactly in the same call keeps its charge: an error of one
+// request, on the safe side, only while syncs fail).
+func (h *Handler) approxSettle(ds []zoneDecision) {
+	storeRefused := false // the store's call charged nothing
+	for i := range ds {
+		storeRefused = storeRefused || ds[i].state == stateStore && ds[i].refused()
+	}
+	// The store's answers first: they may refuse the request.
+	// (An answer of the deny cache is no news: its clock is local time
+	// added to the store's, not the store's.)
+	var charged [4]bool // by index, for the usual ≤ 4 zones; more: never given back
+	var got time.Time
+	for i := range ds {
+		d := &ds[i]
+		if d.held == nil || d.state != stateStore || d.cached {
+			continue
+		}
+		if got.IsZero() {
+			got = time.Now()
+		}
+		t := d.zone.approx
+		t.learn(d.ask.Key, d.ask.Limit, d.res, got, d.uncharged(storeRefused), d.held, d.ask.Cost)
+		d.held = nil
+		if !d.res.Allowed {
+			continue
+		}
+		if i < len(charged) {
+			charged[i] = !storeRefused && d.ask.Cost > 0
+		}
+		if d.unsent > 0 && d.res.Remaining < d.unsent {
+			d.res.Allowed, d.res.Remaining = false, 0
+			d.res.RetryAfter = max(time.Duration(t.next.Load()-got.UnixNano()), time.Microsecond)
+		}
+	}
+	refused := false
+	for i := range ds {
+		refused = refused || ds[i].refused() || ds[i].state == stateFailClosed
+	}
+	for i := range ds {
+		d := &ds[i]
+		t := d.zone.approx
+		switch {
+		case t == nil:
+		case d.state == stateApprox && refused && d.res.Allowed && d.ask.Cost > 0,
+			i < len(charged) && charged[i] && refused:
+			t.give(d.ask.Key, d.ask.Cost)
+		case d.held != nil: // not decided by the store
+			t.end(d.held, d.ask.Cost)
+		}
+	}
+}
+
+// uncharged is the units of an approximate zone's ask the store's call
+// did not charge though the zone passed: another zone refused.
+func (d *zoneDecision) uncharged(storeRefused bool) int64 {
+	if d.res.Allowed && storeRefused {
+		return d.ask.Cost
+	}
+	return 0
+}

@@ -87,44 +87,22 @@ func (c *denyCache) remember(ds []zoneDecision, sent, got time.Time) {
 	}
 }
 
-// answer decides the zones of ds not decided yet (an approximate zone
-// may be) locally if every one holds a valid refusal at now, and reports
-// whether it did.
-func (c *denyCache) answer(ds []zoneDecision, now time.Time) bool {
-	for i := range ds {
-		if ds[i].state == stateNone && !c.answerOne(&ds[i], now) {
-			for j := range i {
-				if ds[j].state == stateNone {
-					ds[j].res = limiter.Result{}
-				}
-			}
-			return false
-		}
-	}
-	for i := range ds {
-		if ds[i].state == stateNone {
-			ds[i].state, ds[i].cached = stateStore, true
-		}
-	}
-	return true
-}
-
-// answerOne sets d.res from a valid entry, if there is one.
-func (c *denyCache) answerOne(d *zoneDecision, now time.Time) bool {
+// lookup is the refusal the cache holds for d's ask at now, if a valid
+// one (same quota, a cost at least as large, not yet expired).
+func (c *denyCache) lookup(d *zoneDecision, now time.Time) (limiter.Result, bool) {
 	t := c.tables[d.zone]
 	if t == nil || d.zone.DryRun {
-		return false
+		return limiter.Result{}, false
 	}
 	e, ok := t.entries.GetIfPresent(d.ask.Key)
 	if !ok || e.limit != d.ask.Limit || d.ask.Cost < e.cost {
-		return false
+		return limiter.Result{}, false
 	}
 	if !now.Before(e.until) {
 		t.entries.Invalidate(d.ask.Key)
-		return false
+		return limiter.Result{}, false
 	}
-	d.res = e.resultAt(now)
-	return true
+	return e.resultAt(now), true
 }
 
 // resultAt is the refusal as of now: the wait counted from when the

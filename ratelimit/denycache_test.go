@@ -70,7 +70,7 @@ func TestDenyCacheRules(t *testing.T) {
 			c := &denyCache{tables: map[*Zone]*denyTable{z: newDenyTable(), dry: newDenyTable(), other: newDenyTable()}}
 			c.remember(tt.learn, sent, got)
 			ds := append([]zoneDecision(nil), tt.ask...)
-			if answered := c.answer(ds, tt.at); answered != tt.answered {
+			if answered := (&Handler{deny: c}).decideDenied(ds, tt.at); answered != tt.answered {
 				t.Fatalf("answer = %v, want %v", answered, tt.answered)
 			}
 			for i := range ds {

@@ -23,7 +23,8 @@ import (
 //     headers, the leaky bucket's wait and the next handler, charging
 //     count_status zones after its response.
 //
-// Each step writes the request's zoneDecisions; the steps after it read them.
+// Only collect and decide write the request's zoneDecisions (collect.go,
+// decide.go); respond reads them.
 
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
@@ -101,7 +102,7 @@ func (h *Handler) decideAll(ctx context.Context, ds []zoneDecision) error {
 		now = time.Now()
 	}
 	if !h.approx || h.approxTake(ds, now) {
-		if h.deny == nil || !h.deny.answer(ds, now) {
+		if h.deny == nil || !h.decideDenied(ds, now) {
 			storeErr = h.decide(ctx, ds)
 			h.rechargeAfterDryRun(ctx, ds)
 		}

@@ -22,6 +22,11 @@ func timedRedis(t *testing.T) (*redis.Client, string) {
 	}
 	opts.ContextTimeoutEnabled = true
 	c := redis.NewClient(opts)
+	// The script cached first, so that a test's hooks see its decisions'
+	// commands alone, never a NOSCRIPT retry (a new script on this Redis).
+	if err := decideScript.Load(context.Background(), c).Err(); err != nil {
+		t.Fatal(err)
+	}
 	prefix := "edgekit-test-" + testenv.RandomID(6)
 	t.Cleanup(func() {
 		testenv.DeletePrefix(c, prefix)

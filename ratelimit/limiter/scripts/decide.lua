@@ -6,28 +6,25 @@
 -- KEYS: the asks' keys, request after request. A key holds a string
 --       "<algorithm code> <field> ...", or a sorted set for sliding_log.
 -- ARGV[1]: 'd' (decide and, for each request whose asks all pass, charge
---          them) or 'r' (refund asks charged by an earlier 'd' on this
---          slot: Redis Cluster, when another slot refused).
---          Or 'a' (absorb: the local counts of `approximate` zones;
---          each ask is charged its whole cost even past the quota, the
---          state going into debt that later refills repay, and its reply
---          is the state after, as a cost 0 check sees it, remaining
---          below 0 for a debt). token_bucket, sliding_window, fixed_window.
+--          them), 'r' (refund asks charged by an earlier 'd' on this slot:
+--          Redis Cluster, when another slot refused) or 'a' (absorb the
+--          local counts of `approximate` zones: token_bucket,
+--          sliding_window, fixed_window; each ask is charged its whole
+--          cost even past the quota, into a debt that refills repay, and
+--          answered as a cost 0 check sees the state after).
 -- ARGV[2]: 'r' only: the Redis TIME (µs) of the charging call.
 -- ARGV[3...]: per request: n, its number of asks, then per ask: algorithm
 --          code, events, window (ms), burst, cost.
---
--- Reply ('d'): {now_us, then per ask of every request: allowed (0/1),
+-- Reply ('d', 'a'): {now_us, then per ask of every request: allowed (0/1),
 -- remaining, retry_us, reset_us, delay_us}.
 --
--- State strings are read once per call (GET) into a table, decided on
--- there, and written once at the end (SET ... PX: the value and its TTL in
--- one command), however many requests of the call share the key: a batch
--- of coalesced requests costs Redis one read and one write per key. A
--- refusal writes nothing (sliding_log only drops expired entries).
+-- State strings are read once per call (GET) into a table and written once
+-- at the end (SET ... PX), however many requests of the call share the
+-- key: a batch of coalesced requests costs Redis one read and one write
+-- per key. A refusal writes nothing (sliding_log only drops expired
+-- entries).
 
--- Redis < 5 replicates scripts verbatim, which TIME forbids; later
--- versions replicate effects already (and keep this as a no-op).
+-- Redis < 5 replicates scripts verbatim, which TIME forbids (later: a no-op).
 if redis.replicate_commands then
   redis.replicate_commands()
 end
@@ -126,21 +123,13 @@ end
 -- token_bucket ------------------------------------------------------------
 
 local function token_level(tokens, ts, at, capacity, rate)
-  local elapsed = max(at - ts, 0)
-  local level = tokens + elapsed * rate
-  if level > capacity then
-    level = capacity
-  end
-  return level
+  return min(tokens + max(at - ts, 0) * rate, capacity)
 end
 
 -- token_state returns a bucket's capacity, refill rate (per µs) and its
 -- stored tokens at ts (a missing bucket is full now).
 local function token_state(key, code, events, w, burst)
-  local capacity = events
-  if burst > 0 then
-    capacity = burst
-  end
+  local capacity = burst > 0 and burst or events
   local v = load(key, code) -- tokens, ts
   if v then
     return capacity, events / w, v[2], v[3]
@@ -179,10 +168,7 @@ local function token_bucket(key, code, events, w, burst, cost)
 end
 
 local function token_bucket_refund(key, code, events, w, burst, cost)
-  local capacity = events
-  if burst > 0 then
-    capacity = burst
-  end
+  local capacity = burst > 0 and burst or events
   local v = load(key, code)
   if v then
     save(key, code, false, min(v[2] + cost, capacity), v[3])
@@ -237,6 +223,16 @@ local function sliding_at(ok, sw, sc, sp, at, w)
   return sliding_estimate(cur, prev, at - start, w)
 end
 
+-- sliding_reset is when a window holding c now and prev before is empty.
+local function sliding_reset(start, c, prev, w)
+  if c > 0 then
+    return start + 2 * w - now
+  elseif prev > 0 then
+    return start + w - now
+  end
+  return 0
+end
+
 local function sliding_window(key, code, events, w, burst, cost)
   local v = load(key, code) -- window start, current, previous
   local ok = false
@@ -249,23 +245,13 @@ local function sliding_window(key, code, events, w, burst, cost)
   local estimate = sliding_estimate(cur, prev, now - start, w)
   local need = max(cost, 1)
   if estimate + need <= events then
-    local reset = 0
-    if cur + cost > 0 then
-      reset = start + 2 * w - now
-    elseif prev > 0 then
-      reset = start + w - now
-    end
+    local reset = sliding_reset(start, cur + cost, prev, w)
     local write = function()
       save(key, code, start + 2 * w, start, cur + cost, prev)
     end
     return {1, floor(events - estimate - cost), 0, reset, 0}, write
   end
-  local reset = 0
-  if cur > 0 then
-    reset = start + 2 * w - now
-  elseif prev > 0 then
-    reset = start + w - now
-  end
+  local reset = sliding_reset(start, cur, prev, w)
   if need > events then
     return {0, floor(events - estimate), w, reset, 0}
   end
@@ -465,6 +451,11 @@ local force = {token_bucket_force, sliding_window_force, fixed_window_force}
 local mode = ARGV[1]
 local at = tonumber(ARGV[2])
 local reply = {now}
+local function answer(r)
+  for j = 1, 5 do
+    reply[#reply + 1] = r[j]
+  end
+end
 local writes = {}
 local a, k = 3, 1 -- next request's ARGV and KEYS
 while a <= #ARGV do
@@ -486,15 +477,10 @@ while a <= #ARGV do
       if cost > 0 then
         force[code](key, code, events, w, burst, cost)
       end
-      local r = decide[code](key, code, events, w, burst, 0)
-      for j = 1, 5 do
-        reply[#reply + 1] = r[j]
-      end
+      answer(decide[code](key, code, events, w, burst, 0))
     else
       local r, write = decide[code](key, code, events, w, burst, cost)
-      for j = 1, 5 do
-        reply[#reply + 1] = r[j]
-      end
+      answer(r)
       if r[1] == 0 then
         all = false
       elseif cost > 0 then
