@@ -93,26 +93,36 @@ func (c Config) Expand() Config {
 	return out
 }
 
-// Validate checks the (expanded) config without dialling. Its errors never
-// contain the password.
+// Validate checks the (expanded) config without dialling: the rules of
+// checkShape, then the URL. Its errors never contain the password.
 func (c Config) Validate() error {
+	if err := c.checkShape(); err != nil {
+		return err
+	}
+	_, err := c.Options()
+	return err
+}
+
+// checkShape is every rule on the fields that holds before placeholders
+// are expanded: the Caddyfile parser applies it with the line of the
+// block, Validate again on the expanded config.
+func (c Config) checkShape() error {
 	if c.URL == "" && len(c.Addresses) == 0 {
-		return errors.New("redis: a url or at least one address is required")
+		return errors.New("redis: a url or at least one address is required (the redis block needs 'url' or 'addresses')")
 	}
 	if c.URL != "" && len(c.Addresses) > 0 {
 		return errors.New("redis: set either url or addresses, not both")
 	}
 	if c.DB < 0 {
-		return fmt.Errorf("redis: invalid db %d", c.DB)
+		return fmt.Errorf("redis: invalid db '%d': must be a non-negative integer", c.DB)
 	}
 	if c.PoolSize < 0 {
-		return fmt.Errorf("redis: invalid pool_size %d", c.PoolSize)
+		return fmt.Errorf("redis: invalid pool_size '%d': must be a non-negative integer", c.PoolSize)
 	}
 	if c.DB != 0 && c.isCluster() {
 		return errors.New("redis: db must be 0 with Redis Cluster")
 	}
-	_, err := c.Options()
-	return err
+	return nil
 }
 
 func (c Config) isCluster() bool {
@@ -347,9 +357,9 @@ func (c *Config) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.NextArg() {
 				return d.ArgErr()
 			}
-			n, err := strconv.Atoi(d.Val())
-			if err != nil || n < 0 {
-				return d.Errf("invalid %s '%s': must be a non-negative integer", name, d.Val())
+			n, err := cfparse.Int(d, name, d.Val())
+			if err != nil {
+				return err
 			}
 			if d.NextArg() {
 				return d.ArgErr()
@@ -382,10 +392,7 @@ func (c *Config) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return d.Errf("unrecognized redis subdirective '%s'", name)
 		}
 	}
-	if c.URL == "" && len(c.Addresses) == 0 {
-		return d.Err("redis block needs 'url' or 'addresses'")
-	}
-	return nil
+	return cfparse.At(d, c.checkShape())
 }
 
 // pool shares clients across handlers and config reloads: a new config that
