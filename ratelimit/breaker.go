@@ -3,9 +3,15 @@ package ratelimit
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // failureMode is what a zone does when the store fails.
@@ -195,4 +201,28 @@ func (l *warnLimiter) allow(now time.Time) (int64, bool) {
 		return 0, false
 	}
 	return l.suppressed.Swap(0), true
+}
+
+// warnStoreFailure logs a store failure, at most once per warnEvery: an
+// outage must not flood the logs.
+func (h *Handler) warnStoreFailure(ds []zoneDecision, err error) {
+	if errors.Is(err, limiter.ErrOverloaded) { // load, not the store (a charge after the response)
+		h.warnOverloaded(ds, "rate limit queue overloaded; a charge after the response was not sent")
+		return
+	}
+	suppressed, ok := h.warn.allow(h.now())
+	if !ok {
+		return
+	}
+	c := h.logger.Check(zapcore.WarnLevel, "rate limit store failed; on_error applies")
+	if c == nil {
+		return
+	}
+	zones := make([]string, 0, len(ds))
+	for i := range ds {
+		zones = append(zones, ds[i].zone.Name)
+	}
+	c.Write(zap.String("zones", strings.Join(zones, ",")), zap.Error(err),
+		zap.String("breaker", h.breaker.state()),
+		zap.Int64("suppressed", suppressed))
 }

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -366,4 +367,49 @@ func (d *zoneDecision) uncharged(storeRefused bool) int64 {
 		return d.ask.Cost
 	}
 	return 0
+}
+
+// callStore makes one decision on the store under the timeout and the
+// circuit breaker, and records its latency and failure.
+func (h *Handler) callStore(parent context.Context, asks []limiter.Ask) ([]limiter.Result, error) {
+	if h.inProcess { // no I/O: nothing to time out, to break or to time
+		results, err := h.store.Decide(parent, asks)
+		if err != nil {
+			return nil, fmt.Errorf("rate limit store: %w", err)
+		}
+		return results, nil
+	}
+	ok, probe := h.breaker.allow()
+	if !ok {
+		return nil, errBreakerOpen
+	}
+	start := time.Now()
+	var results []limiter.Result
+	var err error
+	switch s := h.store.(type) {
+	case limiter.TimeoutStore: // the timeout from the send: no context to allocate
+		results, err = s.DecideWithin(parent, h.timeout, asks)
+	default:
+		ctx, cancel := context.WithTimeout(parent, h.timeout)
+		defer cancel()
+		results, err = h.store.Decide(ctx, asks)
+	}
+	metrics.storeDuration.Observe(time.Since(start).Seconds())
+	if err == nil && len(results) != len(asks) {
+		err = fmt.Errorf("store returned %d results for %d zones", len(results), len(asks))
+	}
+	if err != nil {
+		// A client that went away is not a store failure, nor an Ask
+		// the store refused to decide, nor a decision this process was
+		// too loaded to send.
+		if parent.Err() == nil && !errors.Is(err, limiter.ErrInvalidAsk) && !errors.Is(err, limiter.ErrOverloaded) {
+			metrics.storeErrors.Inc()
+			h.breaker.failure(probe)
+		} else {
+			h.breaker.release(probe) // no verdict on the store
+		}
+		return nil, fmt.Errorf("rate limit store: %w", err)
+	}
+	h.breaker.success(probe)
+	return results, nil
 }

@@ -3,17 +3,12 @@
 package ratelimit
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/internal/errroute"
@@ -150,112 +145,6 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 		ID:  "http.handlers.ratelimit",
 		New: func() caddy.Module { return new(Handler) },
 	}
-}
-
-// callStore makes one decision on the store under the timeout and the
-// circuit breaker, and records its latency and failure.
-func (h *Handler) callStore(parent context.Context, asks []limiter.Ask) ([]limiter.Result, error) {
-	if h.inProcess { // no I/O: nothing to time out, to break or to time
-		results, err := h.store.Decide(parent, asks)
-		if err != nil {
-			return nil, fmt.Errorf("rate limit store: %w", err)
-		}
-		return results, nil
-	}
-	ok, probe := h.breaker.allow()
-	if !ok {
-		return nil, errBreakerOpen
-	}
-	start := time.Now()
-	var results []limiter.Result
-	var err error
-	switch s := h.store.(type) {
-	case limiter.TimeoutStore: // the timeout from the send: no context to allocate
-		results, err = s.DecideWithin(parent, h.timeout, asks)
-	default:
-		ctx, cancel := context.WithTimeout(parent, h.timeout)
-		defer cancel()
-		results, err = h.store.Decide(ctx, asks)
-	}
-	metrics.storeDuration.Observe(time.Since(start).Seconds())
-	if err == nil && len(results) != len(asks) {
-		err = fmt.Errorf("store returned %d results for %d zones", len(results), len(asks))
-	}
-	if err != nil {
-		// A client that went away is not a store failure, nor an Ask
-		// the store refused to decide, nor a decision this process was
-		// too loaded to send.
-		if parent.Err() == nil && !errors.Is(err, limiter.ErrInvalidAsk) && !errors.Is(err, limiter.ErrOverloaded) {
-			metrics.storeErrors.Inc()
-			h.breaker.failure(probe)
-		} else {
-			h.breaker.release(probe) // no verdict on the store
-		}
-		return nil, fmt.Errorf("rate limit store: %w", err)
-	}
-	h.breaker.success(probe)
-	return results, nil
-}
-
-// logRefusal logs a refusal with what explains it: the zone, the outcome,
-// what is left and the rule applied (the quota after plans, placeholders
-// and brake, and where it came from); at info for the key's first in the
-// zone's interval, else at debug and summed (see refusallog.go).
-func (h *Handler) logRefusal(msg string, d *zoneDecision) {
-	c := h.logger.Check(h.refusalLevel(d, h.now()), msg)
-	if c == nil {
-		return
-	}
-	o := outcomeRefused
-	if d.zone.DryRun {
-		o = outcomeDryRunRefused
-	}
-	l := d.ask.Limit
-	fields := make([]zap.Field, 0, 11)
-	fields = append(fields,
-		zap.String("zone", d.zone.Name),
-		zap.String("outcome", outcomeNames[o]),
-		zap.Int64("remaining", d.res.Remaining),
-		zap.Duration("retry_after", d.res.RetryAfter),
-		zap.String("algorithm", l.Algorithm),
-		zap.Int64("events", l.Events),
-		zap.Duration("window", l.Window),
-		zap.String("quota", d.source.String()),
-	)
-	if l.Burst > 0 {
-		fields = append(fields, zap.Int64("burst", l.Burst))
-	}
-	if f := h.brake.factor(); f < 1 {
-		fields = append(fields, zap.Float64("brake", f))
-	}
-	if h.LogKeys {
-		fields = append(fields, zap.String("key", d.key))
-	}
-	c.Write(fields...)
-}
-
-// warnStoreFailure logs a store failure, at most once per warnEvery: an
-// outage must not flood the logs.
-func (h *Handler) warnStoreFailure(ds []zoneDecision, err error) {
-	if errors.Is(err, limiter.ErrOverloaded) { // load, not the store (a charge after the response)
-		h.warnOverloaded(ds, "rate limit queue overloaded; a charge after the response was not sent")
-		return
-	}
-	suppressed, ok := h.warn.allow(h.now())
-	if !ok {
-		return
-	}
-	c := h.logger.Check(zapcore.WarnLevel, "rate limit store failed; on_error applies")
-	if c == nil {
-		return
-	}
-	zones := make([]string, 0, len(ds))
-	for i := range ds {
-		zones = append(zones, ds[i].zone.Name)
-	}
-	c.Write(zap.String("zones", strings.Join(zones, ",")), zap.Error(err),
-		zap.String("breaker", h.breaker.state()),
-		zap.Int64("suppressed", suppressed))
 }
 
 // Interface guards.

@@ -122,3 +122,40 @@ func (h *Handler) flushRefusals() {
 		}
 	}
 }
+
+// logRefusal logs a refusal with what explains it: the zone, the outcome,
+// what is left and the rule applied (the quota after plans, placeholders
+// and brake, and where it came from); at info for the key's first in the
+// zone's interval, else at debug and summed (see refusallog.go).
+func (h *Handler) logRefusal(msg string, d *zoneDecision) {
+	c := h.logger.Check(h.refusalLevel(d, h.now()), msg)
+	if c == nil {
+		return
+	}
+	o := outcomeRefused
+	if d.zone.DryRun {
+		o = outcomeDryRunRefused
+	}
+	l := d.ask.Limit
+	fields := make([]zap.Field, 0, 11)
+	fields = append(fields,
+		zap.String("zone", d.zone.Name),
+		zap.String("outcome", outcomeNames[o]),
+		zap.Int64("remaining", d.res.Remaining),
+		zap.Duration("retry_after", d.res.RetryAfter),
+		zap.String("algorithm", l.Algorithm),
+		zap.Int64("events", l.Events),
+		zap.Duration("window", l.Window),
+		zap.String("quota", d.source.String()),
+	)
+	if l.Burst > 0 {
+		fields = append(fields, zap.Int64("burst", l.Burst))
+	}
+	if f := h.brake.factor(); f < 1 {
+		fields = append(fields, zap.Float64("brake", f))
+	}
+	if h.LogKeys {
+		fields = append(fields, zap.String("key", d.key))
+	}
+	c.Write(fields...)
+}
