@@ -58,13 +58,13 @@ func (s *MemoryStore) dropExpiredOldest(now int64) {
 }
 
 // victim is the key a full store drops: of the memoryEvictScan least
-// recently used not taking part in the decision under way, the first whose state equals a fresh one (nothing is lost
-// by dropping it), else the one that has used the least share of its
-// quota, the oldest of equals. A refused key thus outlives every key with
-// something left among those weighed: a client picking many key values
-// cannot reset another key by flooding the store with barely used keys;
-// it must first use up as much of the quota of the keys weighed beside it
-// (see the README's hostile-input section).
+// recently used not taking part in the decision under way, the first
+// whose state equals a fresh one (nothing is lost by dropping it), else
+// the one that has used the least share of its quota, the oldest of
+// equals. A refused key thus outlives every key with something left among
+// those weighed: a client picking many key values cannot reset another
+// key by flooding the store with barely used keys; it must first use up
+// as much of the quota of the keys weighed beside it.
 func (s *MemoryStore) victim(now int64) *memoryEntry {
 	var best *memoryEntry
 	bestUsed := 2.0
