@@ -241,10 +241,28 @@ http://localhost:%[2]d {
 				if out.Clicks != nil {
 					got = fmt.Sprint(*out.Clicks)
 				}
-				t.Errorf("link %s: clicks %s, want %d redirects", code, got, want)
+				t.Errorf("link %s: clicks %s, want %d redirects; %s", code, got, want, clickMetrics(client, admin))
 				break
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
+}
+
+// clickMetrics returns the click pipeline's counters from the admin
+// endpoint's metrics, to tell a click dropped (and why) from one lost.
+func clickMetrics(client *http.Client, admin int) string {
+	res, err := client.Get(fmt.Sprintf("http://localhost:%d/metrics", admin))
+	if err != nil {
+		return "metrics: " + err.Error()
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	var lines []string
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "caddy_shortener_clicks_") {
+			lines = append(lines, l)
+		}
+	}
+	return "metrics: " + strings.Join(lines, "; ")
 }
