@@ -31,6 +31,14 @@ type linkRequest struct {
 	Code      string `json:"code,omitempty"`
 	Codes     string `json:"codes,omitempty"`
 	ExpiresAt string `json:"expires_at,omitempty"`
+	// Title is a name for people: at most 200 characters, on one line
+	// (no control characters, no bidi controls).
+	Title string `json:"title,omitempty"`
+	// Tags: at most 20, each 1 to 50 of A-Z a-z 0-9 _ . : -, each once
+	// (case-sensitive).
+	Tags []string `json:"tags,omitempty"`
+	// Notes: at most 2,000 characters; line breaks and tabs allowed.
+	Notes string `json:"notes,omitempty"`
 }
 
 // linkResponse is a link as the API shows it.
@@ -41,6 +49,10 @@ type linkResponse struct {
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	// Title, Tags and Notes are null when the link has none.
+	Title *string  `json:"title"`
+	Tags  []string `json:"tags"`
+	Notes *string  `json:"notes"`
 	// Clicks is the link's all-time click total, in GET answers only;
 	// absent when click counting is off or its counters cannot be read.
 	Clicks *int64 `json:"clicks,omitempty"`
@@ -169,6 +181,13 @@ func (h *Handler) response(r *http.Request, l Link) linkResponse {
 		t := l.RevokedAt.UTC()
 		out.RevokedAt = &t
 	}
+	if l.Title != "" {
+		out.Title = &l.Title
+	}
+	if l.Notes != "" {
+		out.Notes = &l.Notes
+	}
+	out.Tags = tagsOrNil(l.Tags)
 	return out
 }
 
@@ -196,41 +215,13 @@ func (h *Handler) createErr(err error) error {
 
 // apiCreate answers POST <api>/links.
 func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	req, err := readLinkRequest(w, r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return apiErr(http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxBody)
-		}
-		return apiErr(http.StatusBadRequest, "reading body: %v", err)
+		return err
 	}
-	var req linkRequest
-	if err := strictjson.Decode(body, &req); err != nil {
-		return apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
-	}
-	long, err := h.policy.check(req.LongURL, h.selfHosts(r)...)
+	l, mode, err := h.newLink(r, req)
 	if err != nil {
-		return apiErr(http.StatusBadRequest, "%v", err)
-	}
-	now := h.now()
-	l := Link{LongURL: long, CreatedAt: now.UTC().Truncate(time.Microsecond)}
-	if req.ExpiresAt != "" {
-		t, err := time.Parse(time.RFC3339, req.ExpiresAt)
-		if err != nil {
-			return apiErr(http.StatusBadRequest, "expires_at must be an RFC 3339 time")
-		}
-		if !t.After(now) {
-			return apiErr(http.StatusBadRequest, "expires_at is in the past")
-		}
-		l.ExpiresAt = t.UTC()
-	}
-	mode := h.Codes
-	switch req.Codes {
-	case "":
-	case "random", "sequential":
-		mode = req.Codes
-	default:
-		return apiErr(http.StatusBadRequest, "codes must be random or sequential")
+		return err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
@@ -265,6 +256,60 @@ func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusCreated, h.response(r, l))
 	return nil
+}
+
+// readLinkRequest reads and decodes the body of POST <api>/links.
+func readLinkRequest(w http.ResponseWriter, r *http.Request) (linkRequest, error) {
+	var req linkRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return req, apiErr(http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxBody)
+		}
+		return req, apiErr(http.StatusBadRequest, "reading body: %v", err)
+	}
+	if err := strictjson.Decode(body, &req); err != nil {
+		return req, apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
+	}
+	if field := invalidUTF8Field(body); field != "" {
+		return req, apiErr(http.StatusBadRequest, "%s is not valid UTF-8", field)
+	}
+	return req, nil
+}
+
+// newLink judges a create request: the link to store (without its code)
+// and the code mode, or a 400.
+func (h *Handler) newLink(r *http.Request, req linkRequest) (Link, string, error) {
+	long, err := h.policy.check(req.LongURL, h.selfHosts(r)...)
+	if err != nil {
+		return Link{}, "", apiErr(http.StatusBadRequest, "%v", err)
+	}
+	if err := checkMetadata(req.Title, req.Tags, req.Notes); err != nil {
+		return Link{}, "", apiErr(http.StatusBadRequest, "%v", err)
+	}
+	now := h.now()
+	l := Link{LongURL: long, CreatedAt: now.UTC().Truncate(time.Microsecond),
+		Title: req.Title, Tags: tagsOrNil(req.Tags), Notes: req.Notes}
+	if req.ExpiresAt != "" {
+		t, err := time.Parse(time.RFC3339, req.ExpiresAt)
+		if err != nil {
+			return Link{}, "", apiErr(http.StatusBadRequest, "expires_at must be an RFC 3339 time")
+		}
+		if !t.After(now) {
+			return Link{}, "", apiErr(http.StatusBadRequest, "expires_at is in the past")
+		}
+		l.ExpiresAt = t.UTC()
+	}
+	mode := h.Codes
+	switch req.Codes {
+	case "":
+	case "random", "sequential":
+		mode = req.Codes
+	default:
+		return Link{}, "", apiErr(http.StatusBadRequest, "codes must be random or sequential")
+	}
+	return l, mode, nil
 }
 
 // createRandom draws codes until one is free: maxCodeAttempts per length,

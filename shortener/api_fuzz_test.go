@@ -1,15 +1,22 @@
 package shortener
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/edgekit/caddy-edgekit/internal/strictjson"
 )
 
 // FuzzAPICreate sends any body to POST /api/links: no panic, only the
 // documented statuses, every answer JSON, and a link answered 201 is valid,
-// stored, and redirects to exactly its URL with no header injection.
+// stored, and redirects to exactly its URL with no header injection; its
+// title, tags and notes are within bounds and stored and answered as sent.
+// A body refused with 400 stores nothing, and when it is a valid object of
+// the request's fields, the error names one of them.
 func FuzzAPICreate(f *testing.F) {
 	for _, seed := range []string{
 		`{"long_url":"https://example.com/a?b=c#d"}`,
@@ -23,12 +30,21 @@ func FuzzAPICreate(f *testing.F) {
 		`{"long_url":"https://example.com/\r\nX: y"}`,
 		`{"long_url":1}`, `[]`, `null`, `{`, ``, `{"extra":1}`,
 		`{"long_url":"https://example.com/"}{"long_url":"https://evil.com/"}`,
+		`{"long_url":"https://example.com/","title":"Sale «QR» 日本","tags":["print","q2:2026"],"notes":"a\nb"}`,
+		`{"long_url":"https://example.com/","title":"a\u202eb"}`,
+		`{"long_url":"https://example.com/","title":"a\nb"}`,
+		`{"long_url":"https://example.com/","tags":["x","x"]}`,
+		`{"long_url":"https://example.com/","tags":["a b",""]}`,
+		`{"long_url":"https://example.com/","tags":[]}`,
+		`{"long_url":"https://example.com/","notes":"\u0000"}`,
+		"{\"long_url\":\"https://example.com/\",\"title\":\"\xff\"}",
 	} {
 		f.Add(seed)
 	}
 	s := newMemStore()
 	h := newHandler(f, s, func(h *Handler) { h.DenyHosts = []string{"evil.com"} })
 	f.Fuzz(func(t *testing.T, body string) {
+		before := s.len()
 		w := serve(t, h, "POST", "/api/links", body, auth()...)
 		switch w.Code {
 		case http.StatusCreated, http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge:
@@ -39,12 +55,14 @@ func FuzzAPICreate(f *testing.F) {
 			t.Fatalf("body %q: answer %q is not JSON", body, w.Body)
 		}
 		if w.Code != http.StatusCreated {
+			checkRefused(t, s, before, body, w.Code, w.Body.Bytes())
 			return
 		}
 		var out linkResponse
 		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
 			t.Fatal(err)
 		}
+		checkMetadataStored(t, s, body, out)
 		if _, err := h.policy.check(out.LongURL, "sho.rt"); err != nil {
 			t.Fatalf("created a link to a refused URL %q: %v", out.LongURL, err)
 		}
@@ -59,4 +77,53 @@ func FuzzAPICreate(f *testing.F) {
 			t.Fatalf("created a link with whitespace: %q", out.LongURL)
 		}
 	})
+}
+
+// checkRefused: a refused create stored nothing, and a 400 for a valid
+// object of the request's fields names one of them.
+func checkRefused(t *testing.T, s *memStore, before int, body string, status int, answer []byte) {
+	t.Helper()
+	if n := s.len(); n != before {
+		t.Fatalf("body %q refused with %d, but the store went from %d to %d links", body, status, before, n)
+	}
+	var req linkRequest
+	if status != http.StatusBadRequest || strictjson.Decode([]byte(body), &req) != nil {
+		return
+	}
+	var e map[string]string
+	_ = json.Unmarshal(answer, &e)
+	msg := strings.ToLower(e["error"])
+	for _, field := range []string{"long_url", "code", "expires_at", "title", "tags", "notes"} {
+		if strings.Contains(msg, field) {
+			return
+		}
+	}
+	t.Fatalf("body %q: 400 %q names no field", body, e["error"])
+}
+
+// checkMetadataStored: a created link's title, tags and notes are within
+// bounds, and the answer and the store hold them as the request sent them.
+func checkMetadataStored(t *testing.T, s *memStore, body string, out linkResponse) {
+	t.Helper()
+	var req linkRequest
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatalf("body %q was accepted but does not decode: %v", body, err)
+	}
+	var title, notes string
+	if out.Title != nil {
+		title = *out.Title
+	}
+	if out.Notes != nil {
+		notes = *out.Notes
+	}
+	if title != req.Title || !slices.Equal(out.Tags, tagsOrNil(req.Tags)) || notes != req.Notes {
+		t.Fatalf("body %q: answered title %q tags %q notes %q", body, title, out.Tags, notes)
+	}
+	l, err := s.Get(context.Background(), out.Code)
+	if err != nil || l.Title != req.Title || !slices.Equal(l.Tags, tagsOrNil(req.Tags)) || l.Notes != req.Notes {
+		t.Fatalf("body %q: stored %+v, %v", body, l, err)
+	}
+	if err := checkMetadata(l.Title, l.Tags, l.Notes); err != nil {
+		t.Fatalf("body %q: stored metadata out of bounds: %v", body, err)
+	}
 }

@@ -35,12 +35,16 @@ var (
 const embeddedOpenTimeout = 2 * time.Second
 
 // embeddedRecord is a link as stored; times are Unix microseconds (as
-// precise as PostgreSQL), 0 for none.
+// precise as PostgreSQL), 0 for none. Metadata is omitted when empty, so
+// records written before it existed decode as links without any.
 type embeddedRecord struct {
-	LongURL   string `json:"u"`
-	CreatedAt int64  `json:"c"`
-	ExpiresAt int64  `json:"e,omitempty"`
-	RevokedAt int64  `json:"r,omitempty"`
+	LongURL   string   `json:"u"`
+	CreatedAt int64    `json:"c"`
+	ExpiresAt int64    `json:"e,omitempty"`
+	RevokedAt int64    `json:"r,omitempty"`
+	Title     string   `json:"t,omitempty"`
+	Tags      []string `json:"g,omitempty"`
+	Notes     string   `json:"n,omitempty"`
 }
 
 // OpenEmbedded opens the store file at path, creating it (mode 0600) and its
@@ -106,6 +110,9 @@ func (s *EmbeddedStore) Get(ctx context.Context, code string) (Link, error) {
 		CreatedAt: fromMicros(rec.CreatedAt),
 		ExpiresAt: fromMicros(rec.ExpiresAt),
 		RevokedAt: fromMicros(rec.RevokedAt),
+		Title:     rec.Title,
+		Tags:      tagsOrNil(rec.Tags),
+		Notes:     rec.Notes,
 	}, nil
 }
 
@@ -125,6 +132,9 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 		CreatedAt: toMicros(l.CreatedAt),
 		ExpiresAt: toMicros(l.ExpiresAt),
 		RevokedAt: toMicros(l.RevokedAt),
+		Title:     l.Title,
+		Tags:      l.Tags,
+		Notes:     l.Notes,
 	})
 	if err != nil {
 		return fmt.Errorf("creating link: %w", err)
@@ -325,6 +335,9 @@ func checkNewLink(l Link) error {
 	}
 	if l.LongURL == "" {
 		return errors.New("creating link: empty long URL")
+	}
+	if err := checkMetadata(l.Title, l.Tags, l.Notes); err != nil {
+		return fmt.Errorf("creating link: %w", err)
 	}
 	return nil
 }

@@ -35,8 +35,8 @@ func (s *PostgresStore) Get(ctx context.Context, code string) (Link, error) {
 	l := Link{Code: code}
 	var expires, revoked *time.Time
 	err := s.pool.QueryRow(ctx,
-		`SELECT long_url, created_at, expires_at, revoked_at FROM shortener_links WHERE code = $1`,
-		code).Scan(&l.LongURL, &l.CreatedAt, &expires, &revoked)
+		`SELECT long_url, created_at, expires_at, revoked_at, title, tags, notes FROM shortener_links WHERE code = $1`,
+		code).Scan(&l.LongURL, &l.CreatedAt, &expires, &revoked, &l.Title, &l.Tags, &l.Notes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Link{}, ErrNotFound
 	}
@@ -50,6 +50,7 @@ func (s *PostgresStore) Get(ctx context.Context, code string) (Link, error) {
 	if revoked != nil {
 		l.RevokedAt = revoked.UTC()
 	}
+	l.Tags = tagsOrNil(l.Tags)
 	return l, nil
 }
 
@@ -63,11 +64,15 @@ func (s *PostgresStore) Create(ctx context.Context, l Link) error {
 	if l.CreatedAt.IsZero() {
 		l.CreatedAt = time.Now()
 	}
+	tags := l.Tags
+	if tags == nil {
+		tags = []string{} // NOT NULL: no tags is the empty array
+	}
 	tag, err := s.pool.Exec(ctx,
-		`INSERT INTO shortener_links (code, long_url, created_at, expires_at, revoked_at)
-		 VALUES ($1, $2, $3, $4, $5)
+		`INSERT INTO shortener_links (code, long_url, created_at, expires_at, revoked_at, title, tags, notes)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		 ON CONFLICT (code) DO NOTHING`,
-		l.Code, l.LongURL, l.CreatedAt, nullTime(l.ExpiresAt), nullTime(l.RevokedAt))
+		l.Code, l.LongURL, l.CreatedAt, nullTime(l.ExpiresAt), nullTime(l.RevokedAt), l.Title, tags, l.Notes)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation

@@ -21,6 +21,12 @@ type Link struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time // zero: never
 	RevokedAt time.Time // zero: live
+	// Title, Tags and Notes describe the link for people; redirects never
+	// read them. Empty when not given; Tags is nil, not empty, then.
+	// Bounds: checkMetadata.
+	Title string
+	Tags  []string
+	Notes string
 }
 
 // Gone reports whether the link answers 410 at now (revoked or expired).

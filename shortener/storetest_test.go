@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -271,6 +273,11 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	t.Run("Metadata", func(t *testing.T) {
+		s, ctx := open(t), ctxFor(t)
+		testMetadataRoundTrip(t, ctx, s, base)
+	})
+
 	t.Run("ListsCodes", func(t *testing.T) {
 		s, ctx := open(t), ctxFor(t)
 		testCodeLister(t, ctx, s, base)
@@ -361,12 +368,69 @@ func testCodeLister(t *testing.T, ctx context.Context, s Store, base time.Time) 
 func assertLink(t *testing.T, got, want Link) {
 	t.Helper()
 	if got.Code != want.Code || got.LongURL != want.LongURL ||
-		!got.CreatedAt.Equal(want.CreatedAt) || !got.ExpiresAt.Equal(want.ExpiresAt) || !got.RevokedAt.Equal(want.RevokedAt) {
+		!got.CreatedAt.Equal(want.CreatedAt) || !got.ExpiresAt.Equal(want.ExpiresAt) || !got.RevokedAt.Equal(want.RevokedAt) ||
+		got.Title != want.Title || !slices.Equal(got.Tags, want.Tags) || got.Notes != want.Notes {
 		t.Errorf("Get(%q) = %+v, want %+v", want.Code, got, want)
 	}
 	for name, tm := range map[string]time.Time{"CreatedAt": got.CreatedAt, "ExpiresAt": got.ExpiresAt, "RevokedAt": got.RevokedAt} {
 		if !tm.IsZero() && tm.Location() != time.UTC {
 			t.Errorf("Get(%q).%s is in %v, want UTC", want.Code, name, tm.Location())
 		}
+	}
+}
+
+// testMetadataRoundTrip checks on an empty store that title, tags and notes
+// come back as stored (at their bounds, in any script), that no tags read
+// back as nil, and that metadata out of bounds is refused with nothing
+// stored.
+func testMetadataRoundTrip(t *testing.T, ctx context.Context, s Store, base time.Time) {
+	t.Helper()
+	tags20 := make([]string, maxTags)
+	for i := range tags20 {
+		tags20[i] = fmt.Sprintf("t%02d-", i) + strings.Repeat("x", maxTagLen-4)
+	}
+	links := []Link{
+		{Code: "meta-full", LongURL: "https://example.com/m", CreatedAt: base,
+			Title: "Spring sale — flyer «QR» 日本語 👍🏽", Tags: []string{"print", "Q2:2026", "a.b_c-d", "Print"},
+			Notes: "line one\nline two\r\n\ttabbed, ünïcode"},
+		{Code: "meta-bounds", LongURL: "https://example.com/b", CreatedAt: base,
+			Title: strings.Repeat("é", maxTitle), Tags: tags20, Notes: strings.Repeat("日", maxNotes)},
+		{Code: "meta-title", LongURL: "https://example.com/t", CreatedAt: base, Title: "only a title"},
+		{Code: "meta-none", LongURL: "https://example.com/n", CreatedAt: base},
+	}
+	for _, l := range links {
+		if err := s.Create(ctx, l); err != nil {
+			t.Fatalf("Create(%q): %v", l.Code, err)
+		}
+	}
+	for _, want := range links {
+		got, err := s.Get(ctx, want.Code)
+		if err != nil {
+			t.Fatalf("Get(%q): %v", want.Code, err)
+		}
+		assertLink(t, got, want)
+		if want.Tags == nil && got.Tags != nil {
+			t.Errorf("Get(%q).Tags = %#v, want nil", want.Code, got.Tags)
+		}
+	}
+	if err := s.Create(ctx, Link{Code: "meta-empty", LongURL: "https://example.com/e", Tags: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(ctx, "meta-empty"); err != nil || got.Tags != nil {
+		t.Errorf("Get(meta-empty) = %#v, %v: want Tags nil after storing an empty list", got.Tags, err)
+	}
+	for name, l := range map[string]Link{
+		"title":     {Title: strings.Repeat("é", maxTitle+1)},
+		"tag count": {Tags: append(slices.Clone(tags20), "one-more")},
+		"tag chars": {Tags: []string{"no space"}},
+		"notes":     {Notes: strings.Repeat("日", maxNotes+1)},
+	} {
+		l.Code, l.LongURL = "meta-refused", "https://example.com/r"
+		if err := s.Create(ctx, l); err == nil || errors.Is(err, ErrCodeTaken) {
+			t.Errorf("Create with bad %s = %v, want an error", name, err)
+		}
+	}
+	if _, err := s.Get(ctx, "meta-refused"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(meta-refused) = %v, want ErrNotFound", err)
 	}
 }
