@@ -88,16 +88,16 @@ func TestAttackAPIKeys(t *testing.T) {
 		t.Errorf("no log of the store failure: the check above saw nothing")
 	}
 
-	// The comparison in the source.
+	// The comparison in the source (apiauth.go decides who may call the API).
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "api.go", nil, 0)
+	f, err := parser.ParseFile(fset, "apiauth.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var constantTime, plainCompare bool
 	ast.Inspect(f, func(n ast.Node) bool {
 		fn, ok := n.(*ast.FuncDecl)
-		if !ok || fn.Name.Name != "authorized" {
+		if !ok || fn.Name.Name != "keyScope" {
 			return true
 		}
 		ast.Inspect(fn.Body, func(n ast.Node) bool {
@@ -129,7 +129,7 @@ func TestAttackAPIKeys(t *testing.T) {
 		return false
 	})
 	if !constantTime || plainCompare {
-		t.Errorf("authorized in api.go: subtle.ConstantTimeCompare %v, bytes.Equal or == on apiKeys %v; want keys compared in constant time only",
+		t.Errorf("keyScope in apiauth.go: subtle.ConstantTimeCompare %v, bytes.Equal or == on apiKeys %v; want keys compared in constant time only",
 			constantTime, plainCompare)
 	}
 }

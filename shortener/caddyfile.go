@@ -47,6 +47,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    deny_private  on|off
 //	    api           <path>
 //	    api_key       <key...>
+//	    api_read_key  <key...>
 //	    source_header
 //	    clicks        on|off
 //	    clicks_buffer <n>
@@ -68,7 +69,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	pos := positions{}
 	for d.NextBlock(0) {
 		name := d.Val()
-		if seen[name] && name != "api_key" && name != "deny_hosts" {
+		if seen[name] && name != "api_key" && name != "api_read_key" && name != "deny_hosts" {
 			return d.Errf("duplicate subdirective '%s'", name)
 		}
 		seen[name] = true
@@ -204,6 +205,15 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				pos["api_key #"+strconv.Itoa(len(h.APIKeys)+i+1)] = cfparse.PosOf(d)
 			}
 			h.APIKeys = append(h.APIKeys, keys...)
+		case "api_read_key":
+			keys := d.RemainingArgs()
+			if len(keys) == 0 {
+				return d.ArgErr()
+			}
+			for i := range keys {
+				pos["api_read_key #"+strconv.Itoa(len(h.APIReadKeys)+i+1)] = cfparse.PosOf(d)
+			}
+			h.APIReadKeys = append(h.APIReadKeys, keys...)
 		case "source_header":
 			if d.NextArg() {
 				return d.ArgErr()

@@ -91,6 +91,31 @@ func TestCaddyfileAll(t *testing.T) {
 	}
 }
 
+// api_read_key repeats like api_key, into its own list; an API with read
+// keys only loads.
+func TestCaddyfileReadKeys(t *testing.T) {
+	h, err := parse(`shortener {
+		api /api
+		api_read_key {env.SHORTENER_READ_KEY} read-two-0123456789
+		api_key full-key-0123456789
+		api_read_key read-three-0123456789
+	}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Handler{
+		API:         "/api",
+		APIKeys:     []string{"full-key-0123456789"},
+		APIReadKeys: []string{"{env.SHORTENER_READ_KEY}", "read-two-0123456789", "read-three-0123456789"},
+	}
+	if !reflect.DeepEqual(h, want) {
+		t.Errorf("parsed\n%+v\nwant\n%+v", h, want)
+	}
+	if _, err := parse("shortener {\napi /api\napi_read_key read-only-0123456789\n}"); err != nil {
+		t.Errorf("an api with read keys only: %v, want it to load", err)
+	}
+}
+
 func TestCaddyfileStoreAndCacheForms(t *testing.T) {
 	for input, want := range map[string]Handler{
 		"shortener {\nstore embedded\n}":                   {Store: "embedded"},
@@ -156,6 +181,10 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"shortener {\napi_key\n}", "wrong argument count"},
 		{"shortener {\napi_key k-0123456789abcdef\n}", "api_key without api"},
 		{"shortener {\napi /api\napi_key short\n}", "api_key is 5 bytes long; at least 16"},
+		{"shortener {\napi_read_key\n}", "wrong argument count"},
+		{"shortener {\napi_read_key k-0123456789abcdef\n}", "api_read_key without api"},
+		{"shortener {\napi /api\napi_read_key short\n}", "api_read_key is 5 bytes long; at least 16"},
+		{"shortener {\napi /api\napi_key same-0123456789abcdef\napi_read_key other-0123456789abcdef same-0123456789abcdef\n}", "api_read_key #2 is also api_key #1; a key has one scope"},
 		{"shortener {\nsource_header yes\n}", "wrong argument count"},
 	} {
 		_, err := parse(tc.input)
@@ -180,6 +209,9 @@ func TestValidateConfig(t *testing.T) {
 		{Handler{BlockSize: -1}, "block_size"},
 		{Handler{API: "/api"}, "api_key"},
 		{Handler{APIKeys: []string{"k"}}, "without api"},
+		{Handler{APIReadKeys: []string{"k"}}, "api_read_key without api"},
+		{Handler{API: "/api", APIReadKeys: []string{"{env.K}", "short"}}, "api_read_key is 5 bytes long"},
+		{Handler{API: "/api", APIKeys: []string{"{env.K}"}, APIReadKeys: []string{"{env.K}"}}, "is also api_key #1"},
 		{Handler{BaseURL: "sho.rt"}, "base_url"},
 		{Handler{BaseURL: "ftp://sho.rt"}, "base_url"},
 	} {

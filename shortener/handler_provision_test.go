@@ -86,6 +86,8 @@ func TestProvisionPostgresFromPlaceholder(t *testing.T) {
 func TestProvisionErrors(t *testing.T) {
 	t.Setenv("SHORTENER_EMPTY_KEY", "")
 	t.Setenv("SHORTENER_SHORT_KEY", "fifteen-bytes!!")
+	t.Setenv("SHORTENER_KEY_A", "secret-pw-0123456789")
+	t.Setenv("SHORTENER_KEY_B", "secret-pw-0123456789")
 	down := fmt.Sprintf("postgres://postgres:secret-pw@127.0.0.1:%d/x?connect_timeout=2", testenv.FreePort(t))
 	for _, tc := range []struct {
 		name string
@@ -95,6 +97,8 @@ func TestProvisionErrors(t *testing.T) {
 		{"api without key", &Handler{Path: filepath.Join(t.TempDir(), "a.db"), API: "/api"}, "api_key"},
 		{"empty key from env", &Handler{Path: filepath.Join(t.TempDir(), "b.db"), API: "/api", APIKeys: []string{"{env.SHORTENER_EMPTY_KEY}"}}, "empty"},
 		{"short key from env", &Handler{Path: filepath.Join(t.TempDir(), "d.db"), API: "/api", APIKeys: []string{"{env.SHORTENER_SHORT_KEY}"}}, "15 bytes long; at least 16"},
+		{"short read key from env", &Handler{Path: filepath.Join(t.TempDir(), "e.db"), API: "/api", APIReadKeys: []string{"{env.SHORTENER_SHORT_KEY}"}}, "api_read_key #1 is 15 bytes long"},
+		{"read key equal to a full key from env", &Handler{Path: filepath.Join(t.TempDir(), "f.db"), API: "/api", APIKeys: []string{"{env.SHORTENER_KEY_A}"}, APIReadKeys: []string{"{env.SHORTENER_KEY_B}"}}, "api_read_key #1 is also an api_key"},
 		{"postgres down", &Handler{Store: "postgres", DSN: down}, "postgres"},
 		{"bad redis", &Handler{Path: filepath.Join(t.TempDir(), "c.db"), Redis: &redispool.Config{URL: "http://nope"}}, "redis"},
 	} {

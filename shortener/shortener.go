@@ -132,10 +132,20 @@ type Handler struct {
 	// Path the management API is mounted under, e.g. `/api`. Absent: no API.
 	API string `json:"api,omitempty"`
 
-	// Bearer keys of the API (`Authorization: Bearer <key>`). Accepts global
+	// Bearer keys of the API with full access (`Authorization: Bearer <key>`).
+	// Accepts global
 	// placeholders (`{env.SHORTENER_API_KEY}`), expanded at provision. An API
-	// without keys refuses to load.
+	// without keys (neither api_keys nor api_read_keys) refuses to load.
+	// Each key is at least 16 bytes; a key may not also be an api_read_key.
 	APIKeys []string `json:"api_keys,omitempty"`
+
+	// Read-only Bearer keys of the API: they may call GET and HEAD on every
+	// endpoint (a link, its stats) and get 403 on any other method
+	// (creating, revoking). Same rules as api_keys: at least 16 bytes,
+	// global placeholders expanded at provision, and never also listed in
+	// api_keys. An API with read keys only is valid: it serves links made
+	// elsewhere (another instance on the same store) and can create none.
+	APIReadKeys []string `json:"api_read_keys,omitempty"`
 
 	// Adds `X-Shortener-Source: local|redis|store` to redirects and 404s
 	// (opt-in, for debugging caches).
@@ -223,7 +233,7 @@ type Handler struct {
 	logger       *zap.Logger
 	policy       urlPolicy
 	cacheControl string
-	apiKeys      [][32]byte
+	apiKeys      []apiKey
 	baseURL      *url.URL
 	reserved     string // first segment of the API path: not a custom code
 	blocks       *blockAllocator
@@ -260,15 +270,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("shortener metrics: %w", err)
 	}
 	repl := caddy.NewReplacer()
-	if len(h.APIKeys) > 0 {
-		h.apiKeys = h.apiKeys[:0]
-		for i, k := range h.APIKeys {
-			k = repl.ReplaceKnown(k, "")
-			if err := checkAPIKey(k); err != nil {
-				return fmt.Errorf("shortener: api_key #%d %v after expanding placeholders", i+1, err)
-			}
-			h.apiKeys = append(h.apiKeys, keyDigest(k))
-		}
+	if err := h.provisionKeys(repl); err != nil {
+		return err
 	}
 	if h.BaseURL != "" {
 		if h.baseURL, err = url.Parse(strings.TrimSuffix(h.BaseURL, "/")); err != nil {

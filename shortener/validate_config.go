@@ -14,8 +14,9 @@ import (
 )
 
 // positions are where a Caddyfile set each setting, by JSON field name
-// (`deny_hosts <entry>` and `api_key #<n>` for the repeatable ones), so
-// that validate can name the line. nil for a JSON config.
+// (`deny_hosts <entry>`, `api_key #<n>` and `api_read_key #<n>` for the
+// repeatable ones), so that validate can name the line. nil for a JSON
+// config.
 type positions map[string]cfparse.Pos
 
 // at adds the position of field to err.
@@ -126,21 +127,41 @@ func (h *Handler) validateAPI(pos positions) error {
 	if h.API != "" && (h.API[0] != '/' || strings.Trim(h.API, "/") == "") {
 		return pos.at("api", fmt.Errorf("invalid api path '%s': must start with / and not be /", h.API))
 	}
-	if h.API != "" && len(h.APIKeys) == 0 {
-		return pos.at("api", errors.New("the api needs at least one api_key"))
+	if h.API != "" && len(h.APIKeys) == 0 && len(h.APIReadKeys) == 0 {
+		return pos.at("api", errors.New("the api needs at least one api_key or api_read_key"))
 	}
 	if h.API == "" && len(h.APIKeys) > 0 {
 		return pos.at("api_key #1", errors.New("api_key without api"))
 	}
+	if h.API == "" && len(h.APIReadKeys) > 0 {
+		return pos.at("api_read_key #1", errors.New("api_read_key without api"))
+	}
+	full := make(map[string]int, len(h.APIKeys))
 	for i, k := range h.APIKeys {
-		if strings.Contains(k, "{") {
-			continue
-		}
-		if err := checkAPIKey(k); err != nil {
+		full[k] = i + 1
+		if err := checkLiteralKey(k); err != nil {
 			return pos.at("api_key #"+strconv.Itoa(i+1), fmt.Errorf("api_key %v", err))
 		}
 	}
+	for i, k := range h.APIReadKeys {
+		at := "api_read_key #" + strconv.Itoa(i+1)
+		if n, ok := full[k]; ok {
+			return pos.at(at, fmt.Errorf("%s is also api_key #%d; a key has one scope (remove it from one of them)", at, n))
+		}
+		if err := checkLiteralKey(k); err != nil {
+			return pos.at(at, fmt.Errorf("api_read_key %v", err))
+		}
+	}
 	return nil
+}
+
+// checkLiteralKey judges a key as configured; one with placeholders waits
+// for Provision.
+func checkLiteralKey(k string) error {
+	if strings.Contains(k, "{") {
+		return nil
+	}
+	return checkAPIKey(k)
 }
 
 // validateTargets judges deny_hosts and base_url.

@@ -50,6 +50,9 @@ func TestValidateNamesCaddyfileLine(t *testing.T) {
 		{"shortener {\nstore postgres\n}", "Testfile:2"},
 		{"shortener {\napi /api\napi_key 0123456789abcdef\napi_key short\n}", "Testfile:4"},
 		{"shortener {\ndeny_hosts ok.example\ndeny_hosts a..b\n}", "Testfile:3"},
+		{"shortener {\napi /api\napi_read_key 0123456789abcdef\napi_read_key short\n}", "Testfile:4"},
+		{"shortener {\napi_read_key 0123456789abcdef\n}", "Testfile:2"},
+		{"shortener {\napi /api\napi_key k-0123456789abcdef\n\napi_read_key r-0123456789abcdef\napi_read_key k-0123456789abcdef\n}", "Testfile:6"},
 		{"shortener {\nclicks_retention 1h\n}", "Testfile:2"},
 	} {
 		_, err := parse(tc.input)

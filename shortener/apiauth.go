@@ -1,0 +1,123 @@
+package shortener
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// scope is what an API key may do.
+type scope uint8
+
+const (
+	scopeNone  scope = iota // no key, or a wrong one: 401
+	scopeRead               // api_read_key: read endpoints only
+	scopeWrite              // api_key: everything
+)
+
+// methodScope is the one place that decides which scope a request needs:
+// reading is GET and HEAD, on any endpoint (link, stats, and every read
+// endpoint added later); every other method changes something, or may, and
+// needs an api_key. A method missing here needs scopeWrite, so a new write
+// endpoint is closed to read keys without being listed.
+var methodScope = map[string]scope{
+	http.MethodGet:  scopeRead,
+	http.MethodHead: scopeRead,
+}
+
+// needs is the scope a request needs.
+func needs(r *http.Request) scope {
+	if s, ok := methodScope[r.Method]; ok {
+		return s
+	}
+	return scopeWrite
+}
+
+func keyDigest(k string) [32]byte { return sha256.Sum256([]byte(k)) }
+
+// MinAPIKeyLen is the shortest API key (api_key or api_read_key) that
+// loads: a key is a password, and a short one falls to guessing.
+const MinAPIKeyLen = 16
+
+// checkAPIKey judges one API key, as configured or after expanding its
+// placeholders.
+func checkAPIKey(k string) error {
+	if k == "" {
+		return errors.New("is empty")
+	}
+	if len(k) < MinAPIKeyLen {
+		return fmt.Errorf("is %d bytes long; at least %d are required", len(k), MinAPIKeyLen)
+	}
+	return nil
+}
+
+// apiKey is a configured key by its digest, with its scope.
+type apiKey struct {
+	digest [32]byte
+	scope  scope
+}
+
+// provisionKeys expands the placeholders of api_keys and api_read_keys,
+// judges each key again and refuses a key given with both scopes. Error
+// texts name keys by position only, never by value.
+func (h *Handler) provisionKeys(repl *caddy.Replacer) error {
+	h.apiKeys = h.apiKeys[:0]
+	for _, set := range []struct {
+		name  string
+		keys  []string
+		scope scope
+	}{{"api_key", h.APIKeys, scopeWrite}, {"api_read_key", h.APIReadKeys, scopeRead}} {
+		for i, k := range set.keys {
+			k = repl.ReplaceKnown(k, "")
+			if err := checkAPIKey(k); err != nil {
+				return fmt.Errorf("shortener: %s #%d %v after expanding placeholders", set.name, i+1, err)
+			}
+			d := keyDigest(k)
+			for _, other := range h.apiKeys {
+				if other.digest == d && other.scope != set.scope {
+					return fmt.Errorf("shortener: %s #%d is also an api_key after expanding placeholders; a key has one scope", set.name, i+1)
+				}
+			}
+			h.apiKeys = append(h.apiKeys, apiKey{d, set.scope})
+		}
+	}
+	return nil
+}
+
+// keyScope compares the bearer key with every configured key in constant
+// time (over digests, so the key length leaks nothing either) and returns
+// the scope of the one it matches.
+func (h *Handler) keyScope(r *http.Request) scope {
+	auth := r.Header.Get("Authorization")
+	kind, key, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(kind, "Bearer") || key == "" {
+		return scopeNone
+	}
+	d := keyDigest(strings.TrimSpace(key))
+	got := 0
+	for i := range h.apiKeys {
+		eq := subtle.ConstantTimeCompare(d[:], h.apiKeys[i].digest[:])
+		got |= subtle.ConstantTimeSelect(eq, int(h.apiKeys[i].scope), 0)
+	}
+	return scope(got)
+}
+
+// authorize answers 401 to a request without a valid key and 403 to one
+// whose key lacks the scope its method needs (RFC 6750's
+// insufficient_scope).
+func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) error {
+	have := h.keyScope(r)
+	if have == scopeNone {
+		return apiErr(http.StatusUnauthorized, "missing or invalid API key")
+	}
+	if have < needs(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="shortener", error="insufficient_scope"`)
+		return apiErr(http.StatusForbidden, "this API key is read-only: %s needs an api_key", r.Method)
+	}
+	return nil
+}
