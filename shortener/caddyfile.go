@@ -197,23 +197,17 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.API = v
 		case "api_key":
-			keys := d.RemainingArgs()
-			if len(keys) == 0 {
-				return d.ArgErr()
+			keys, err := appendKeys(d, pos, name, h.APIKeys)
+			if err != nil {
+				return err
 			}
-			for i := range keys {
-				pos["api_key #"+strconv.Itoa(len(h.APIKeys)+i+1)] = cfparse.PosOf(d)
-			}
-			h.APIKeys = append(h.APIKeys, keys...)
+			h.APIKeys = keys
 		case "api_read_key":
-			keys := d.RemainingArgs()
-			if len(keys) == 0 {
-				return d.ArgErr()
+			keys, err := appendKeys(d, pos, name, h.APIReadKeys)
+			if err != nil {
+				return err
 			}
-			for i := range keys {
-				pos["api_read_key #"+strconv.Itoa(len(h.APIReadKeys)+i+1)] = cfparse.PosOf(d)
-			}
-			h.APIReadKeys = append(h.APIReadKeys, keys...)
+			h.APIReadKeys = keys
 		case "source_header":
 			if d.NextArg() {
 				return d.ArgErr()
@@ -326,3 +320,16 @@ func (h *Handler) unmarshalClicksBytes(d *caddyfile.Dispenser, name string) erro
 }
 
 var _ caddyfile.Unmarshaler = (*Handler)(nil)
+
+// appendKeys reads the keys of one api_key or api_read_key line (name)
+// onto keys, recording the line of each as "<name> #<n>" in pos.
+func appendKeys(d *caddyfile.Dispenser, pos positions, name string, keys []string) ([]string, error) {
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return keys, d.ArgErr()
+	}
+	for i := range args {
+		pos[name+" #"+strconv.Itoa(len(keys)+i+1)] = cfparse.PosOf(d)
+	}
+	return append(keys, args...), nil
+}
