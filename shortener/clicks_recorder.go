@@ -98,6 +98,7 @@ type ClickRecorder struct {
 	flying   int                // clicks the writer holds in batches (writer only)
 	gauges   [2]int64           // clicks and bytes last added to the gauges (writer only)
 	inflight atomic.Int64
+	entered  atomic.Int64 // requests that may record a click (Enter, Leave, Drain)
 	closed   atomic.Bool
 	seq      atomic.Uint64
 	replayed atomic.Int64 // batches a sink had already applied

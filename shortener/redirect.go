@@ -43,6 +43,10 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code str
 		h.metrics.count(sourceNone, resultInvalid)
 		return h.fail(w, r, http.StatusNotFound, errInvalidCode)
 	}
+	if c := h.clicks; c != nil {
+		c.Enter()
+		defer c.Leave()
+	}
 	e, source, err := h.cache.Lookup(r.Context(), code)
 	if err != nil {
 		if r.Context().Err() != nil { // the client left; the lookup goes on for others

@@ -379,11 +379,11 @@ func (h *Handler) Cleanup() error {
 	var errs []error
 	if h.clicks != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), clicksCloseTimeout)
+		h.clicks.Drain(ctx) // redirects still in flight on a reload
 		if err := h.clicks.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("shortener: %w", err))
 		}
 		cancel()
-		h.clicks = nil
 	}
 	if h.cache != nil {
 		h.cache.close()
