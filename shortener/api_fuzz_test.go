@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -109,16 +110,7 @@ func checkMetadataStored(t *testing.T, s *memStore, body string, out linkRespons
 	if err := json.Unmarshal([]byte(body), &req); err != nil {
 		t.Fatalf("body %q was accepted but does not decode: %v", body, err)
 	}
-	var title, notes string
-	if out.Title != nil {
-		title = *out.Title
-	}
-	if out.Notes != nil {
-		notes = *out.Notes
-	}
-	if title != req.Title || !slices.Equal(out.Tags, tagsOrNil(req.Tags)) || notes != req.Notes {
-		t.Fatalf("body %q: answered title %q tags %q notes %q", body, title, out.Tags, notes)
-	}
+	assertMetadata(t, fmt.Sprintf("body %q: answered", body), out, req)
 	l, err := s.Get(context.Background(), out.Code)
 	if err != nil || l.Title != req.Title || !slices.Equal(l.Tags, tagsOrNil(req.Tags)) || l.Notes != req.Notes {
 		t.Fatalf("body %q: stored %+v, %v", body, l, err)

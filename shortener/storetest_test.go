@@ -46,18 +46,7 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 			{Code: "born-revoked", LongURL: "http://example.net/", CreatedAt: base, RevokedAt: base.Add(time.Second)},
 			{Code: "ABC1234", LongURL: "https://example.com/upper", CreatedAt: base.Add(time.Microsecond)},
 		}
-		for _, l := range links {
-			if err := s.Create(ctx, l); err != nil {
-				t.Fatalf("Create(%q): %v", l.Code, err)
-			}
-		}
-		for _, want := range links {
-			got, err := s.Get(ctx, want.Code)
-			if err != nil {
-				t.Fatalf("Get(%q): %v", want.Code, err)
-			}
-			assertLink(t, got, want)
-		}
+		createAndRead(t, ctx, s, links)
 		// Codes are case sensitive.
 		if _, err := s.Get(ctx, "aBc1234"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Get(%q) = %v, want ErrNotFound", "aBc1234", err)
@@ -398,18 +387,8 @@ func testMetadataRoundTrip(t *testing.T, ctx context.Context, s Store, base time
 		{Code: "meta-title", LongURL: "https://example.com/t", CreatedAt: base, Title: "only a title"},
 		{Code: "meta-none", LongURL: "https://example.com/n", CreatedAt: base},
 	}
-	for _, l := range links {
-		if err := s.Create(ctx, l); err != nil {
-			t.Fatalf("Create(%q): %v", l.Code, err)
-		}
-	}
-	for _, want := range links {
-		got, err := s.Get(ctx, want.Code)
-		if err != nil {
-			t.Fatalf("Get(%q): %v", want.Code, err)
-		}
-		assertLink(t, got, want)
-		if want.Tags == nil && got.Tags != nil {
+	for i, got := range createAndRead(t, ctx, s, links) {
+		if want := links[i]; want.Tags == nil && got.Tags != nil {
 			t.Errorf("Get(%q).Tags = %#v, want nil", want.Code, got.Tags)
 		}
 	}
@@ -433,4 +412,24 @@ func testMetadataRoundTrip(t *testing.T, ctx context.Context, s Store, base time
 	if _, err := s.Get(ctx, "meta-refused"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get(meta-refused) = %v, want ErrNotFound", err)
 	}
+}
+
+// createAndRead creates links, then reads each back and checks it equals
+// what was created; it returns what Get answered, in order.
+func createAndRead(t *testing.T, ctx context.Context, s Store, links []Link) []Link {
+	t.Helper()
+	for _, l := range links {
+		if err := s.Create(ctx, l); err != nil {
+			t.Fatalf("Create(%q): %v", l.Code, err)
+		}
+	}
+	got := make([]Link, len(links))
+	for i, want := range links {
+		var err error
+		if got[i], err = s.Get(ctx, want.Code); err != nil {
+			t.Fatalf("Get(%q): %v", want.Code, err)
+		}
+		assertLink(t, got[i], want)
+	}
+	return got
 }
