@@ -87,6 +87,9 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rest string) 
 }
 
 func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) error {
+	if rest == "/openapi.json" {
+		return h.serveOpenAPI(w, r)
+	}
 	if err := h.authorize(w, r); err != nil {
 		return err
 	}

@@ -170,6 +170,7 @@ func serve(t testing.TB, h *Handler, method, target, body string, header ...stri
 	}
 	repl := caddy.NewReplacer()
 	r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl))
+	sent := r.Header.Clone()
 	w := httptest.NewRecorder()
 	if err := h.ServeHTTP(w, r, nextHandler); err != nil {
 		var he caddyhttp.HandlerError
@@ -177,6 +178,9 @@ func serve(t testing.TB, h *Handler, method, target, body string, header ...stri
 			t.Fatalf("%s %s: non-HTTP error %v", method, target, err)
 		}
 		w.Code = he.StatusCode
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, h.API+"/"); ok && h.API != "" && w.Header().Get("X-Next") == "" {
+		checkExchange(t, method, r.URL, "/"+rest, sent, body, w)
 	}
 	return w
 }

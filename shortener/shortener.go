@@ -236,6 +236,7 @@ type Handler struct {
 	apiKeys      []apiKey
 	baseURL      *url.URL
 	reserved     string // first segment of the API path: not a custom code
+	openAPI      []byte // openapi.json with the API mount as its server
 	blocks       *blockAllocator
 	clicks       *ClickRecorder // nil: clicks are not counted
 	now          func() time.Time
@@ -362,6 +363,7 @@ func (h *Handler) setDefaults() {
 	if h.API != "" {
 		h.API = "/" + strings.Trim(h.API, "/")
 		h.reserved, _, _ = strings.Cut(h.API[1:], "/")
+		h.openAPI, _ = openAPIFor(h.API) // the embedded document is tested to parse
 	}
 }
 
