@@ -341,3 +341,12 @@ for c in $CASES; do
 done
 echo "ratios: cases 2-5 and 11-12 against case 1 (respond), cases 7-10 against case 6 (static redir)"
 echo "server CPU: Caddy's CPU time per request during the wrk run$([ -n "$REDIS_PID" ] && echo ", plus the local Redis' (pid $REDIS_PID)"); CPU ratio = the baseline's CPU per request / the case's (1.00: costs what the baseline costs)"
+
+# Listing, search and export of links at 100,000 and 1,000,000 links in
+# PostgreSQL (bench/links; a fresh schema, dropped at the end; ~10 minutes).
+# BENCH_LINKS (default 1000000) sets the last size; BENCH_LINKS=0 skips it.
+if [ "${BENCH_LINKS:-1000000}" != 0 ]; then
+  setup_postgres || exit 1
+  echo
+  go run ./bench/links -dsn "$TEST_DATABASE_URL" -links "${BENCH_LINKS:-1000000}"
+fi

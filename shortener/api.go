@@ -95,11 +95,16 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 	}
 	switch {
 	case rest == "/links":
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", "POST")
-			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on %s", r.Method, "links")
+		switch r.Method {
+		case http.MethodPost:
+			return h.apiCreate(w, r)
+		case http.MethodGet, http.MethodHead:
+			return h.apiList(w, r)
 		}
-		return h.apiCreate(w, r)
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on %s", r.Method, "links")
+	case rest == "/links/export" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		return h.apiExport(w, r) // other methods: the link with code "export" (export.go)
 	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/stats") && strings.Count(rest, "/") == 3:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

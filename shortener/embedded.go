@@ -75,6 +75,9 @@ func openEmbedded(path string, timeout time.Duration) (*EmbeddedStore, error) {
 		if _, err := tx.CreateBucketIfNotExists(embeddedOrder); err != nil {
 			return err
 		}
+		if err := ensureCreatedIndex(tx); err != nil {
+			return err
+		}
 		_, err := tx.CreateBucketIfNotExists(embeddedMeta)
 		return err
 	})
@@ -165,7 +168,10 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 			if err != nil {
 				return err
 			}
-			return o.Put(seqKey(int64(seq)), key)
+			if err := o.Put(seqKey(int64(seq)), key); err != nil {
+				return err
+			}
+			return tx.Bucket(embeddedCreated).Put(createdKey(toMicros(l.CreatedAt), l.Code), nil)
 		})
 	}
 	switch {

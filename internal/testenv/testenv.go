@@ -165,6 +165,12 @@ func Postgres(t testing.TB) string {
 		Unavailable(t, "postgres: %v", err)
 	}
 	defer conn.Close(ctx)
+	// The shortener's migrations create pg_trgm where it is missing, in
+	// the migrating schema; dropping that schema at the end of a test would
+	// drop the extension with the indexes of every other test's schema.
+	// Installed once in public, it is found and left alone. Errors (a
+	// concurrent create, no public schema) leave it to the migration.
+	_, _ = conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatalf("creating schema: %v", err)
 	}

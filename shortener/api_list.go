@@ -1,0 +1,155 @@
+package shortener
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// listResponse is the answer of GET <api>/links.
+type listResponse struct {
+	Links []linkResponse `json:"links"`
+	// NextCursor continues the listing; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// lister returns the handler's store as a LinkLister, or nil.
+func (h *Handler) lister() LinkLister {
+	s := h.store
+	if sh, ok := s.(sharedStore); ok {
+		s = sh.Store
+	}
+	ll, _ := s.(LinkLister)
+	return ll
+}
+
+// apiList answers GET <api>/links?q=&tag=&status=&sort=&limit=&cursor=.
+func (h *Handler) apiList(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseListQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	ll := h.lister()
+	if ll == nil {
+		return apiErr(http.StatusNotImplemented, "this store cannot list links")
+	}
+	q.Now = h.now()
+	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
+	defer cancel()
+	page, err := ll.ListLinks(ctx, q)
+	if errors.Is(err, ErrBadCursor) {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	if err != nil {
+		return h.storeErr(err)
+	}
+	out := listResponse{Links: make([]linkResponse, 0, len(page.Links))}
+	for _, l := range page.Links {
+		out.Links = append(out.Links, h.listedResponse(r, l))
+	}
+	if page.NextCursor != "" {
+		out.NextCursor = &page.NextCursor
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// listedResponse is a listed link as GET <api>/links/<code> shows it,
+// clicks included when clicks are counted.
+func (h *Handler) listedResponse(r *http.Request, l ListedLink) linkResponse {
+	out := h.response(r, l.Link)
+	if h.clicks != nil {
+		n := l.Clicks
+		out.Clicks = &n
+	}
+	return out
+}
+
+// parseListQuery judges the query string of GET <api>/links. Each bad
+// parameter is a 400 naming it: a value out of bounds, or a parameter
+// given twice. An empty value stands for the default. Parameters it does
+// not know are ignored, as Shlink and Dub do (clients add cache busters
+// and tracking parameters).
+func parseListQuery(raw string) (ListQuery, error) {
+	vals, err := url.ParseQuery(raw)
+	if err != nil {
+		return ListQuery{}, apiErr(http.StatusBadRequest, "query string: %v", err)
+	}
+	var q ListQuery
+	get := func(name string) (string, error) {
+		v := vals[name]
+		if len(v) > 1 {
+			return "", apiErr(http.StatusBadRequest, "%s: given %d times, at most once is allowed", name, len(v))
+		}
+		if len(v) == 0 {
+			return "", nil
+		}
+		return v[0], nil
+	}
+	for _, p := range []struct {
+		name  string
+		check func(string) error
+	}{
+		{"q", func(v string) error { q.Q = v; return checkListQ(v) }},
+		{"tag", func(v string) error { q.Tag = v; return checkListTag(v) }},
+		{"status", func(v string) error { q.Status = v; return checkListStatus(v) }},
+		{"sort", func(v string) error { q.Sort = v; return checkListSort(v) }},
+		{"limit", func(v string) (err error) { q.Limit, err = parseListLimit(v); return err }},
+		{"cursor", func(v string) error { q.Cursor = v; return nil }},
+	} {
+		v, err := get(p.name)
+		if err != nil {
+			return ListQuery{}, err
+		}
+		if v == "" {
+			continue
+		}
+		if err := p.check(v); err != nil {
+			return ListQuery{}, err
+		}
+	}
+	return q, nil
+}
+
+func checkListQ(v string) error {
+	if err := checkText("q", v, MaxListQuery, false); err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	if n := len([]rune(v)); n < MinListQuery {
+		return apiErr(http.StatusBadRequest, "q is %d characters long, at least %d are required", n, MinListQuery)
+	}
+	return nil
+}
+
+func checkListTag(v string) error {
+	if err := checkMetadata("", []string{v}, ""); err != nil {
+		return apiErr(http.StatusBadRequest, "tag: a tag is 1 to %d of A-Z a-z 0-9 _ . : -", maxTagLen)
+	}
+	return nil
+}
+
+func checkListStatus(v string) error {
+	switch v {
+	case StatusActive, StatusExpired, StatusRevoked, StatusAll:
+		return nil
+	}
+	return apiErr(http.StatusBadRequest, "status must be active, expired, revoked or all")
+}
+
+func checkListSort(v string) error {
+	switch v {
+	case SortCreated, SortCreatedDesc, SortClicks, SortClicksDesc:
+		return nil
+	}
+	return apiErr(http.StatusBadRequest, "sort must be created, -created, clicks or -clicks")
+}
+
+func parseListLimit(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxListLimit {
+		return 0, apiErr(http.StatusBadRequest, "limit must be an integer from 1 to %d", MaxListLimit)
+	}
+	return n, nil
+}

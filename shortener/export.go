@@ -1,0 +1,192 @@
+package shortener
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// exportPage is how many links one store round trip of an export reads:
+// one keyset page of the lister, a short statement at any table size.
+const exportPage = MaxListLimit
+
+// csvHeader names the columns of a CSV export. tags are joined by single
+// spaces (a tag holds none); a missing time, title or notes is an empty
+// cell; clicks is the all-time total (empty when clicks are not counted).
+var csvHeader = []string{"code", "short_url", "long_url", "created_at", "expires_at", "revoked_at", "title", "tags", "notes", "clicks"}
+
+// apiExport answers GET <api>/links/export?format=ndjson|csv&status=:
+// every link of the status (default all), oldest first, streamed page by
+// page and flushed after each, so memory stays flat at any number of
+// links. A store failure before the first byte is a 503; after it the
+// connection is cut, so the client sees a broken transfer, never a
+// complete-looking file.
+//
+// On the API path, GET and HEAD of /links/export are the export: a link
+// whose code is "export" is read with the listing (q=export) or its
+// stats, and still redirects, and DELETE <api>/links/export revokes it.
+func (h *Handler) apiExport(w http.ResponseWriter, r *http.Request) error {
+	format, status, err := parseExportQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	ll := h.lister()
+	if ll == nil {
+		return apiErr(http.StatusNotImplemented, "this store cannot list links")
+	}
+	q := ListQuery{Status: status, Sort: SortCreated, Limit: exportPage, Now: h.now()}
+	page, err := h.exportPage(r.Context(), ll, q)
+	if err != nil {
+		return h.storeErr(err)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", map[string]string{"csv": "text/csv; charset=utf-8", "ndjson": "application/x-ndjson"}[format])
+	w.Header().Set("Content-Disposition", `attachment; filename="links.`+format+`"`)
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	write := h.ndjsonWriter(w, r)
+	if format == "csv" {
+		write = h.csvWriter(w, r)
+	}
+	rc := http.NewResponseController(w)
+	for {
+		if err := write(page.Links); err != nil {
+			return h.cutExport(err)
+		}
+		_ = rc.Flush()
+		if page.NextCursor == "" {
+			return nil
+		}
+		q.Cursor = page.NextCursor
+		if page, err = h.exportPage(r.Context(), ll, q); err != nil {
+			return h.cutExport(err)
+		}
+	}
+}
+
+// exportPage reads one page within its own deadline.
+func (h *Handler) exportPage(ctx context.Context, ll LinkLister, q ListQuery) (ListPage, error) {
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	return ll.ListLinks(ctx, q)
+}
+
+// cutExport ends an export that failed after its first byte: the panic
+// makes net/http drop the connection without the final chunk.
+func (h *Handler) cutExport(err error) error {
+	if !errors.Is(err, context.Canceled) {
+		h.logger.Warn("shortener api: export cut short", zap.Error(err))
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// parseExportQuery judges format (ndjson or csv, default ndjson) and
+// status (as in a listing, default all); other parameters are ignored.
+func parseExportQuery(raw string) (format, status string, err error) {
+	vals, err := url.ParseQuery(raw)
+	if err != nil {
+		return "", "", apiErr(http.StatusBadRequest, "query string: %v", err)
+	}
+	format, status = "ndjson", StatusAll
+	for _, name := range []string{"format", "status"} {
+		if len(vals[name]) > 1 {
+			return "", "", apiErr(http.StatusBadRequest, "%s: given %d times, at most once is allowed", name, len(vals[name]))
+		}
+	}
+	switch v := vals.Get("format"); v {
+	case "":
+	case "ndjson", "csv":
+		format = v
+	default:
+		return "", "", apiErr(http.StatusBadRequest, "format must be ndjson or csv")
+	}
+	if v := vals.Get("status"); v != "" {
+		if err := checkListStatus(v); err != nil {
+			return "", "", err
+		}
+		status = v
+	}
+	return format, status, nil
+}
+
+// ndjsonWriter writes each link as GET <api>/links/<code> answers it, one
+// JSON object a line.
+func (h *Handler) ndjsonWriter(w http.ResponseWriter, r *http.Request) func([]ListedLink) error {
+	enc := json.NewEncoder(w)
+	return func(links []ListedLink) error {
+		for _, l := range links {
+			if err := enc.Encode(h.listedResponse(r, l)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// csvWriter writes the header, then a row a link, every cell through
+// csvCell.
+func (h *Handler) csvWriter(w http.ResponseWriter, r *http.Request) func([]ListedLink) error {
+	cw := csv.NewWriter(w)
+	header := true
+	return func(links []ListedLink) error {
+		if header {
+			header = false
+			if err := cw.Write(csvHeader); err != nil {
+				return err
+			}
+		}
+		for _, l := range links {
+			if err := cw.Write(h.csvRow(r, l)); err != nil {
+				return err
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+}
+
+func (h *Handler) csvRow(r *http.Request, l ListedLink) []string {
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	clicks := ""
+	if h.clicks != nil {
+		clicks = strconv.FormatInt(l.Clicks, 10)
+	}
+	row := []string{l.Code, h.shortURL(r, l.Code), l.LongURL, at(l.CreatedAt), at(l.ExpiresAt), at(l.RevokedAt),
+		l.Title, strings.Join(l.Tags, " "), l.Notes, clicks}
+	for i := range row {
+		row[i] = csvCell(row[i])
+	}
+	return row
+}
+
+// csvCell neutralises a cell a spreadsheet would run as a formula: one
+// starting with = + - @ TAB or CR gets a leading ', and so does one that
+// already starts with ', so that the rule can be undone exactly
+// (csvUncell): a cell starting with ' lost its first character.
+func csvCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r'", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+// csvUncell undoes csvCell: an import of an export reads the cells as
+// they were.
+func csvUncell(s string) string {
+	return strings.TrimPrefix(s, "'")
+}

@@ -1,0 +1,207 @@
+package shortener
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testLinkLister checks LinkLister on an empty store s: every status and
+// sort walked page by page against the order computed here, q and tag
+// filters, click totals (kept through retention) and bad cursors.
+func testLinkLister(t *testing.T, ctx context.Context, s Store, base time.Time) {
+	t.Helper()
+	ll, ok := s.(LinkLister)
+	if !ok {
+		t.Fatalf("%T does not implement LinkLister", s)
+	}
+	now := base.Add(10 * time.Hour)
+	links := listFixture(base, now)
+	for _, l := range links {
+		if err := s.Create(ctx, l); err != nil {
+			t.Fatalf("Create(%q): %v", l.Code, err)
+		}
+	}
+	clicks := map[string]int64{"alpha-1": 5, "beta-2": 2, "tie-b": 2, "gone-rev": 9}
+	sink := applyTestClicks(t, ctx, s, clicks, now)
+
+	for _, status := range []string{StatusActive, StatusExpired, StatusRevoked, StatusAll} {
+		for _, sort := range []string{SortCreated, SortCreatedDesc, SortClicks, SortClicksDesc} {
+			for _, limit := range []int{1, 2, 1000} {
+				q := ListQuery{Status: status, Sort: sort, Limit: limit, Now: now}
+				want := expectListing(links, clicks, q)
+				got := walkListing(t, ctx, ll, q)
+				if !slices.Equal(got, want) {
+					t.Errorf("status=%s sort=%s limit=%d: %q, want %q", status, sort, limit, got, want)
+				}
+			}
+		}
+	}
+	for _, q := range []ListQuery{
+		{Q: "EXAMPLE.ORG"}, {Q: "über"}, {Q: "ÜBER"}, {Q: "50%"}, {Q: "a_b"}, {Q: `x\y`}, {Q: "alp"},
+		{Q: "nowhere-at-all"}, {Q: "-1https"}, {Tag: "blue"}, {Tag: "Blue"}, {Tag: "blue", Q: "beta"},
+		{Tag: "red", Status: StatusAll}, {Q: "gone", Status: StatusRevoked},
+	} {
+		q.Now, q.Limit = now, 2
+		want := expectListing(links, clicks, q)
+		if got := walkListing(t, ctx, ll, q); !slices.Equal(got, want) {
+			t.Errorf("q=%q tag=%q status=%q: %q, want %q", q.Q, q.Tag, q.Status, got, want)
+		}
+	}
+	checkListedLinks(t, ctx, ll, s, sink, clicks, now)
+	checkBadCursors(t, ctx, ll, now)
+}
+
+// listFixture: creation times with ties, each status, metadata to search.
+func listFixture(base, now time.Time) []Link {
+	return []Link{
+		{Code: "alpha-1", LongURL: "https://example.org/a", CreatedAt: base, Title: "Title-1", Tags: []string{"blue", "red"}},
+		{Code: "beta-2", LongURL: "https://example.com/b?x=50%25", CreatedAt: base.Add(time.Hour), Title: "Straße Über alles 50%", Tags: []string{"blue"}},
+		{Code: "tie-b", LongURL: "https://example.com/a_b", CreatedAt: base.Add(2 * time.Hour)},
+		{Code: "tie-a", LongURL: `https://example.com/x\y`, CreatedAt: base.Add(2 * time.Hour), Title: "a_b"},
+		{Code: "tie-C", LongURL: "https://example.com/50x", CreatedAt: base.Add(2 * time.Hour), Tags: []string{"Blue"}},
+		{Code: "old-exp", LongURL: "https://example.net/e", CreatedAt: base.Add(-time.Hour), ExpiresAt: now.Add(-time.Minute), Tags: []string{"red"}},
+		{Code: "at-exp", LongURL: "https://example.net/n", CreatedAt: base.Add(3 * time.Hour), ExpiresAt: now},
+		{Code: "later-exp", LongURL: "https://example.net/l", CreatedAt: base.Add(4 * time.Hour), ExpiresAt: now.Add(time.Minute)},
+		{Code: "gone-rev", LongURL: "https://example.net/r", CreatedAt: base.Add(5 * time.Hour), RevokedAt: base.Add(6 * time.Hour)},
+		{Code: "gone-both", LongURL: "https://example.net/rb", CreatedAt: base.Add(-2 * time.Hour), ExpiresAt: now.Add(-time.Hour), RevokedAt: base},
+	}
+}
+
+// applyTestClicks counts clicks[code] clicks for each code in the store's
+// own click sink, two hours before now, and returns the sink.
+func applyTestClicks(t *testing.T, ctx context.Context, s Store, clicks map[string]int64, now time.Time) ClickSink {
+	t.Helper()
+	sink, err := clickSinkFor(s, 0)
+	if err != nil {
+		t.Fatalf("click sink: %v", err)
+	}
+	var batch ClickBatch
+	batch.ID = fmt.Sprintf("list-%d", now.UnixNano())
+	for code, n := range clicks {
+		for range n {
+			batch.Clicks = append(batch.Clicks, Click{Code: code, At: now.Add(-2 * time.Hour)})
+		}
+	}
+	if _, err := sink.ApplyClicks(ctx, []ClickBatch{batch}); err != nil {
+		t.Fatalf("ApplyClicks: %v", err)
+	}
+	return sink
+}
+
+// expectListing is the listing of q computed from the fixture: codes in
+// order.
+func expectListing(links []Link, clicks map[string]int64, q ListQuery) []string {
+	q = q.normalized()
+	m := newLinkMatcher(q)
+	var keep []Link
+	for _, l := range links {
+		if m.match(l) {
+			keep = append(keep, l)
+		}
+	}
+	slices.SortFunc(keep, func(a, b Link) int {
+		c := a.CreatedAt.Compare(b.CreatedAt)
+		if q.byClicks() {
+			c = cmp.Compare(clicks[a.Code], clicks[b.Code])
+		}
+		c = cmp.Or(c, strings.Compare(a.Code, b.Code))
+		if q.descending() {
+			return -c
+		}
+		return c
+	})
+	codes := []string{}
+	for _, l := range keep {
+		codes = append(codes, l.Code)
+	}
+	return codes
+}
+
+// walkListing follows the cursors of q from the first page to the last
+// and returns the codes in order.
+func walkListing(t *testing.T, ctx context.Context, ll LinkLister, q ListQuery) []string {
+	t.Helper()
+	codes := []string{}
+	for pages := 0; ; pages++ {
+		page, err := ll.ListLinks(ctx, q)
+		if err != nil {
+			t.Fatalf("ListLinks(%+v): %v", q, err)
+		}
+		if len(page.Links) > q.normalized().Limit || (page.NextCursor != "" && len(page.Links) == 0) || pages > 100 {
+			t.Fatalf("ListLinks(%+v): %d links, next %q", q, len(page.Links), page.NextCursor)
+		}
+		for _, l := range page.Links {
+			codes = append(codes, l.Code)
+		}
+		if page.NextCursor == "" {
+			return codes
+		}
+		q.Cursor = page.NextCursor
+	}
+}
+
+// checkListedLinks compares each listed link with Get and its click total
+// with ClickTotal, also after retention pruned every hourly row.
+func checkListedLinks(t *testing.T, ctx context.Context, ll LinkLister, s Store, sink ClickSink, clicks map[string]int64, now time.Time) {
+	t.Helper()
+	check := func(when string) {
+		page, err := ll.ListLinks(ctx, ListQuery{Status: StatusAll, Limit: MaxListLimit, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range page.Links {
+			got, err := s.Get(ctx, l.Code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertLink(t, l.Link, got)
+			total, err := sink.ClickTotal(ctx, l.Code)
+			if err != nil || l.Clicks != clicks[l.Code] || total != l.Clicks {
+				t.Errorf("%s: listed %q with %d clicks, ClickTotal %d (%v); want %d", when, l.Code, l.Clicks, total, err, clicks[l.Code])
+			}
+		}
+	}
+	check("before retention")
+	pruner, ok := sink.(clickPruner)
+	if !ok {
+		t.Fatalf("%T prunes no clicks", sink)
+	}
+	for done := false; !done; {
+		var err error
+		if _, done, err = pruner.PruneClicks(ctx, now.Add(time.Hour), 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("after retention pruned every hourly row")
+}
+
+// checkBadCursors: garbage, tampered and foreign cursors are ErrBadCursor.
+func checkBadCursors(t *testing.T, ctx context.Context, ll LinkLister, now time.Time) {
+	t.Helper()
+	page, err := ll.ListLinks(ctx, ListQuery{Status: StatusAll, Limit: 1, Now: now})
+	if err != nil || page.NextCursor == "" {
+		t.Fatalf("first page: %v, next %q", err, page.NextCursor)
+	}
+	good := page.NextCursor
+	for _, c := range []struct{ sort, cursor string }{
+		{SortCreatedDesc, "garbage!"},
+		{SortCreatedDesc, good[:len(good)-2]},
+		{SortCreatedDesc, "x" + good},
+		{SortCreated, good},
+		{SortClicks, good},
+		{SortCreatedDesc, strings.Repeat("A", maxCursorLen+4)},
+		{SortCreatedDesc, encodeCursor(SortCreatedDesc, ListedLink{Link: Link{Code: "bad code", CreatedAt: now}})},
+		{SortClicksDesc, encodeCursor(SortClicksDesc, ListedLink{Link: Link{Code: "abc"}, Clicks: -1})},
+	} {
+		_, err := ll.ListLinks(ctx, ListQuery{Status: StatusAll, Sort: c.sort, Cursor: c.cursor, Now: now})
+		if !errors.Is(err, ErrBadCursor) {
+			t.Errorf("ListLinks(sort %s, cursor %q) = %v, want ErrBadCursor", c.sort, c.cursor, err)
+		}
+	}
+}
