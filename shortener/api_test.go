@@ -107,7 +107,7 @@ func TestAPIErrors(t *testing.T) {
 		{"bad codes", "POST", "/api/links", `{"long_url":"https://example.com/","codes":"pretty"}`, auth(), 400, "codes"},
 		{"bad expiry", "POST", "/api/links", `{"long_url":"https://example.com/","expires_at":"tomorrow"}`, auth(), 400, "expires_at"},
 		{"past expiry", "POST", "/api/links", `{"long_url":"https://example.com/","expires_at":"2001-01-01T00:00:00Z"}`, auth(), 400, "expires_at"},
-		{"wrong method", "GET", "/api/links", "", auth(), 405, "GET"},
+		{"wrong method", "PUT", "/api/links", "", auth(), 405, "PUT"},
 		{"wrong method on link", "PUT", "/api/links/abc", "", auth(), 405, "PUT"},
 		{"unknown endpoint", "GET", "/api/other", "", auth(), 404, "endpoint"},
 		{"api root", "GET", "/api", "", auth(), 404, "endpoint"},

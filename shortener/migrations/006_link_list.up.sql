@@ -4,6 +4,8 @@
 -- served by a trigram index from the extension pg_trgm, which ships with
 -- PostgreSQL's contrib modules; tag by a GIN index on the tag array; the
 -- keyset orders created / -created by a B-tree on (created_at, code).
+-- Without pg_trgm the migration fails with a message (the error text is
+-- what Caddy logs, so it says what to do) naming pg_trgm.
 -- Building the indexes reads the table once, which may take longer than
 -- the pool's statement_timeout on a large table; CREATE INDEX (not
 -- CONCURRENTLY: migrations run in a transaction) holds off writers of
@@ -27,14 +29,12 @@ BEGIN
     JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
     IF ext_schema IS NULL THEN
         IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_available_extensions WHERE name = 'pg_trgm') THEN
-            RAISE EXCEPTION 'the shortener needs the PostgreSQL extension pg_trgm (link search), and this server does not have it'
-            USING HINT = 'install PostgreSQL''s contrib modules on the database server (Debian/Ubuntu: apt install postgresql-contrib; RHEL/Fedora: the postgresqlNN-contrib package), then start Caddy again';
+            RAISE EXCEPTION 'the shortener needs the PostgreSQL extension pg_trgm (link search), and this server does not have it: install PostgreSQL''s contrib modules on the database server (Debian/Ubuntu: apt install postgresql-contrib; RHEL/Fedora: the postgresqlNN-contrib package), then start Caddy again';
         END IF;
         BEGIN
             CREATE EXTENSION pg_trgm;
         EXCEPTION WHEN insufficient_privilege THEN
-            RAISE EXCEPTION 'the shortener needs the PostgreSQL extension pg_trgm (link search), and this role may not create it'
-            USING HINT = 'run CREATE EXTENSION pg_trgm; in this database as its owner or a superuser, then start Caddy again';
+            RAISE EXCEPTION 'the shortener needs the PostgreSQL extension pg_trgm (link search), and this role may not create it: run CREATE EXTENSION pg_trgm; in this database as its owner or a superuser, then start Caddy again';
         END;
         SELECT n.nspname INTO ext_schema FROM pg_catalog.pg_extension e
         JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
