@@ -35,16 +35,59 @@ var (
 const embeddedOpenTimeout = 2 * time.Second
 
 // embeddedRecord is a link as stored; times are Unix microseconds (as
-// precise as PostgreSQL), 0 for none. Metadata is omitted when empty, so
-// records written before it existed decode as links without any.
+// precise as PostgreSQL), 0 for none. Metadata and rules are omitted when
+// unset, so records written before they existed decode as links without
+// any.
 type embeddedRecord struct {
-	LongURL   string   `json:"u"`
-	CreatedAt int64    `json:"c"`
-	ExpiresAt int64    `json:"e,omitempty"`
-	RevokedAt int64    `json:"r,omitempty"`
-	Title     string   `json:"t,omitempty"`
-	Tags      []string `json:"g,omitempty"`
-	Notes     string   `json:"n,omitempty"`
+	LongURL        string   `json:"u"`
+	CreatedAt      int64    `json:"c"`
+	ExpiresAt      int64    `json:"e,omitempty"`
+	RevokedAt      int64    `json:"r,omitempty"`
+	Title          string   `json:"t,omitempty"`
+	Tags           []string `json:"g,omitempty"`
+	Notes          string   `json:"n,omitempty"`
+	RedirectStatus int      `json:"s,omitempty"`
+	ValidFrom      int64    `json:"v,omitempty"`
+	MaxClicks      int64    `json:"m,omitempty"`
+	ForwardQuery   *bool    `json:"q,omitempty"`
+	ClicksServed   int64    `json:"k,omitempty"`
+}
+
+// record is l as stored.
+func record(l Link) embeddedRecord {
+	return embeddedRecord{
+		LongURL:        l.LongURL,
+		CreatedAt:      toMicros(l.CreatedAt),
+		ExpiresAt:      toMicros(l.ExpiresAt),
+		RevokedAt:      toMicros(l.RevokedAt),
+		Title:          l.Title,
+		Tags:           l.Tags,
+		Notes:          l.Notes,
+		RedirectStatus: l.RedirectStatus,
+		ValidFrom:      toMicros(l.ValidFrom),
+		MaxClicks:      l.MaxClicks,
+		ForwardQuery:   l.ForwardQuery,
+		ClicksServed:   l.ClicksServed,
+	}
+}
+
+// link is the stored rec of code.
+func (rec embeddedRecord) link(code string) Link {
+	return Link{
+		Code:           code,
+		LongURL:        rec.LongURL,
+		CreatedAt:      fromMicros(rec.CreatedAt),
+		ExpiresAt:      fromMicros(rec.ExpiresAt),
+		RevokedAt:      fromMicros(rec.RevokedAt),
+		Title:          rec.Title,
+		Tags:           tagsOrNil(rec.Tags),
+		Notes:          rec.Notes,
+		RedirectStatus: rec.RedirectStatus,
+		ValidFrom:      fromMicros(rec.ValidFrom),
+		MaxClicks:      rec.MaxClicks,
+		ForwardQuery:   rec.ForwardQuery,
+		ClicksServed:   rec.ClicksServed,
+	}
 }
 
 // OpenEmbedded opens the store file at path, creating it (mode 0600) and its
@@ -104,16 +147,7 @@ func (s *EmbeddedStore) Get(ctx context.Context, code string) (Link, error) {
 		}
 		return Link{}, fmt.Errorf("getting link: %w", err)
 	}
-	return Link{
-		Code:      code,
-		LongURL:   rec.LongURL,
-		CreatedAt: fromMicros(rec.CreatedAt),
-		ExpiresAt: fromMicros(rec.ExpiresAt),
-		RevokedAt: fromMicros(rec.RevokedAt),
-		Title:     rec.Title,
-		Tags:      tagsOrNil(rec.Tags),
-		Notes:     rec.Notes,
-	}, nil
+	return rec.link(code), nil
 }
 
 // Create implements Store. A zero CreatedAt is stored as now.
@@ -127,15 +161,7 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 	if l.CreatedAt.IsZero() {
 		l.CreatedAt = time.Now()
 	}
-	v, err := json.Marshal(embeddedRecord{
-		LongURL:   l.LongURL,
-		CreatedAt: toMicros(l.CreatedAt),
-		ExpiresAt: toMicros(l.ExpiresAt),
-		RevokedAt: toMicros(l.RevokedAt),
-		Title:     l.Title,
-		Tags:      l.Tags,
-		Notes:     l.Notes,
-	})
+	v, err := json.Marshal(record(l))
 	if err != nil {
 		return fmt.Errorf("creating link: %w", err)
 	}
@@ -337,6 +363,9 @@ func checkNewLink(l Link) error {
 		return errors.New("creating link: empty long URL")
 	}
 	if err := checkMetadata(l.Title, l.Tags, l.Notes); err != nil {
+		return fmt.Errorf("creating link: %w", err)
+	}
+	if err := checkRules(l); err != nil {
 		return fmt.Errorf("creating link: %w", err)
 	}
 	return nil
