@@ -78,8 +78,8 @@ func FuzzAPICreate(f *testing.F) {
 			t.Fatalf("created a link to a denied host: %q", out.LongURL)
 		}
 		r := serve(t, h, "GET", "/"+out.Code, "")
-		if r.Code != http.StatusFound || r.Header().Get("Location") != out.LongURL {
-			t.Fatalf("created %s → %q, redirect %d %q", out.Code, out.LongURL, r.Code, r.Header().Get("Location"))
+		if want := redirectWanted(out); r.Code != want || (want != http.StatusNotFound && r.Header().Get("Location") != out.LongURL) {
+			t.Fatalf("created %s → %q, redirect %d %q, want %d", out.Code, out.LongURL, r.Code, r.Header().Get("Location"), want)
 		}
 		if strings.ContainsAny(out.LongURL, "\r\n\t ") {
 			t.Fatalf("created a link with whitespace: %q", out.LongURL)
@@ -161,4 +161,16 @@ func checkRulesStored(t *testing.T, s *memStore, body string, out linkResponse) 
 	if got := mustJSON(out.ruleResponse); got != mustJSON(rulesResponse(l)) {
 		t.Fatalf("body %q: answered rules %s, stored %s", body, got, mustJSON(rulesResponse(l)))
 	}
+}
+
+// redirectWanted is the status of a link's first redirect from its rules:
+// 404 before valid_from, else its redirect_status or the handler's 302.
+func redirectWanted(out linkResponse) int {
+	switch {
+	case out.ValidFrom != nil && time.Now().Before(*out.ValidFrom):
+		return http.StatusNotFound
+	case out.RedirectStatus != nil:
+		return *out.RedirectStatus
+	}
+	return http.StatusFound
 }

@@ -243,6 +243,57 @@ func (s *EmbeddedStore) Revoke(ctx context.Context, code string, at time.Time) e
 	}
 }
 
+// TakeServe implements ServeCounter: the record is read, checked and
+// rewritten in one write transaction (bbolt runs one at a time, and the
+// handler shares one store per file), committed before it returns.
+// Concurrent calls share a batch: one fsync for many.
+func (s *EmbeddedStore) TakeServe(ctx context.Context, code string) (int64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	var (
+		left int64
+		ok   bool
+		key  = []byte(code)
+	)
+	// Batch may run the function again (alone) if another in the batch
+	// fails; only the committed run's result survives.
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(embeddedLinks)
+		v := b.Get(key)
+		if v == nil {
+			return ErrNotFound
+		}
+		var rec embeddedRecord
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		switch {
+		case rec.MaxClicks == 0:
+			left, ok = -1, true
+			return nil
+		case rec.ClicksServed >= rec.MaxClicks:
+			left, ok = 0, false
+			return nil
+		}
+		rec.ClicksServed++
+		left, ok = rec.MaxClicks-rec.ClicksServed, true
+		nv, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		return b.Put(key, nv)
+	})
+	switch {
+	case err == nil:
+		return left, ok, nil
+	case errors.Is(err, ErrNotFound):
+		return 0, false, ErrNotFound
+	default:
+		return 0, false, fmt.Errorf("counting a served redirect: %w", err)
+	}
+}
+
 // NextBlock implements Store: the counter is read and advanced in one write
 // transaction, and bbolt runs one write transaction at a time.
 func (s *EmbeddedStore) NextBlock(ctx context.Context, size int64) (int64, error) {
@@ -386,6 +437,7 @@ func fromMicros(us int64) time.Time {
 }
 
 var (
-	_ Store      = (*EmbeddedStore)(nil)
-	_ CodeLister = (*EmbeddedStore)(nil)
+	_ Store        = (*EmbeddedStore)(nil)
+	_ CodeLister   = (*EmbeddedStore)(nil)
+	_ ServeCounter = (*EmbeddedStore)(nil)
 )

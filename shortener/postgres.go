@@ -176,6 +176,35 @@ func (s *PostgresStore) LastSeq(ctx context.Context) (int64, error) {
 	return last, nil
 }
 
+// TakeServe implements ServeCounter in one autocommitted statement. The
+// UPDATE takes the row lock, so concurrent callers on every instance take
+// turns, and under READ COMMITTED each re-checks clicks_served <
+// max_clicks on the row as the previous one left it: no more than
+// max_clicks are ever counted. The outer SELECT tells an exhausted link
+// from one without max_clicks.
+func (s *PostgresStore) TakeServe(ctx context.Context, code string) (int64, bool, error) {
+	var left *int64
+	var maxClicks int64
+	err := s.pool.QueryRow(ctx,
+		`WITH taken AS (
+		     UPDATE shortener_links SET clicks_served = clicks_served + 1
+		     WHERE code = $1 AND clicks_served < max_clicks
+		     RETURNING max_clicks - clicks_served AS remaining)
+		 SELECT (SELECT remaining FROM taken), max_clicks FROM shortener_links WHERE code = $1`,
+		code).Scan(&left, &maxClicks)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, false, ErrNotFound
+	case err != nil:
+		return 0, false, fmt.Errorf("counting a served redirect: %w", err)
+	case left != nil:
+		return *left, true, nil
+	case maxClicks == 0:
+		return -1, true, nil
+	}
+	return 0, false, nil
+}
+
 // Close implements Store. The pool belongs to the caller and stays open.
 func (s *PostgresStore) Close() error { return nil }
 
@@ -196,6 +225,7 @@ func nullTime(t time.Time) any {
 }
 
 var (
-	_ Store      = (*PostgresStore)(nil)
-	_ CodeLister = (*PostgresStore)(nil)
+	_ Store        = (*PostgresStore)(nil)
+	_ CodeLister   = (*PostgresStore)(nil)
+	_ ServeCounter = (*PostgresStore)(nil)
 )

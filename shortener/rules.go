@@ -92,6 +92,12 @@ func checkRules(l Link) error {
 	return nil
 }
 
+// Exhausted reports whether the link has served its max_clicks redirects:
+// it answers 410 from then on.
+func (l Link) Exhausted() bool {
+	return l.MaxClicks > 0 && l.ClicksServed >= l.MaxClicks
+}
+
 func validRedirectStatus(s int) bool {
 	switch s {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
