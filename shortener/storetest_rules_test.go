@@ -3,6 +3,8 @@ package shortener
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -67,5 +69,56 @@ func assertRules(t *testing.T, got, want Link) {
 	}
 	if !got.ValidFrom.IsZero() && got.ValidFrom.Location() != time.UTC {
 		t.Errorf("Get(%q).ValidFrom is in %v, want UTC", want.Code, got.ValidFrom.Location())
+	}
+}
+
+// testServeCounter checks ServeCounter on an empty store: a link with
+// max_clicks serves exactly that many, also under concurrent takes, then
+// none (nothing more counted); a link without max_clicks is never counted;
+// an absent code is ErrNotFound.
+func testServeCounter(t *testing.T, ctx context.Context, s Store, base time.Time) {
+	t.Helper()
+	sc, ok := s.(ServeCounter)
+	if !ok {
+		t.Fatalf("%T does not implement ServeCounter", s)
+	}
+	if _, _, err := sc.TakeServe(ctx, "absent"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("TakeServe(absent) = %v, want ErrNotFound", err)
+	}
+	createAndRead(t, ctx, s, []Link{
+		{Code: "three", LongURL: "https://example.com/3", CreatedAt: base, MaxClicks: 3},
+		{Code: "free", LongURL: "https://example.com/f", CreatedAt: base},
+		{Code: "many", LongURL: "https://example.com/m", CreatedAt: base, MaxClicks: 20},
+	})
+	for i, want := range []struct {
+		left int64
+		ok   bool
+	}{{2, true}, {1, true}, {0, true}, {0, false}, {0, false}} {
+		if left, ok, err := sc.TakeServe(ctx, "three"); err != nil || left != want.left || ok != want.ok {
+			t.Errorf("TakeServe(three) #%d = %d, %v, %v; want %d, %v", i+1, left, ok, err, want.left, want.ok)
+		}
+	}
+	if left, ok, err := sc.TakeServe(ctx, "free"); err != nil || left != -1 || !ok {
+		t.Errorf("TakeServe(free) = %d, %v, %v; want -1, true", left, ok, err)
+	}
+	var served atomic.Int64
+	var wg sync.WaitGroup
+	for range 60 {
+		wg.Go(func() {
+			if _, ok, err := sc.TakeServe(ctx, "many"); err != nil {
+				t.Errorf("TakeServe(many): %v", err)
+			} else if ok {
+				served.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if served.Load() != 20 {
+		t.Errorf("60 concurrent TakeServe(many) served %d, want 20", served.Load())
+	}
+	for code, want := range map[string]int64{"three": 3, "free": 0, "many": 20} {
+		if l, err := s.Get(ctx, code); err != nil || l.ClicksServed != want || !l.Exhausted() != (code == "free") {
+			t.Errorf("Get(%s).ClicksServed = %d (exhausted %v), %v; want %d", code, l.ClicksServed, l.Exhausted(), err, want)
+		}
 	}
 }
