@@ -31,7 +31,11 @@ var errNoCounter = errors.New("the link store has no redirect counter for max_cl
 // this instance's L1 holds it as gone, so later requests answer 410
 // without asking (an invalidation meanwhile, an edit, wins).
 func (c *cache) takeServe(ctx context.Context, code string) (bool, error) {
-	sc, ok := c.store.(ServeCounter)
+	s := c.store
+	if sh, ok := s.(sharedStore); ok {
+		s = sh.Store
+	}
+	sc, ok := s.(ServeCounter)
 	if !ok {
 		return false, errNoCounter
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,8 +43,22 @@ func TestMaxClicksBound(t *testing.T) {
 		checkMaxClicks(t, mk("node-a"), mk("node-b"))
 	})
 	t.Run("embedded", func(t *testing.T) {
-		s := openTestEmbedded(t)
-		checkMaxClicks(t, newHandler(t, s, nil), newHandler(t, s, nil))
+		// Provisioned from their config, as Caddy does: the two share the
+		// open file (sharedStore).
+		path := filepath.Join(t.TempDir(), "links.db")
+		mk := func() *Handler {
+			h := &Handler{Path: path, API: "/api", APIKeys: []string{testKey}}
+			if err := provision(t, h); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := h.Cleanup(); err != nil {
+					t.Errorf("Cleanup: %v", err)
+				}
+			})
+			return h
+		}
+		checkMaxClicks(t, mk(), mk())
 	})
 }
 
