@@ -37,6 +37,7 @@ type linkRequest struct {
 	Tags []string `json:"tags,omitempty"`
 	// Notes: at most 2,000 characters; line breaks and tabs allowed.
 	Notes string `json:"notes,omitempty"`
+	ruleRequest
 }
 
 // linkResponse is a link as the API shows it.
@@ -51,6 +52,7 @@ type linkResponse struct {
 	Title *string  `json:"title"`
 	Tags  []string `json:"tags"`
 	Notes *string  `json:"notes"`
+	ruleResponse
 	// Clicks is the link's all-time click total, in GET answers only;
 	// absent when click counting is off or its counters cannot be read.
 	Clicks *int64 `json:"clicks,omitempty"`
@@ -160,6 +162,7 @@ func (h *Handler) response(r *http.Request, l Link) linkResponse {
 		out.Notes = &l.Notes
 	}
 	out.Tags = tagsOrNil(l.Tags)
+	out.ruleResponse = rulesResponse(l)
 	return out
 }
 
@@ -272,6 +275,9 @@ func (h *Handler) newLink(r *http.Request, req linkRequest) (Link, string, error
 			return Link{}, "", apiErr(http.StatusBadRequest, "expires_at is in the past")
 		}
 		l.ExpiresAt = t.UTC()
+	}
+	if err := req.applyRules(&l); err != nil {
+		return Link{}, "", apiErr(http.StatusBadRequest, "%v", err)
 	}
 	mode := h.Codes
 	switch req.Codes {

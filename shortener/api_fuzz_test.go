@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edgekit/caddy-edgekit/internal/strictjson"
 )
@@ -39,6 +40,11 @@ func FuzzAPICreate(f *testing.F) {
 		`{"long_url":"https://example.com/","tags":[]}`,
 		`{"long_url":"https://example.com/","notes":"\u0000"}`,
 		"{\"long_url\":\"https://example.com/\",\"title\":\"\xff\"}",
+		`{"long_url":"https://example.com/","redirect_status":301,"max_clicks":5,"forward_query":true}`,
+		`{"long_url":"https://example.com/","valid_from":"2030-01-01T00:00:00Z","expires_at":"2029-01-01T00:00:00Z"}`,
+		`{"long_url":"https://example.com/","valid_from":"2001-01-01T00:00:00.5-07:00","max_clicks":1000000000000}`,
+		`{"long_url":"https://example.com/","redirect_status":303,"max_clicks":-1}`,
+		`{"long_url":"https://example.com/","max_clicks":1e12,"forward_query":null}`,
 	} {
 		f.Add(seed)
 	}
@@ -64,6 +70,7 @@ func FuzzAPICreate(f *testing.F) {
 			t.Fatal(err)
 		}
 		checkMetadataStored(t, s, body, out)
+		checkRulesStored(t, s, body, out)
 		if _, err := h.policy.check(out.LongURL, "sho.rt"); err != nil {
 			t.Fatalf("created a link to a refused URL %q: %v", out.LongURL, err)
 		}
@@ -71,8 +78,8 @@ func FuzzAPICreate(f *testing.F) {
 			t.Fatalf("created a link to a denied host: %q", out.LongURL)
 		}
 		r := serve(t, h, "GET", "/"+out.Code, "")
-		if r.Code != http.StatusFound || r.Header().Get("Location") != out.LongURL {
-			t.Fatalf("created %s → %q, redirect %d %q", out.Code, out.LongURL, r.Code, r.Header().Get("Location"))
+		if want := redirectWanted(out); r.Code != want || (want != http.StatusNotFound && r.Header().Get("Location") != out.LongURL) {
+			t.Fatalf("created %s → %q, redirect %d %q, want %d", out.Code, out.LongURL, r.Code, r.Header().Get("Location"), want)
 		}
 		if strings.ContainsAny(out.LongURL, "\r\n\t ") {
 			t.Fatalf("created a link with whitespace: %q", out.LongURL)
@@ -94,7 +101,8 @@ func checkRefused(t *testing.T, s *memStore, before int, body string, status int
 	var e map[string]string
 	_ = json.Unmarshal(answer, &e)
 	msg := strings.ToLower(e["error"])
-	for _, field := range []string{"long_url", "code", "expires_at", "title", "tags", "notes"} {
+	for _, field := range []string{"long_url", "code", "expires_at", "title", "tags", "notes",
+		"redirect_status", "valid_from", "max_clicks", "forward_query"} {
 		if strings.Contains(msg, field) {
 			return
 		}
@@ -118,4 +126,51 @@ func checkMetadataStored(t *testing.T, s *memStore, body string, out linkRespons
 	if err := checkMetadata(l.Title, l.Tags, l.Notes); err != nil {
 		t.Fatalf("body %q: stored metadata out of bounds: %v", body, err)
 	}
+}
+
+// checkRulesStored: a created link's rules are within bounds, stored as
+// the request sent them, and answered as stored.
+func checkRulesStored(t *testing.T, s *memStore, body string, out linkResponse) {
+	t.Helper()
+	var req linkRequest
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatalf("body %q was accepted but does not decode: %v", body, err)
+	}
+	l, err := s.Get(context.Background(), out.Code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkRules(l); err != nil {
+		t.Fatalf("body %q: stored rules out of bounds: %v", body, err)
+	}
+	want := Link{Code: out.Code, ForwardQuery: req.ForwardQuery}
+	if req.RedirectStatus != nil {
+		want.RedirectStatus = *req.RedirectStatus
+	}
+	if req.MaxClicks != nil {
+		want.MaxClicks = *req.MaxClicks
+	}
+	if req.ValidFrom != "" {
+		v, err := time.Parse(time.RFC3339, req.ValidFrom)
+		if err != nil {
+			t.Fatalf("body %q: valid_from accepted but does not parse: %v", body, err)
+		}
+		want.ValidFrom = v.UTC().Truncate(time.Microsecond)
+	}
+	assertRules(t, l, want)
+	if got := mustJSON(out.ruleResponse); got != mustJSON(rulesResponse(l)) {
+		t.Fatalf("body %q: answered rules %s, stored %s", body, got, mustJSON(rulesResponse(l)))
+	}
+}
+
+// redirectWanted is the status of a link's first redirect from its rules:
+// 404 before valid_from, else its redirect_status or the handler's 302.
+func redirectWanted(out linkResponse) int {
+	switch {
+	case out.ValidFrom != nil && time.Now().Before(*out.ValidFrom):
+		return http.StatusNotFound
+	case out.RedirectStatus != nil:
+		return *out.RedirectStatus
+	}
+	return http.StatusFound
 }

@@ -31,6 +31,7 @@ type entry struct {
 	location string // the long URL
 	expires  int64  // Unix nanoseconds; 0: never
 	ttl      time.Duration
+	rules    *entryRules // nil: none (cache_rules.go)
 }
 
 // gone reports whether the entry answers 410 at now (Unix nanoseconds).
@@ -59,6 +60,7 @@ func liveEntry(longURL string, expires time.Time, ttl time.Duration) *entry {
 // Redis values at <prefix>:l:<code>:
 //
 //	L<expires unix ms, 0 = never>|<long url>   a link
+//	R<expires>|<rules...>|<long url>           a link with rules (encodeRules)
 //	N                                          unknown code (negative entry)
 //	G                                          revoked or expired
 type cache struct {
@@ -208,14 +210,20 @@ func (c *cache) localTTL(s state, expires int64) time.Duration {
 	return ttl
 }
 
-// fromLink builds the entry for a stored link.
+// fromLink builds the entry for a stored link; one that has served its
+// max_clicks is gone.
 func (c *cache) fromLink(l Link) *entry {
-	if l.Gone(c.now()) {
-		return &entry{state: stateGone, ttl: c.localTTL(stateGone, 0)}
+	if l.Gone(c.now()) || l.Exhausted() {
+		return c.gone()
 	}
 	e := liveEntry(l.LongURL, l.ExpiresAt, 0)
 	e.ttl = c.localTTL(stateLive, e.expires)
+	e.rules = rulesOf(l)
 	return e
+}
+
+func (c *cache) gone() *entry {
+	return &entry{state: stateGone, ttl: c.localTTL(stateGone, 0)}
 }
 
 func (c *cache) unknown() *entry {
@@ -242,12 +250,21 @@ func (c *cache) decode(v string) (*entry, error) {
 	case v == "N":
 		return c.unknown(), nil
 	case v == "G":
-		return &entry{state: stateGone, ttl: c.localTTL(stateGone, 0)}, nil
+		return c.gone(), nil
+	case strings.HasPrefix(v, "R"):
+		exp, rules, long, err := decodeRules(v[1:])
+		if err != nil {
+			return nil, err
+		}
+		e := liveEntry(long, exp, 0)
+		e.ttl = c.localTTL(stateLive, e.expires)
+		e.rules = rules
+		return e, nil
 	case strings.HasPrefix(v, "L"):
 		ms, long, ok := strings.Cut(v[1:], "|")
 		n, err := strconv.ParseInt(ms, 10, 64)
 		if !ok || err != nil || long == "" {
-			return nil, errors.New("malformed cache entry")
+			return nil, errMalformedEntry
 		}
 		var exp time.Time
 		if n != 0 {
@@ -257,14 +274,14 @@ func (c *cache) decode(v string) (*entry, error) {
 		e.ttl = c.localTTL(stateLive, e.expires)
 		return e, nil
 	}
-	return nil, errors.New("malformed cache entry")
+	return nil, errMalformedEntry
 }
 
 // encodeLink returns the Redis value and TTL for a stored link: cache_ttl,
-// never beyond its expiry; revoked and expired links become "G".
+// never beyond its expiry; revoked, expired and exhausted links become "G".
 func (c *cache) encodeLink(l Link) (string, time.Duration) {
 	now := c.now()
-	if l.Gone(now) {
+	if l.Gone(now) || l.Exhausted() {
 		return "G", c.cacheTTL
 	}
 	ttl := c.cacheTTL
@@ -274,6 +291,9 @@ func (c *cache) encodeLink(l Link) (string, time.Duration) {
 		if left := l.ExpiresAt.Sub(now); left < ttl {
 			ttl = left
 		}
+	}
+	if r := rulesOf(l); r != nil {
+		return encodeRules(ms, r, l.LongURL), ttl
 	}
 	return "L" + strconv.FormatInt(ms, 10) + "|" + l.LongURL, ttl
 }

@@ -190,6 +190,15 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			on := v == "on"
 			h.DenyPrivate = &on
+		case "forward_query":
+			v, err := cfparse.OneArg(d)
+			if err != nil {
+				return err
+			}
+			if v != "on" && v != "off" {
+				return d.Errf("invalid forward_query '%s': want on or off", v)
+			}
+			h.ForwardQuery = v == "on"
 		case "api":
 			v, err := cfparse.OneArg(d)
 			if err != nil {

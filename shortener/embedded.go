@@ -35,16 +35,59 @@ var (
 const embeddedOpenTimeout = 2 * time.Second
 
 // embeddedRecord is a link as stored; times are Unix microseconds (as
-// precise as PostgreSQL), 0 for none. Metadata is omitted when empty, so
-// records written before it existed decode as links without any.
+// precise as PostgreSQL), 0 for none. Metadata and rules are omitted when
+// unset, so records written before they existed decode as links without
+// any.
 type embeddedRecord struct {
-	LongURL   string   `json:"u"`
-	CreatedAt int64    `json:"c"`
-	ExpiresAt int64    `json:"e,omitempty"`
-	RevokedAt int64    `json:"r,omitempty"`
-	Title     string   `json:"t,omitempty"`
-	Tags      []string `json:"g,omitempty"`
-	Notes     string   `json:"n,omitempty"`
+	LongURL        string   `json:"u"`
+	CreatedAt      int64    `json:"c"`
+	ExpiresAt      int64    `json:"e,omitempty"`
+	RevokedAt      int64    `json:"r,omitempty"`
+	Title          string   `json:"t,omitempty"`
+	Tags           []string `json:"g,omitempty"`
+	Notes          string   `json:"n,omitempty"`
+	RedirectStatus int      `json:"s,omitempty"`
+	ValidFrom      int64    `json:"v,omitempty"`
+	MaxClicks      int64    `json:"m,omitempty"`
+	ForwardQuery   *bool    `json:"q,omitempty"`
+	ClicksServed   int64    `json:"k,omitempty"`
+}
+
+// record is l as stored.
+func record(l Link) embeddedRecord {
+	return embeddedRecord{
+		LongURL:        l.LongURL,
+		CreatedAt:      toMicros(l.CreatedAt),
+		ExpiresAt:      toMicros(l.ExpiresAt),
+		RevokedAt:      toMicros(l.RevokedAt),
+		Title:          l.Title,
+		Tags:           l.Tags,
+		Notes:          l.Notes,
+		RedirectStatus: l.RedirectStatus,
+		ValidFrom:      toMicros(l.ValidFrom),
+		MaxClicks:      l.MaxClicks,
+		ForwardQuery:   l.ForwardQuery,
+		ClicksServed:   l.ClicksServed,
+	}
+}
+
+// link is the stored rec of code.
+func (rec embeddedRecord) link(code string) Link {
+	return Link{
+		Code:           code,
+		LongURL:        rec.LongURL,
+		CreatedAt:      fromMicros(rec.CreatedAt),
+		ExpiresAt:      fromMicros(rec.ExpiresAt),
+		RevokedAt:      fromMicros(rec.RevokedAt),
+		Title:          rec.Title,
+		Tags:           tagsOrNil(rec.Tags),
+		Notes:          rec.Notes,
+		RedirectStatus: rec.RedirectStatus,
+		ValidFrom:      fromMicros(rec.ValidFrom),
+		MaxClicks:      rec.MaxClicks,
+		ForwardQuery:   rec.ForwardQuery,
+		ClicksServed:   rec.ClicksServed,
+	}
 }
 
 // OpenEmbedded opens the store file at path, creating it (mode 0600) and its
@@ -107,16 +150,7 @@ func (s *EmbeddedStore) Get(ctx context.Context, code string) (Link, error) {
 		}
 		return Link{}, fmt.Errorf("getting link: %w", err)
 	}
-	return Link{
-		Code:      code,
-		LongURL:   rec.LongURL,
-		CreatedAt: fromMicros(rec.CreatedAt),
-		ExpiresAt: fromMicros(rec.ExpiresAt),
-		RevokedAt: fromMicros(rec.RevokedAt),
-		Title:     rec.Title,
-		Tags:      tagsOrNil(rec.Tags),
-		Notes:     rec.Notes,
-	}, nil
+	return rec.link(code), nil
 }
 
 // Create implements Store. A zero CreatedAt is stored as now.
@@ -130,15 +164,7 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 	if l.CreatedAt.IsZero() {
 		l.CreatedAt = time.Now()
 	}
-	v, err := json.Marshal(embeddedRecord{
-		LongURL:   l.LongURL,
-		CreatedAt: toMicros(l.CreatedAt),
-		ExpiresAt: toMicros(l.ExpiresAt),
-		RevokedAt: toMicros(l.RevokedAt),
-		Title:     l.Title,
-		Tags:      l.Tags,
-		Notes:     l.Notes,
-	})
+	v, err := json.Marshal(record(l))
 	if err != nil {
 		return fmt.Errorf("creating link: %w", err)
 	}
@@ -220,6 +246,57 @@ func (s *EmbeddedStore) Revoke(ctx context.Context, code string, at time.Time) e
 		return ErrNotFound
 	default:
 		return fmt.Errorf("revoking link: %w", err)
+	}
+}
+
+// TakeServe implements ServeCounter: the record is read, checked and
+// rewritten in one write transaction (bbolt runs one at a time, and the
+// handler shares one store per file), committed before it returns.
+// Concurrent calls share a batch: one fsync for many.
+func (s *EmbeddedStore) TakeServe(ctx context.Context, code string) (int64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	var (
+		left int64
+		ok   bool
+		key  = []byte(code)
+	)
+	// Batch may run the function again (alone) if another in the batch
+	// fails; only the committed run's result survives.
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(embeddedLinks)
+		v := b.Get(key)
+		if v == nil {
+			return ErrNotFound
+		}
+		var rec embeddedRecord
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		switch {
+		case rec.MaxClicks == 0:
+			left, ok = -1, true
+			return nil
+		case rec.ClicksServed >= rec.MaxClicks:
+			left, ok = 0, false
+			return nil
+		}
+		rec.ClicksServed++
+		left, ok = rec.MaxClicks-rec.ClicksServed, true
+		nv, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		return b.Put(key, nv)
+	})
+	switch {
+	case err == nil:
+		return left, ok, nil
+	case errors.Is(err, ErrNotFound):
+		return 0, false, ErrNotFound
+	default:
+		return 0, false, fmt.Errorf("counting a served redirect: %w", err)
 	}
 }
 
@@ -345,6 +422,9 @@ func checkNewLink(l Link) error {
 	if err := checkMetadata(l.Title, l.Tags, l.Notes); err != nil {
 		return fmt.Errorf("creating link: %w", err)
 	}
+	if err := checkRules(l); err != nil {
+		return fmt.Errorf("creating link: %w", err)
+	}
 	return nil
 }
 
@@ -363,6 +443,7 @@ func fromMicros(us int64) time.Time {
 }
 
 var (
-	_ Store      = (*EmbeddedStore)(nil)
-	_ CodeLister = (*EmbeddedStore)(nil)
+	_ Store        = (*EmbeddedStore)(nil)
+	_ CodeLister   = (*EmbeddedStore)(nil)
+	_ ServeCounter = (*EmbeddedStore)(nil)
 )

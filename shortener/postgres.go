@@ -33,10 +33,14 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (*PostgresStore, erro
 // Get implements Store.
 func (s *PostgresStore) Get(ctx context.Context, code string) (Link, error) {
 	l := Link{Code: code}
-	var expires, revoked *time.Time
+	var expires, revoked, validFrom *time.Time
+	var status int16
 	err := s.pool.QueryRow(ctx,
-		`SELECT long_url, created_at, expires_at, revoked_at, title, tags, notes FROM shortener_links WHERE code = $1`,
-		code).Scan(&l.LongURL, &l.CreatedAt, &expires, &revoked, &l.Title, &l.Tags, &l.Notes)
+		`SELECT long_url, created_at, expires_at, revoked_at, title, tags, notes,
+		        redirect_status, valid_from, max_clicks, forward_query, clicks_served
+		 FROM shortener_links WHERE code = $1`,
+		code).Scan(&l.LongURL, &l.CreatedAt, &expires, &revoked, &l.Title, &l.Tags, &l.Notes,
+		&status, &validFrom, &l.MaxClicks, &l.ForwardQuery, &l.ClicksServed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Link{}, ErrNotFound
 	}
@@ -44,12 +48,8 @@ func (s *PostgresStore) Get(ctx context.Context, code string) (Link, error) {
 		return Link{}, fmt.Errorf("getting link: %w", err)
 	}
 	l.CreatedAt = l.CreatedAt.UTC()
-	if expires != nil {
-		l.ExpiresAt = expires.UTC()
-	}
-	if revoked != nil {
-		l.RevokedAt = revoked.UTC()
-	}
+	l.ExpiresAt, l.RevokedAt, l.ValidFrom = utcOrZero(expires), utcOrZero(revoked), utcOrZero(validFrom)
+	l.RedirectStatus = int(status)
 	l.Tags = tagsOrNil(l.Tags)
 	return l, nil
 }
@@ -69,10 +69,12 @@ func (s *PostgresStore) Create(ctx context.Context, l Link) error {
 		tags = []string{} // NOT NULL: no tags is the empty array
 	}
 	tag, err := s.pool.Exec(ctx,
-		`INSERT INTO shortener_links (code, long_url, created_at, expires_at, revoked_at, title, tags, notes)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		`INSERT INTO shortener_links (code, long_url, created_at, expires_at, revoked_at, title, tags, notes,
+		                              redirect_status, valid_from, max_clicks, forward_query, clicks_served)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 		 ON CONFLICT (code) DO NOTHING`,
-		l.Code, l.LongURL, l.CreatedAt, nullTime(l.ExpiresAt), nullTime(l.RevokedAt), l.Title, tags, l.Notes)
+		l.Code, l.LongURL, l.CreatedAt, nullTime(l.ExpiresAt), nullTime(l.RevokedAt), l.Title, tags, l.Notes,
+		int16(l.RedirectStatus), nullTime(l.ValidFrom), l.MaxClicks, l.ForwardQuery, l.ClicksServed)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
@@ -174,8 +176,45 @@ func (s *PostgresStore) LastSeq(ctx context.Context) (int64, error) {
 	return last, nil
 }
 
+// TakeServe implements ServeCounter in one autocommitted statement. The
+// UPDATE takes the row lock, so concurrent callers on every instance take
+// turns, and under READ COMMITTED each re-checks clicks_served <
+// max_clicks on the row as the previous one left it: no more than
+// max_clicks are ever counted. The outer SELECT tells an exhausted link
+// from one without max_clicks.
+func (s *PostgresStore) TakeServe(ctx context.Context, code string) (int64, bool, error) {
+	var left *int64
+	var maxClicks int64
+	err := s.pool.QueryRow(ctx,
+		`WITH taken AS (
+		     UPDATE shortener_links SET clicks_served = clicks_served + 1
+		     WHERE code = $1 AND clicks_served < max_clicks
+		     RETURNING max_clicks - clicks_served AS remaining)
+		 SELECT (SELECT remaining FROM taken), max_clicks FROM shortener_links WHERE code = $1`,
+		code).Scan(&left, &maxClicks)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, false, ErrNotFound
+	case err != nil:
+		return 0, false, fmt.Errorf("counting a served redirect: %w", err)
+	case left != nil:
+		return *left, true, nil
+	case maxClicks == 0:
+		return -1, true, nil
+	}
+	return 0, false, nil
+}
+
 // Close implements Store. The pool belongs to the caller and stays open.
 func (s *PostgresStore) Close() error { return nil }
+
+// utcOrZero maps SQL NULL to the zero time.
+func utcOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
 
 // nullTime maps the zero time to SQL NULL.
 func nullTime(t time.Time) any {
@@ -186,6 +225,7 @@ func nullTime(t time.Time) any {
 }
 
 var (
-	_ Store      = (*PostgresStore)(nil)
-	_ CodeLister = (*PostgresStore)(nil)
+	_ Store        = (*PostgresStore)(nil)
+	_ CodeLister   = (*PostgresStore)(nil)
+	_ ServeCounter = (*PostgresStore)(nil)
 )

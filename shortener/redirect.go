@@ -15,6 +15,7 @@ var (
 	errInvalidCode = errors.New("not a valid short code")
 	errUnknownCode = errors.New("unknown short code")
 	errGoneCode    = errors.New("short link revoked or expired")
+	errUsedUp      = errors.New("short link reached its max_clicks")
 	errStoreDown   = errors.New("link store unavailable")
 )
 
@@ -81,15 +82,25 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 		h.metrics.count(source, resultGone)
 		return h.fail(w, r, http.StatusGone, errGoneCode)
 	}
+	status, location := h.Status, e.location
+	if e.rules != nil {
+		var err error
+		if status, err = h.ruleStatus(w, r, code, e.rules, source, now); status == 0 {
+			return err
+		}
+	}
+	if r.URL.RawQuery != "" && h.forwards(e.rules) {
+		location = withQuery(location, r.URL.RawQuery)
+	}
 	// One allocation for the three values: later handlers (a `header`
 	// replacement) may edit values in place, so cached strings are copied
 	// into a per-response array rather than shared.
 	vals := make([]string, 3)
-	vals[0], vals[1], vals[2] = e.location, h.cacheControl, "noindex"
+	vals[0], vals[1], vals[2] = location, h.cacheControl, "noindex"
 	hdr["Location"] = vals[0:1:1]
 	hdr["Cache-Control"] = vals[1:2:2]
 	hdr["X-Robots-Tag"] = vals[2:3:3]
-	w.WriteHeader(h.Status)
+	w.WriteHeader(status)
 	if h.clicks != nil {
 		if c, ok := ClassifyRequest(r, code, now); ok {
 			h.clicks.Record(c)

@@ -68,6 +68,13 @@ type Handler struct {
 	// be cached by browsers forever. Default: `302`.
 	Status int `json:"status,omitempty"`
 
+	// Appends the request's query to the long URL of each redirect (after
+	// the long URL's own query, joined with `&`, before its fragment),
+	// unless the link's `forward_query` says otherwise. A result longer
+	// than 2048 bytes redirects to the long URL alone. Default: `false`
+	// (`forward_query off`).
+	ForwardQuery bool `json:"forward_query,omitempty"`
+
 	// Cache-Control header of redirects. Default: `private, max-age=0`.
 	CacheControl string `json:"cache_control,omitempty"`
 

@@ -27,6 +27,19 @@ type Link struct {
 	Title string
 	Tags  []string
 	Notes string
+	// Per-link rules (rules.go); the zero value of each is "no rule".
+	// RedirectStatus is 301, 302, 307 or 308; 0: the handler's status.
+	RedirectStatus int
+	// ValidFrom: before it the code answers 404. Zero: none.
+	ValidFrom time.Time
+	// MaxClicks bounds the redirects served (1 to 1e12); 0: no bound.
+	MaxClicks int64
+	// ForwardQuery: append the request's query to LongURL; nil: the
+	// handler's forward_query.
+	ForwardQuery *bool
+	// ClicksServed counts the redirects served against MaxClicks; only the
+	// store advances it.
+	ClicksServed int64
 }
 
 // Gone reports whether the link answers 410 at now (revoked or expired).

@@ -267,6 +267,9 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		testMetadataRoundTrip(t, ctx, s, base)
 	})
 
+	t.Run("Rules", func(t *testing.T) { s := open(t); testRulesRoundTrip(t, ctxFor(t), s, base) })
+	t.Run("ServeCounter", func(t *testing.T) { s := open(t); testServeCounter(t, ctxFor(t), s, base) })
+
 	t.Run("ListsCodes", func(t *testing.T) {
 		s, ctx := open(t), ctxFor(t)
 		testCodeLister(t, ctx, s, base)

@@ -1,0 +1,85 @@
+package shortener
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// ruleStatus applies a live link's rules to one redirect and returns its
+// status; 0 when the rules answered instead, with err to return: 404
+// before valid_from (as an unknown code), 410 once max_clicks redirects
+// were served, 503 when the max_clicks counter cannot be reached.
+func (h *Handler) ruleStatus(w http.ResponseWriter, r *http.Request, code string, rules *entryRules, source string, now time.Time) (int, error) {
+	if rules.notYet(now.UnixNano()) {
+		h.metrics.count(source, resultNotFound)
+		return 0, h.fail(w, r, http.StatusNotFound, errUnknownCode)
+	}
+	if rules.maxClicks > 0 {
+		ok, err := h.cache.takeServe(r.Context(), code)
+		if err != nil {
+			h.metrics.count(source, resultError)
+			if c := h.logger.Check(zapcore.WarnLevel, "max_clicks counter failed"); c != nil {
+				c.Write(zap.Error(err))
+			}
+			return 0, caddyhttp.Error(http.StatusServiceUnavailable, errStoreDown)
+		}
+		if !ok {
+			h.metrics.count(source, resultGone)
+			return 0, h.fail(w, r, http.StatusGone, errUsedUp)
+		}
+	}
+	if rules.status != 0 {
+		return rules.status, nil
+	}
+	return h.Status, nil
+}
+
+// forwards reports whether a redirect appends the request's query: the
+// link's forward_query, else the handler's.
+func (h *Handler) forwards(rules *entryRules) bool {
+	if rules != nil && rules.forward != forwardDefault {
+		return rules.forward == forwardOn
+	}
+	return h.ForwardQuery
+}
+
+// withQuery appends a request's raw query to a long URL: after its own
+// query (joined with '&'), before its fragment. Bytes a URL may not hold
+// as they are (controls, space, non-ASCII, '#') are percent-encoded. A
+// result longer than maxLongURL is the long URL alone.
+func withQuery(long, query string) string {
+	base, frag, hasFrag := strings.Cut(long, "#")
+	var b strings.Builder
+	b.Grow(len(long) + len(query) + 1)
+	b.WriteString(base)
+	switch {
+	case !strings.Contains(base, "?"):
+		b.WriteByte('?')
+	case !strings.HasSuffix(base, "?") && !strings.HasSuffix(base, "&"):
+		b.WriteByte('&')
+	}
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		if c <= ' ' || c >= 0x7f || c == '#' {
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+			continue
+		}
+		b.WriteByte(c)
+	}
+	if hasFrag {
+		b.WriteByte('#')
+		b.WriteString(frag)
+	}
+	if b.Len() > maxLongURL {
+		return long
+	}
+	return b.String()
+}
