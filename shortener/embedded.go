@@ -45,6 +45,37 @@ type embeddedRecord struct {
 	Title     string   `json:"t,omitempty"`
 	Tags      []string `json:"g,omitempty"`
 	Notes     string   `json:"n,omitempty"`
+	// Version of the link; 0 (records written before versions) reads as 1.
+	Version int64 `json:"v,omitempty"`
+}
+
+// recordOf is the record of l.
+func recordOf(l Link) embeddedRecord {
+	return embeddedRecord{
+		LongURL:   l.LongURL,
+		CreatedAt: toMicros(l.CreatedAt),
+		ExpiresAt: toMicros(l.ExpiresAt),
+		RevokedAt: toMicros(l.RevokedAt),
+		Title:     l.Title,
+		Tags:      l.Tags,
+		Notes:     l.Notes,
+		Version:   l.Version,
+	}
+}
+
+// link is the link the record holds under code.
+func (rec embeddedRecord) link(code string) Link {
+	return Link{
+		Code:      code,
+		LongURL:   rec.LongURL,
+		CreatedAt: fromMicros(rec.CreatedAt),
+		ExpiresAt: fromMicros(rec.ExpiresAt),
+		RevokedAt: fromMicros(rec.RevokedAt),
+		Title:     rec.Title,
+		Tags:      tagsOrNil(rec.Tags),
+		Notes:     rec.Notes,
+		Version:   max(rec.Version, 1),
+	}
 }
 
 // OpenEmbedded opens the store file at path, creating it (mode 0600) and its
@@ -104,16 +135,7 @@ func (s *EmbeddedStore) Get(ctx context.Context, code string) (Link, error) {
 		}
 		return Link{}, fmt.Errorf("getting link: %w", err)
 	}
-	return Link{
-		Code:      code,
-		LongURL:   rec.LongURL,
-		CreatedAt: fromMicros(rec.CreatedAt),
-		ExpiresAt: fromMicros(rec.ExpiresAt),
-		RevokedAt: fromMicros(rec.RevokedAt),
-		Title:     rec.Title,
-		Tags:      tagsOrNil(rec.Tags),
-		Notes:     rec.Notes,
-	}, nil
+	return rec.link(code), nil
 }
 
 // Create implements Store. A zero CreatedAt is stored as now.
@@ -127,15 +149,8 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 	if l.CreatedAt.IsZero() {
 		l.CreatedAt = time.Now()
 	}
-	v, err := json.Marshal(embeddedRecord{
-		LongURL:   l.LongURL,
-		CreatedAt: toMicros(l.CreatedAt),
-		ExpiresAt: toMicros(l.ExpiresAt),
-		RevokedAt: toMicros(l.RevokedAt),
-		Title:     l.Title,
-		Tags:      l.Tags,
-		Notes:     l.Notes,
-	})
+	l.Version = 1
+	v, err := json.Marshal(recordOf(l))
 	if err != nil {
 		return fmt.Errorf("creating link: %w", err)
 	}
@@ -201,6 +216,7 @@ func (s *EmbeddedStore) Revoke(ctx context.Context, code string, at time.Time) e
 			return nil // keep the first revocation
 		}
 		rec.RevokedAt = toMicros(at)
+		rec.Version = max(rec.Version, 1) + 1
 		nv, err := json.Marshal(rec)
 		if err != nil {
 			return err

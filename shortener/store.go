@@ -27,6 +27,9 @@ type Link struct {
 	Title string
 	Tags  []string
 	Notes string
+	// Version is 1 when created and one more with every change, revocation
+	// included (LinkEditor). Stores set it; Create ignores it.
+	Version int64
 }
 
 // Gone reports whether the link answers 410 at now (revoked or expired).

@@ -271,6 +271,8 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		s, ctx := open(t), ctxFor(t)
 		testCodeLister(t, ctx, s, base)
 	})
+
+	testEdits(t, open, ctxFor, base)
 }
 
 // testCodeLister checks CodeLister on an empty store s: the full listing
