@@ -113,15 +113,23 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on stats", r.Method)
 		}
 		return h.apiStats(w, r, rest[len("/links/"):len(rest)-len("/stats")])
+	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/history") && strings.Count(rest, "/") == 3:
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on history", r.Method)
+		}
+		return h.apiHistory(w, r, rest[len("/links/"):len(rest)-len("/history")])
 	case strings.HasPrefix(rest, "/links/") && strings.Count(rest, "/") == 2:
 		code := rest[len("/links/"):]
 		switch r.Method {
 		case http.MethodGet, http.MethodHead:
 			return h.apiGet(w, r, code)
+		case http.MethodPatch:
+			return h.apiPatch(w, r, code)
 		case http.MethodDelete:
 			return h.apiDelete(w, r, code)
 		}
-		w.Header().Set("Allow", "GET, HEAD, DELETE")
+		w.Header().Set("Allow", "GET, HEAD, PATCH, DELETE")
 		return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on a link", r.Method)
 	}
 	return apiErr(http.StatusNotFound, "no such API endpoint")
@@ -223,6 +231,7 @@ func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	w.Header().Set("ETag", etag(l))
 	// The link is committed. Write it through to Redis (replacing any
 	// negative entry) and drop it from every L1; a Redis failure here only
 	// delays the first redirect until negative entries expire.
@@ -358,6 +367,7 @@ func (h *Handler) apiGet(w http.ResponseWriter, r *http.Request, code string) er
 	if err != nil {
 		return h.storeErr(err)
 	}
+	w.Header().Set("ETag", etag(l))
 	out := h.response(r, l)
 	if h.clicks != nil {
 		if n, err := h.clicks.Total(ctx, code); err == nil {

@@ -3,6 +3,7 @@ package shortener
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -39,6 +40,24 @@ func needs(r *http.Request) scope {
 }
 
 func keyDigest(k string) [32]byte { return sha256.Sum256([]byte(k)) }
+
+// bearerKey is the key of the request's Authorization header, "" if none.
+func bearerKey(r *http.Request) string {
+	kind, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(kind, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(key)
+}
+
+// keyFingerprint names the API key of a request in the link history: the
+// first 8 bytes of the key's SHA-256 as 16 hex digits, never the key
+// itself. An operator finds the key of a fingerprint with
+// `printf %s "$KEY" | sha256sum | cut -c1-16`.
+func keyFingerprint(r *http.Request) string {
+	d := keyDigest(bearerKey(r))
+	return hex.EncodeToString(d[:8])
+}
 
 // MinAPIKeyLen is the shortest API key (api_key or api_read_key) that
 // loads: a key is a password, and a short one falls to guessing.
@@ -93,12 +112,11 @@ func (h *Handler) provisionKeys(repl *caddy.Replacer) error {
 // time (over digests, so the key length leaks nothing either) and returns
 // the scope of the one it matches.
 func (h *Handler) keyScope(r *http.Request) scope {
-	auth := r.Header.Get("Authorization")
-	kind, key, ok := strings.Cut(auth, " ")
-	if !ok || !strings.EqualFold(kind, "Bearer") || key == "" {
+	key := bearerKey(r)
+	if key == "" {
 		return scopeNone
 	}
-	d := keyDigest(strings.TrimSpace(key))
+	d := keyDigest(key)
 	got := 0
 	for i := range h.apiKeys {
 		eq := subtle.ConstantTimeCompare(d[:], h.apiKeys[i].digest[:])

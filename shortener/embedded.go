@@ -51,6 +51,8 @@ type embeddedRecord struct {
 	MaxClicks      int64    `json:"m,omitempty"`
 	ForwardQuery   *bool    `json:"q,omitempty"`
 	ClicksServed   int64    `json:"k,omitempty"`
+	// Version of the link; 0 (records written before versions) reads as 1.
+	Version int64 `json:"ver,omitempty"`
 }
 
 // record is l as stored.
@@ -68,6 +70,7 @@ func record(l Link) embeddedRecord {
 		MaxClicks:      l.MaxClicks,
 		ForwardQuery:   l.ForwardQuery,
 		ClicksServed:   l.ClicksServed,
+		Version:        l.Version,
 	}
 }
 
@@ -87,6 +90,7 @@ func (rec embeddedRecord) link(code string) Link {
 		MaxClicks:      rec.MaxClicks,
 		ForwardQuery:   rec.ForwardQuery,
 		ClicksServed:   rec.ClicksServed,
+		Version:        max(rec.Version, 1),
 	}
 }
 
@@ -164,6 +168,7 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 	if l.CreatedAt.IsZero() {
 		l.CreatedAt = time.Now()
 	}
+	l.Version = 1
 	v, err := json.Marshal(record(l))
 	if err != nil {
 		return fmt.Errorf("creating link: %w", err)
@@ -233,6 +238,7 @@ func (s *EmbeddedStore) Revoke(ctx context.Context, code string, at time.Time) e
 			return nil // keep the first revocation
 		}
 		rec.RevokedAt = toMicros(at)
+		rec.Version = max(rec.Version, 1) + 1
 		nv, err := json.Marshal(rec)
 		if err != nil {
 			return err

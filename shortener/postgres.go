@@ -32,20 +32,29 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (*PostgresStore, erro
 
 // Get implements Store.
 func (s *PostgresStore) Get(ctx context.Context, code string) (Link, error) {
+	l, err := scanLink(s.pool.QueryRow(ctx, `SELECT `+linkColumns+` FROM shortener_links WHERE code = $1`, code), code)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return Link{}, fmt.Errorf("getting link: %w", err)
+	}
+	return l, err
+}
+
+// linkColumns are the columns scanLink reads, in its order.
+const linkColumns = `long_url, created_at, expires_at, revoked_at, title, tags, notes,
+	redirect_status, valid_from, max_clicks, forward_query, clicks_served, version`
+
+// scanLink reads one row of linkColumns; no row is ErrNotFound.
+func scanLink(row pgx.Row, code string) (Link, error) {
 	l := Link{Code: code}
 	var expires, revoked, validFrom *time.Time
 	var status int16
-	err := s.pool.QueryRow(ctx,
-		`SELECT long_url, created_at, expires_at, revoked_at, title, tags, notes,
-		        redirect_status, valid_from, max_clicks, forward_query, clicks_served
-		 FROM shortener_links WHERE code = $1`,
-		code).Scan(&l.LongURL, &l.CreatedAt, &expires, &revoked, &l.Title, &l.Tags, &l.Notes,
-		&status, &validFrom, &l.MaxClicks, &l.ForwardQuery, &l.ClicksServed)
+	err := row.Scan(&l.LongURL, &l.CreatedAt, &expires, &revoked, &l.Title, &l.Tags, &l.Notes,
+		&status, &validFrom, &l.MaxClicks, &l.ForwardQuery, &l.ClicksServed, &l.Version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Link{}, ErrNotFound
 	}
 	if err != nil {
-		return Link{}, fmt.Errorf("getting link: %w", err)
+		return Link{}, err
 	}
 	l.CreatedAt = l.CreatedAt.UTC()
 	l.ExpiresAt, l.RevokedAt, l.ValidFrom = utcOrZero(expires), utcOrZero(revoked), utcOrZero(validFrom)
@@ -88,13 +97,16 @@ func (s *PostgresStore) Create(ctx context.Context, l Link) error {
 	return nil
 }
 
-// Revoke implements Store; COALESCE keeps the first revocation time.
+// Revoke implements Store; the first revocation sets the time and raises
+// the version, a later one changes nothing.
 func (s *PostgresStore) Revoke(ctx context.Context, code string, at time.Time) error {
 	if at.IsZero() {
 		return errors.New("revoking link: zero time")
 	}
 	tag, err := s.pool.Exec(ctx,
-		`UPDATE shortener_links SET revoked_at = COALESCE(revoked_at, $2) WHERE code = $1`,
+		`UPDATE shortener_links
+		 SET revoked_at = COALESCE(revoked_at, $2), version = version + (revoked_at IS NULL)::int
+		 WHERE code = $1`,
 		code, at)
 	if err != nil {
 		return fmt.Errorf("revoking link: %w", err)

@@ -86,6 +86,7 @@ func listSQL(q ListQuery, cur *listCursor) (string, []any, error) {
 		where = append(where, "("+key+", l.code) "+op+" ("+arg(k)+", "+arg(cur.Code)+")")
 	}
 	sql := `SELECT l.code, l.long_url, l.created_at, l.expires_at, l.revoked_at, l.title, l.tags, l.notes,
+		l.redirect_status, l.valid_from, l.max_clicks, l.forward_query, l.clicks_served, l.version,
 		COALESCE(t.people + t.bots, 0)
 		FROM shortener_links l LEFT JOIN shortener_link_click_totals t ON t.code = (l.code COLLATE "default")`
 	if len(where) > 0 {
@@ -102,15 +103,13 @@ func escapeLike(s string) string {
 
 func scanListedLink(row pgx.CollectableRow) (ListedLink, error) {
 	var l ListedLink
-	var expires, revoked *time.Time
-	err := row.Scan(&l.Code, &l.LongURL, &l.CreatedAt, &expires, &revoked, &l.Title, &l.Tags, &l.Notes, &l.Clicks)
+	var expires, revoked, validFrom *time.Time
+	var status int16
+	err := row.Scan(&l.Code, &l.LongURL, &l.CreatedAt, &expires, &revoked, &l.Title, &l.Tags, &l.Notes,
+		&status, &validFrom, &l.MaxClicks, &l.ForwardQuery, &l.ClicksServed, &l.Version, &l.Clicks)
 	l.CreatedAt = l.CreatedAt.UTC()
-	if expires != nil {
-		l.ExpiresAt = expires.UTC()
-	}
-	if revoked != nil {
-		l.RevokedAt = revoked.UTC()
-	}
+	l.ExpiresAt, l.RevokedAt, l.ValidFrom = utcOrZero(expires), utcOrZero(revoked), utcOrZero(validFrom)
+	l.RedirectStatus = int(status)
 	l.Tags = tagsOrNil(l.Tags)
 	return l, err
 }

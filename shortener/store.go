@@ -40,6 +40,9 @@ type Link struct {
 	// ClicksServed counts the redirects served against MaxClicks; only the
 	// store advances it.
 	ClicksServed int64
+	// Version is 1 when created and one more with every change, revocation
+	// included (LinkEditor). Stores set it; Create ignores it.
+	Version int64
 }
 
 // Gone reports whether the link answers 410 at now (revoked or expired).

@@ -276,6 +276,7 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 	})
 
 	t.Run("ListsLinks", func(t *testing.T) { s := open(t); testLinkLister(t, ctxFor(t), s, base) })
+	testEdits(t, open, ctxFor, base)
 }
 
 // testCodeLister checks CodeLister on an empty store s: the full listing

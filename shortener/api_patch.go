@@ -1,0 +1,195 @@
+package shortener
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/edgekit/caddy-edgekit/internal/strictjson"
+)
+
+// linkPatch is a judged merge patch of a link: a nil field is absent
+// (unchanged); a pointer to the zero value clears the field.
+type linkPatch struct {
+	longURL   *string
+	title     *string
+	tags      *[]string
+	notes     *string
+	expiresAt *time.Time
+}
+
+// patchFields are the fields a PATCH may name, each with its judge.
+var patchFields = map[string]func(h *Handler, r *http.Request, raw json.RawMessage, p *linkPatch) error{
+	"long_url":   patchLongURL,
+	"title":      patchText("title", func(p *linkPatch, s *string) { p.title = s }),
+	"notes":      patchText("notes", func(p *linkPatch, s *string) { p.notes = s }),
+	"tags":       patchTags,
+	"expires_at": patchExpiresAt,
+}
+
+// maxUnknownNamed bounds the unknown field names a 400 repeats.
+const maxUnknownNamed = 5
+
+// parsePatch judges a PATCH body: a JSON object (RFC 7396; any other value
+// would replace the whole link) of known fields, each judged as create
+// judges it. Errors are 400 naming the field.
+func (h *Handler) parsePatch(r *http.Request, body []byte) (linkPatch, error) {
+	var p linkPatch
+	var fields map[string]json.RawMessage
+	if err := strictjson.Decode(body, &fields); err != nil || fields == nil {
+		if err == nil {
+			err = errors.New("a merge patch is a JSON object")
+		}
+		return p, apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
+	}
+	if field := invalidUTF8Field(body); field != "" {
+		return p, apiErr(http.StatusBadRequest, "%s is not valid UTF-8", field)
+	}
+	var unknown []string
+	for name := range fields {
+		if patchFields[name] == nil {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		if len(unknown) > maxUnknownNamed {
+			unknown = append(unknown[:maxUnknownNamed], "...")
+		}
+		return p, apiErr(http.StatusBadRequest, "unknown or read-only fields: %s (editable: long_url, title, tags, notes, expires_at)", quoteAll(unknown))
+	}
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	sort.Strings(names) // one answer for one body
+	for _, name := range names {
+		if err := patchFields[name](h, r, fields[name], &p); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		if len(n) > 64 {
+			n = n[:64] + "..."
+		}
+		q[i] = "'" + strings.ToValidUTF8(n, "?") + "'"
+	}
+	return strings.Join(q, ", ")
+}
+
+func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+func patchLongURL(h *Handler, r *http.Request, raw json.RawMessage, p *linkPatch) error {
+	if isNull(raw) {
+		return apiErr(http.StatusBadRequest, "long_url cannot be cleared (null); give a new one")
+	}
+	var s string
+	if err := decodeField("long_url", "a string", raw, &s); err != nil {
+		return err
+	}
+	long, err := h.policy.check(s, h.selfHosts(r)...)
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	p.longURL = &long
+	return nil
+}
+
+// patchText judges title or notes: a string (empty clears) or null.
+func patchText(name string, set func(*linkPatch, *string)) func(*Handler, *http.Request, json.RawMessage, *linkPatch) error {
+	return func(_ *Handler, _ *http.Request, raw json.RawMessage, p *linkPatch) error {
+		s := ""
+		if !isNull(raw) {
+			if err := decodeField(name, "a string or null", raw, &s); err != nil {
+				return err
+			}
+		}
+		var err error
+		if name == "title" {
+			err = checkMetadata(s, nil, "")
+		} else {
+			err = checkMetadata("", nil, s)
+		}
+		if err != nil {
+			return apiErr(http.StatusBadRequest, "%v", err)
+		}
+		set(p, &s)
+		return nil
+	}
+}
+
+func patchTags(_ *Handler, _ *http.Request, raw json.RawMessage, p *linkPatch) error {
+	var tags []string
+	if !isNull(raw) {
+		if err := decodeField("tags", "an array of strings or null", raw, &tags); err != nil {
+			return err
+		}
+	}
+	if err := checkMetadata("", tags, ""); err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	tags = tagsOrNil(tags)
+	p.tags = &tags
+	return nil
+}
+
+func patchExpiresAt(h *Handler, _ *http.Request, raw json.RawMessage, p *linkPatch) error {
+	var t time.Time
+	if !isNull(raw) {
+		var s string
+		if err := decodeField("expires_at", "an RFC 3339 time or null", raw, &s); err != nil {
+			return err
+		}
+		var err error
+		if t, err = time.Parse(time.RFC3339, s); err != nil {
+			return apiErr(http.StatusBadRequest, "expires_at must be an RFC 3339 time or null")
+		}
+		if !t.After(h.now()) {
+			return apiErr(http.StatusBadRequest, "expires_at is in the past")
+		}
+		t = t.UTC()
+	}
+	p.expiresAt = &t
+	return nil
+}
+
+// apply sets the patch's fields on l.
+func (p linkPatch) apply(l *Link) {
+	if p.longURL != nil {
+		l.LongURL = *p.longURL
+	}
+	if p.title != nil {
+		l.Title = *p.title
+	}
+	if p.tags != nil {
+		l.Tags = *p.tags
+	}
+	if p.notes != nil {
+		l.Notes = *p.notes
+	}
+	if p.expiresAt != nil {
+		l.ExpiresAt = *p.expiresAt
+	}
+}
+
+// readBody reads an API request body of at most maxBody bytes (413 beyond).
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, apiErr(http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxBody)
+		}
+		return nil, apiErr(http.StatusBadRequest, "reading body: %v", err)
+	}
+	return body, nil
+}
