@@ -3,6 +3,7 @@ package shortener
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -93,18 +94,44 @@ func (h *Handler) provisionKeys(repl *caddy.Replacer) error {
 // time (over digests, so the key length leaks nothing either) and returns
 // the scope of the one it matches.
 func (h *Handler) keyScope(r *http.Request) scope {
-	auth := r.Header.Get("Authorization")
-	kind, key, ok := strings.Cut(auth, " ")
-	if !ok || !strings.EqualFold(kind, "Bearer") || key == "" {
+	key, ok := bearerKey(r)
+	if !ok {
 		return scopeNone
 	}
-	d := keyDigest(strings.TrimSpace(key))
+	d := keyDigest(key)
 	got := 0
 	for i := range h.apiKeys {
 		eq := subtle.ConstantTimeCompare(d[:], h.apiKeys[i].digest[:])
 		got |= subtle.ConstantTimeSelect(eq, int(h.apiKeys[i].scope), 0)
 	}
 	return scope(got)
+}
+
+// bearerKey is the key of the request's Authorization: Bearer header.
+func bearerKey(r *http.Request) (string, bool) {
+	kind, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(kind, "Bearer") || key == "" {
+		return "", false
+	}
+	return strings.TrimSpace(key), true
+}
+
+// keyFingerprint names an API key where it must be told apart from others
+// (the scope of an Idempotency-Key, who made a change) without being
+// stored: the first 8 bytes of its SHA-256, in hex. Keys are at least
+// MinAPIKeyLen bytes of secret, so the fingerprint does not reveal them.
+func keyFingerprint(key string) string {
+	d := keyDigest(key)
+	return hex.EncodeToString(d[:8])
+}
+
+// requestKeyFingerprint is the fingerprint of the request's bearer key.
+func requestKeyFingerprint(r *http.Request) (string, bool) {
+	key, ok := bearerKey(r)
+	if !ok {
+		return "", false
+	}
+	return keyFingerprint(key), true
 }
 
 // authorize answers 401 to a request without a valid key and 403 to one

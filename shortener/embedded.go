@@ -45,6 +45,9 @@ type embeddedRecord struct {
 	Title     string   `json:"t,omitempty"`
 	Tags      []string `json:"g,omitempty"`
 	Notes     string   `json:"n,omitempty"`
+	// Auto: the code was generated (Link.Custom false). Absent in records
+	// written before it existed, which read as custom, never reused.
+	Auto bool `json:"a,omitempty"`
 }
 
 // OpenEmbedded opens the store file at path, creating it (mode 0600) and its
@@ -104,6 +107,11 @@ func (s *EmbeddedStore) Get(ctx context.Context, code string) (Link, error) {
 		}
 		return Link{}, fmt.Errorf("getting link: %w", err)
 	}
+	return linkOfRecord(code, rec), nil
+}
+
+// linkOfRecord is the link a record holds.
+func linkOfRecord(code string, rec embeddedRecord) Link {
 	return Link{
 		Code:      code,
 		LongURL:   rec.LongURL,
@@ -113,7 +121,8 @@ func (s *EmbeddedStore) Get(ctx context.Context, code string) (Link, error) {
 		Title:     rec.Title,
 		Tags:      tagsOrNil(rec.Tags),
 		Notes:     rec.Notes,
-	}, nil
+		Custom:    !rec.Auto,
+	}
 }
 
 // Create implements Store. A zero CreatedAt is stored as now.
@@ -127,15 +136,7 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 	if l.CreatedAt.IsZero() {
 		l.CreatedAt = time.Now()
 	}
-	v, err := json.Marshal(embeddedRecord{
-		LongURL:   l.LongURL,
-		CreatedAt: toMicros(l.CreatedAt),
-		ExpiresAt: toMicros(l.ExpiresAt),
-		RevokedAt: toMicros(l.RevokedAt),
-		Title:     l.Title,
-		Tags:      l.Tags,
-		Notes:     l.Notes,
-	})
+	v, err := json.Marshal(embeddedRecordOf(l))
 	if err != nil {
 		return fmt.Errorf("creating link: %w", err)
 	}
@@ -158,6 +159,9 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 			if err := b.Put(key, v); err != nil {
 				return err
 			}
+			if err := putReuseIndex(tx, l); err != nil {
+				return err
+			}
 			// The number is part of this transaction: a rolled-back
 			// create leaves no gap.
 			o := tx.Bucket(embeddedOrder)
@@ -175,6 +179,20 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 		return ErrCodeTaken
 	default:
 		return fmt.Errorf("creating link: %w", err)
+	}
+}
+
+// embeddedRecordOf is the record of a link.
+func embeddedRecordOf(l Link) embeddedRecord {
+	return embeddedRecord{
+		LongURL:   l.LongURL,
+		CreatedAt: toMicros(l.CreatedAt),
+		ExpiresAt: toMicros(l.ExpiresAt),
+		RevokedAt: toMicros(l.RevokedAt),
+		Title:     l.Title,
+		Tags:      l.Tags,
+		Notes:     l.Notes,
+		Auto:      !l.Custom,
 	}
 }
 

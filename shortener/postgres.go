@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,6 +16,9 @@ import (
 // connection's search_path. Several Caddy instances may share one database.
 type PostgresStore struct {
 	pool *pgxpool.Pool
+	// idemPruned is when expired idempotency records were last pruned
+	// (Unix nanoseconds; postgres_idempotency.go).
+	idemPruned atomic.Int64
 }
 
 // OpenPostgres applies the pending migrations and returns a store on pool.
@@ -35,8 +39,8 @@ func (s *PostgresStore) Get(ctx context.Context, code string) (Link, error) {
 	l := Link{Code: code}
 	var expires, revoked *time.Time
 	err := s.pool.QueryRow(ctx,
-		`SELECT long_url, created_at, expires_at, revoked_at, title, tags, notes FROM shortener_links WHERE code = $1`,
-		code).Scan(&l.LongURL, &l.CreatedAt, &expires, &revoked, &l.Title, &l.Tags, &l.Notes)
+		`SELECT long_url, created_at, expires_at, revoked_at, title, tags, notes, custom FROM shortener_links WHERE code = $1`,
+		code).Scan(&l.LongURL, &l.CreatedAt, &expires, &revoked, &l.Title, &l.Tags, &l.Notes, &l.Custom)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Link{}, ErrNotFound
 	}
@@ -69,10 +73,10 @@ func (s *PostgresStore) Create(ctx context.Context, l Link) error {
 		tags = []string{} // NOT NULL: no tags is the empty array
 	}
 	tag, err := s.pool.Exec(ctx,
-		`INSERT INTO shortener_links (code, long_url, created_at, expires_at, revoked_at, title, tags, notes)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		`INSERT INTO shortener_links (code, long_url, created_at, expires_at, revoked_at, title, tags, notes, custom)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		 ON CONFLICT (code) DO NOTHING`,
-		l.Code, l.LongURL, l.CreatedAt, nullTime(l.ExpiresAt), nullTime(l.RevokedAt), l.Title, tags, l.Notes)
+		l.Code, l.LongURL, l.CreatedAt, nullTime(l.ExpiresAt), nullTime(l.RevokedAt), l.Title, tags, l.Notes, l.Custom)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation

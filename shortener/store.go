@@ -27,6 +27,10 @@ type Link struct {
 	Title string
 	Tags  []string
 	Notes string
+	// Custom: the code was chosen by the client, not generated. Only links
+	// with generated codes are reused ("reuse": true); links stored before
+	// the stores kept this read as custom.
+	Custom bool
 }
 
 // Gone reports whether the link answers 410 at now (revoked or expired).

@@ -267,6 +267,8 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		testMetadataRoundTrip(t, ctx, s, base)
 	})
 
+	t.Run("Transactions", func(t *testing.T) { testTxStore(t, ctxFor(t), open(t), base) })
+
 	t.Run("ListsCodes", func(t *testing.T) {
 		s, ctx := open(t), ctxFor(t)
 		testCodeLister(t, ctx, s, base)
