@@ -114,7 +114,7 @@ func (h *Handler) apiCreateTx(w http.ResponseWriter, r *http.Request, claim *Ide
 // and writes the (possibly replayed) answer.
 func (h *Handler) answerTx(ctx context.Context, w http.ResponseWriter, r *http.Request, claim *IdemClaim,
 	items []*createItem, render func([]*createItem) IdemAnswer) error {
-	ts, ok := h.store.(TxStore)
+	ts, ok := txStoreOf(h.store)
 	if !ok {
 		return apiErr(http.StatusNotImplemented, "this link store cannot create in transactions")
 	}

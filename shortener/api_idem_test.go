@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -231,5 +232,24 @@ func TestEmbeddedIdempotentConcurrentDuplicates(t *testing.T) {
 	codes, err := s.(CodeLister).ScanCodes(context.Background(), "", 100)
 	if err != nil || len(codes) != 1 {
 		t.Errorf("stored codes %v (%v), want 1", codes, err)
+	}
+}
+
+// A handler that opens its own embedded store (shared across reloads)
+// creates in transactions.
+func TestProvisionEmbeddedIdempotent(t *testing.T) {
+	h := &Handler{Path: filepath.Join(t.TempDir(), "links.db"), API: "/api", APIKeys: []string{testKey}}
+	if err := provision(t, h); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Cleanup() })
+	body := `{"long_url":"https://example.com/own","reuse":true}`
+	first := serve(t, h, "POST", "/api/links", body, idem("own")...)
+	again := serve(t, h, "POST", "/api/links", body, idem("own")...)
+	if first.Code != http.StatusCreated || again.Body.String() != first.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" {
+		t.Errorf("POST = %d %s, then %d %s; want 201 and its replay", first.Code, first.Body, again.Code, again.Body)
+	}
+	if w := serve(t, h, "POST", "/api/links/batch", `{"links":[`+body+`]}`, auth()...); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"status":200`) {
+		t.Errorf("batch = %d %s, want 200 with the reused link", w.Code, w.Body)
 	}
 }

@@ -80,6 +80,16 @@ type TxStore interface {
 	IdemLookup(ctx context.Context, scope, key string, now time.Time) (digest [32]byte, ans IdemAnswer, found bool, err error)
 }
 
+// txStoreOf is the TxStore behind a handler's store, if it has one (the
+// embedded store is shared across config reloads in a sharedStore).
+func txStoreOf(s Store) (TxStore, bool) {
+	if sh, ok := s.(sharedStore); ok {
+		s = sh.Store
+	}
+	ts, ok := s.(TxStore)
+	return ts, ok
+}
+
 // idemKey reads the Idempotency-Key header: "" when absent; 1 to 255 bytes
 // of printable ASCII, sent once, or a 400 naming the header.
 func idemKey(r *http.Request) (string, error) {
@@ -121,7 +131,7 @@ func idemClaimOf(r *http.Request, key string, body []byte) *IdemClaim {
 // record decides (replay, or 422 for another body), so a retry of a
 // request that once succeeded is not refused for a time that has passed.
 func (h *Handler) idemRefused(ctx context.Context, w http.ResponseWriter, claim *IdemClaim, refusal error) error {
-	ts, ok := h.store.(TxStore)
+	ts, ok := txStoreOf(h.store)
 	if claim == nil || !ok {
 		return refusal
 	}
