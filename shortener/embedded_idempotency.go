@@ -222,6 +222,9 @@ func (t embeddedLinkTx) Insert(ctx context.Context, links []Link) ([]bool, error
 		if err := checkNewLink(l); err != nil {
 			return nil, err
 		}
+		if l.CreatedAt.IsZero() {
+			l.CreatedAt = time.Now()
+		}
 		key := []byte(l.Code)
 		if b.Get(key) != nil {
 			continue

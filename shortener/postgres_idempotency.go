@@ -137,6 +137,9 @@ func (t pgLinkTx) Insert(ctx context.Context, links []Link) ([]bool, error) {
 	args := make([]any, 0, cols*len(links))
 	for n, i := range order {
 		l := links[i]
+		if l.CreatedAt.IsZero() {
+			l.CreatedAt = time.Now()
+		}
 		if err := checkNewLink(l); err != nil {
 			return nil, err
 		}
