@@ -38,6 +38,9 @@ type linkRequest struct {
 	// Notes: at most 2,000 characters; line breaks and tabs allowed.
 	Notes string `json:"notes,omitempty"`
 	ruleRequest
+	// Reuse: without a custom code, answer an existing link instead of
+	// creating one when one matches (reuse.go).
+	Reuse bool `json:"reuse,omitempty"`
 }
 
 // linkResponse is a link as the API shows it.
@@ -107,6 +110,12 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 		return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on %s", r.Method, "links")
 	case rest == "/links/export" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		return h.apiExport(w, r) // other methods: the link with code "export" (export.go)
+	case rest == "/links/batch":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on %s", r.Method, "links/batch")
+		}
+		return h.apiBatch(w, r)
 	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/stats") && strings.Count(rest, "/") == 3:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -193,12 +202,24 @@ func (h *Handler) createErr(err error) error {
 		return h.storeErr(err)
 	}
 	h.logger.Warn("shortener api: store did not answer in time; the link may have been created", zap.Error(err))
-	return apiError{http.StatusServiceUnavailable, "link store did not answer in time: the link may have been created; retry with the same custom code (409 means it exists)"}
+	return apiError{http.StatusServiceUnavailable, "link store did not answer in time: the link may have been created; retry with the same Idempotency-Key (or the same custom code: 409 means it exists)"}
 }
 
 // apiCreate answers POST <api>/links.
 func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
-	req, err := readLinkRequest(w, r)
+	key, err := idemKey(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(w, r, maxBody)
+	if err != nil {
+		return err
+	}
+	claim := idemClaimOf(r, key, body)
+	req, err := decodeLinkRequest(body)
+	if claim != nil || (err == nil && req.Reuse) {
+		return h.apiCreateTx(w, r, claim, req, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -210,13 +231,10 @@ func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	switch {
 	case req.Code != "":
-		if err := ValidCustomCode(req.Code); err != nil {
-			return apiErr(http.StatusBadRequest, "code: %v", err)
+		if err := h.checkCustomCode(req.Code); err != nil {
+			return err
 		}
-		if strings.EqualFold(req.Code, h.reserved) {
-			return apiErr(http.StatusBadRequest, "code '%s' is reserved", req.Code)
-		}
-		l.Code = req.Code
+		l.Code, l.Custom = req.Code, true
 		if err := h.store.Create(ctx, l); errors.Is(err, ErrCodeTaken) {
 			return apiErr(http.StatusConflict, "code '%s' is already taken", req.Code)
 		} else if err != nil {
@@ -242,17 +260,22 @@ func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// readLinkRequest reads and decodes the body of POST <api>/links.
-func readLinkRequest(w http.ResponseWriter, r *http.Request) (linkRequest, error) {
-	var req linkRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+// readBody reads a request body of at most limit bytes (413 beyond).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return req, apiErr(http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxBody)
+			return nil, apiErr(http.StatusRequestEntityTooLarge, "body larger than %d bytes", limit)
 		}
-		return req, apiErr(http.StatusBadRequest, "reading body: %v", err)
+		return nil, apiErr(http.StatusBadRequest, "reading body: %v", err)
 	}
+	return body, nil
+}
+
+// decodeLinkRequest decodes the body of POST <api>/links.
+func decodeLinkRequest(body []byte) (linkRequest, error) {
+	var req linkRequest
 	if err := strictjson.Decode(body, &req); err != nil {
 		return req, apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
 	}

@@ -3,7 +3,6 @@ package shortener
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -179,17 +178,4 @@ func (p linkPatch) apply(l *Link) {
 	if p.expiresAt != nil {
 		l.ExpiresAt = *p.expiresAt
 	}
-}
-
-// readBody reads an API request body of at most maxBody bytes (413 beyond).
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, apiErr(http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxBody)
-		}
-		return nil, apiErr(http.StatusBadRequest, "reading body: %v", err)
-	}
-	return body, nil
 }

@@ -53,6 +53,9 @@ type embeddedRecord struct {
 	ClicksServed   int64    `json:"k,omitempty"`
 	// Version of the link; 0 (records written before versions) reads as 1.
 	Version int64 `json:"ver,omitempty"`
+	// Auto: the code was generated (Link.Custom false). Absent in records
+	// written before it existed, which read as custom, never reused.
+	Auto bool `json:"a,omitempty"`
 }
 
 // record is l as stored.
@@ -71,6 +74,7 @@ func record(l Link) embeddedRecord {
 		ForwardQuery:   l.ForwardQuery,
 		ClicksServed:   l.ClicksServed,
 		Version:        l.Version,
+		Auto:           !l.Custom,
 	}
 }
 
@@ -91,6 +95,7 @@ func (rec embeddedRecord) link(code string) Link {
 		ForwardQuery:   rec.ForwardQuery,
 		ClicksServed:   rec.ClicksServed,
 		Version:        max(rec.Version, 1),
+		Custom:         !rec.Auto,
 	}
 }
 
@@ -190,6 +195,9 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 				return ErrCodeTaken
 			}
 			if err := b.Put(key, v); err != nil {
+				return err
+			}
+			if err := putReuseIndex(tx, l); err != nil {
 				return err
 			}
 			// The number is part of this transaction: a rolled-back

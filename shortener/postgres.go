@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,6 +16,9 @@ import (
 // connection's search_path. Several Caddy instances may share one database.
 type PostgresStore struct {
 	pool *pgxpool.Pool
+	// idemPruned is when expired idempotency records were last pruned
+	// (Unix nanoseconds; postgres_idempotency.go).
+	idemPruned atomic.Int64
 }
 
 // OpenPostgres applies the pending migrations and returns a store on pool.
@@ -41,26 +45,41 @@ func (s *PostgresStore) Get(ctx context.Context, code string) (Link, error) {
 
 // linkColumns are the columns scanLink reads, in its order.
 const linkColumns = `long_url, created_at, expires_at, revoked_at, title, tags, notes,
-	redirect_status, valid_from, max_clicks, forward_query, clicks_served, version`
+	redirect_status, valid_from, max_clicks, forward_query, clicks_served, version, custom`
 
 // scanLink reads one row of linkColumns; no row is ErrNotFound.
 func scanLink(row pgx.Row, code string) (Link, error) {
 	l := Link{Code: code}
-	var expires, revoked, validFrom *time.Time
-	var status int16
-	err := row.Scan(&l.LongURL, &l.CreatedAt, &expires, &revoked, &l.Title, &l.Tags, &l.Notes,
-		&status, &validFrom, &l.MaxClicks, &l.ForwardQuery, &l.ClicksServed, &l.Version)
+	var ls linkScan
+	err := row.Scan(ls.into(&l)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Link{}, ErrNotFound
 	}
 	if err != nil {
 		return Link{}, err
 	}
-	l.CreatedAt = l.CreatedAt.UTC()
-	l.ExpiresAt, l.RevokedAt, l.ValidFrom = utcOrZero(expires), utcOrZero(revoked), utcOrZero(validFrom)
-	l.RedirectStatus = int(status)
-	l.Tags = tagsOrNil(l.Tags)
+	ls.finish(&l)
 	return l, nil
+}
+
+// linkScan holds the columns of linkColumns that need converting.
+type linkScan struct {
+	expires, revoked, validFrom *time.Time
+	status                      int16
+}
+
+// into is the Scan destinations of linkColumns for l.
+func (ls *linkScan) into(l *Link) []any {
+	return []any{&l.LongURL, &l.CreatedAt, &ls.expires, &ls.revoked, &l.Title, &l.Tags, &l.Notes,
+		&ls.status, &ls.validFrom, &l.MaxClicks, &l.ForwardQuery, &l.ClicksServed, &l.Version, &l.Custom}
+}
+
+// finish converts what into read.
+func (ls *linkScan) finish(l *Link) {
+	l.CreatedAt = l.CreatedAt.UTC()
+	l.ExpiresAt, l.RevokedAt, l.ValidFrom = utcOrZero(ls.expires), utcOrZero(ls.revoked), utcOrZero(ls.validFrom)
+	l.RedirectStatus = int(ls.status)
+	l.Tags = tagsOrNil(l.Tags)
 }
 
 // Create implements Store: one INSERT ... ON CONFLICT DO NOTHING, so a
@@ -79,11 +98,11 @@ func (s *PostgresStore) Create(ctx context.Context, l Link) error {
 	}
 	tag, err := s.pool.Exec(ctx,
 		`INSERT INTO shortener_links (code, long_url, created_at, expires_at, revoked_at, title, tags, notes,
-		                              redirect_status, valid_from, max_clicks, forward_query, clicks_served)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		                              redirect_status, valid_from, max_clicks, forward_query, clicks_served, custom)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 		 ON CONFLICT (code) DO NOTHING`,
 		l.Code, l.LongURL, l.CreatedAt, nullTime(l.ExpiresAt), nullTime(l.RevokedAt), l.Title, tags, l.Notes,
-		int16(l.RedirectStatus), nullTime(l.ValidFrom), l.MaxClicks, l.ForwardQuery, l.ClicksServed)
+		int16(l.RedirectStatus), nullTime(l.ValidFrom), l.MaxClicks, l.ForwardQuery, l.ClicksServed, l.Custom)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation

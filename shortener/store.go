@@ -43,6 +43,10 @@ type Link struct {
 	// Version is 1 when created and one more with every change, revocation
 	// included (LinkEditor). Stores set it; Create ignores it.
 	Version int64
+	// Custom: the code was chosen by the client, not generated. Only links
+	// with generated codes are reused ("reuse": true); links stored before
+	// the stores kept this read as custom.
+	Custom bool
 }
 
 // Gone reports whether the link answers 410 at now (revoked or expired).

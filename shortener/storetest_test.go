@@ -269,6 +269,7 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("Rules", func(t *testing.T) { s := open(t); testRulesRoundTrip(t, ctxFor(t), s, base) })
 	t.Run("ServeCounter", func(t *testing.T) { s := open(t); testServeCounter(t, ctxFor(t), s, base) })
+	t.Run("Transactions", func(t *testing.T) { testTxStore(t, ctxFor(t), open(t), base) })
 
 	t.Run("ListsCodes", func(t *testing.T) {
 		s, ctx := open(t), ctxFor(t)

@@ -1,0 +1,169 @@
+package shortener
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/internal/strictjson"
+)
+
+// POST <api>/links/batch creates up to maxBatch links in one store
+// transaction, each item judged on its own, and answers 200 with a result
+// per item in input order.
+const (
+	// maxBatch is the most create requests one batch may hold.
+	maxBatch = 1000
+	// maxBatchBody is the largest batch body (413 beyond): room for 1,000
+	// create requests with 2,048-byte long URLs and some metadata.
+	maxBatchBody = 4 << 20
+)
+
+// batchRequest is the body of POST <api>/links/batch; each item is decoded
+// on its own, so a malformed one fails alone.
+type batchRequest struct {
+	Links []json.RawMessage `json:"links"`
+}
+
+// batchResult is one item's answer: status 201 (created) or 200 (reused)
+// with the link, or a 4xx/5xx status with the error.
+type batchResult struct {
+	Status int           `json:"status"`
+	Link   *linkResponse `json:"link,omitempty"`
+	Error  string        `json:"error,omitempty"`
+}
+
+// apiBatch answers POST <api>/links/batch.
+func (h *Handler) apiBatch(w http.ResponseWriter, r *http.Request) error {
+	key, err := idemKey(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(w, r, maxBatchBody)
+	if err != nil {
+		return err
+	}
+	claim := idemClaimOf(r, key, body)
+	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
+	defer cancel()
+	items, err := h.batchItems(r, body)
+	if err != nil {
+		return h.idemRefused(ctx, w, claim, err)
+	}
+	return h.answerTx(ctx, w, r, claim, items, func(items []*createItem) IdemAnswer {
+		out := struct {
+			Results []batchResult `json:"results"`
+		}{make([]batchResult, len(items))}
+		for i, it := range items {
+			status, link, err := h.itemAnswer(r, it)
+			out.Results[i] = batchResult{Status: status, Link: link}
+			if err != nil {
+				out.Results[i].Error = err.Error()
+			}
+		}
+		return renderJSON(http.StatusOK, out)
+	})
+}
+
+// batchItems decodes a batch body and judges each item.
+func (h *Handler) batchItems(r *http.Request, body []byte) ([]*createItem, error) {
+	var req batchRequest
+	if err := strictjson.Decode(body, &req); err != nil {
+		return nil, apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
+	}
+	if len(req.Links) == 0 || len(req.Links) > maxBatch {
+		return nil, apiErr(http.StatusBadRequest, "links: %d create requests given, 1 to %d are allowed", len(req.Links), maxBatch)
+	}
+	items := make([]*createItem, len(req.Links))
+	for i, raw := range req.Links {
+		lr, err := decodeLinkRequest(raw)
+		if err != nil {
+			items[i] = &createItem{refused: err}
+			continue
+		}
+		items[i] = h.prepareItem(r, lr)
+	}
+	return items, nil
+}
+
+// apiCreateTx answers POST <api>/links with an Idempotency-Key or reuse:
+// req and decodeErr as decoded from the body.
+func (h *Handler) apiCreateTx(w http.ResponseWriter, r *http.Request, claim *IdemClaim, req linkRequest, decodeErr error) error {
+	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
+	defer cancel()
+	if decodeErr != nil {
+		return h.idemRefused(ctx, w, claim, decodeErr)
+	}
+	it := h.prepareItem(r, req)
+	if it.refused != nil {
+		return h.idemRefused(ctx, w, claim, it.refused)
+	}
+	return h.answerTx(ctx, w, r, claim, []*createItem{it}, func(items []*createItem) IdemAnswer {
+		status, link, err := h.itemAnswer(r, items[0])
+		if err != nil {
+			return renderJSON(status, map[string]string{"error": err.Error()})
+		}
+		return renderJSON(status, link)
+	})
+}
+
+// answerTx creates items in one transaction, publishes the links created
+// and writes the (possibly replayed) answer.
+func (h *Handler) answerTx(ctx context.Context, w http.ResponseWriter, r *http.Request, claim *IdemClaim,
+	items []*createItem, render func([]*createItem) IdemAnswer) error {
+	ts, ok := txStoreOf(h.store)
+	if !ok {
+		return apiErr(http.StatusNotImplemented, "this link store cannot create in transactions")
+	}
+	ans, replayed, err := h.runCreate(ctx, ts, claim, items, render)
+	var ae apiError
+	switch {
+	case errors.Is(err, ErrIdemMismatch):
+		return idemMismatch()
+	case errors.As(err, &ae):
+		return err
+	case err != nil:
+		return h.createErr(err)
+	}
+	if !replayed {
+		var created []Link
+		for _, it := range items {
+			if it.status == http.StatusCreated {
+				created = append(created, it.result)
+			}
+		}
+		if err := h.cache.publishLinks(ctx, created); err != nil {
+			h.logger.Warn("writing new links to redis", zap.Error(err))
+		}
+	}
+	writeAnswer(w, ans, replayed)
+	return nil
+}
+
+// itemAnswer is one item's status and link or error.
+func (h *Handler) itemAnswer(r *http.Request, it *createItem) (int, *linkResponse, error) {
+	if it.refused != nil {
+		var ae apiError
+		if errors.As(it.refused, &ae) {
+			return ae.status, nil, ae
+		}
+		return http.StatusBadRequest, nil, it.refused
+	}
+	if it.err != nil {
+		return it.status, nil, it.err
+	}
+	out := h.response(r, it.result)
+	return it.status, &out, nil
+}
+
+// renderJSON renders an answer as writeJSON writes it.
+func renderJSON(status int, v any) IdemAnswer {
+	b, err := json.Marshal(v)
+	if err != nil { // only plain structs, maps and strings reach here
+		return IdemAnswer{Status: http.StatusInternalServerError, Body: []byte(`{"error":"internal error"}` + "\n")}
+	}
+	return IdemAnswer{Status: status, Body: append(b, '\n')}
+}

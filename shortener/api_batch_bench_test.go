@@ -1,0 +1,54 @@
+package shortener
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgekit/caddy-edgekit/internal/pgpool"
+	"github.com/edgekit/caddy-edgekit/internal/testenv"
+)
+
+// BenchmarkBatchCreate is POST <api>/links/batch of 1,000 links with random
+// codes and no metadata, through the handler into each store (no Redis):
+// links/s is the creation rate.
+func BenchmarkBatchCreate(b *testing.B) {
+	b.Run("postgres", func(b *testing.B) {
+		p, err := pgpool.Get(testenv.Postgres(b), pgpool.Settings{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { p.Release() })
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := OpenPostgres(ctx, p.Pool)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchBatchCreate(b, s)
+	})
+	b.Run("embedded", func(b *testing.B) {
+		benchBatchCreate(b, openTestEmbeddedB(b))
+	})
+}
+
+func benchBatchCreate(b *testing.B, s Store) {
+	h := newHandler(b, s, nil)
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		items := make([]string, maxBatch)
+		for i := range items {
+			items[i] = fmt.Sprintf(`{"long_url":"https://example.com/landing/%d?utm_source=mail"}`, n)
+			n++
+		}
+		w := serve(b, h, "POST", "/api/links/batch", `{"links":[`+strings.Join(items, ",")+`]}`, auth()...)
+		if w.Code != http.StatusOK || strings.Contains(w.Body.String(), `"error"`) {
+			b.Fatalf("batch = %d %.200s", w.Code, w.Body)
+		}
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "links/s")
+}
