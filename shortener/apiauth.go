@@ -41,6 +41,24 @@ func needs(r *http.Request) scope {
 
 func keyDigest(k string) [32]byte { return sha256.Sum256([]byte(k)) }
 
+// bearerKey is the key of the request's Authorization header, "" if none.
+func bearerKey(r *http.Request) string {
+	kind, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(kind, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(key)
+}
+
+// keyFingerprint names the API key of a request in the link history: the
+// first 8 bytes of the key's SHA-256 as 16 hex digits, never the key
+// itself. An operator finds the key of a fingerprint with
+// `printf %s "$KEY" | sha256sum | cut -c1-16`.
+func keyFingerprint(r *http.Request) string {
+	d := keyDigest(bearerKey(r))
+	return hex.EncodeToString(d[:8])
+}
+
 // MinAPIKeyLen is the shortest API key (api_key or api_read_key) that
 // loads: a key is a password, and a short one falls to guessing.
 const MinAPIKeyLen = 16
@@ -94,8 +112,8 @@ func (h *Handler) provisionKeys(repl *caddy.Replacer) error {
 // time (over digests, so the key length leaks nothing either) and returns
 // the scope of the one it matches.
 func (h *Handler) keyScope(r *http.Request) scope {
-	key, ok := bearerKey(r)
-	if !ok {
+	key := bearerKey(r)
+	if key == "" {
 		return scopeNone
 	}
 	d := keyDigest(key)
@@ -105,33 +123,6 @@ func (h *Handler) keyScope(r *http.Request) scope {
 		got |= subtle.ConstantTimeSelect(eq, int(h.apiKeys[i].scope), 0)
 	}
 	return scope(got)
-}
-
-// bearerKey is the key of the request's Authorization: Bearer header.
-func bearerKey(r *http.Request) (string, bool) {
-	kind, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(kind, "Bearer") || key == "" {
-		return "", false
-	}
-	return strings.TrimSpace(key), true
-}
-
-// keyFingerprint names an API key where it must be told apart from others
-// (the scope of an Idempotency-Key, who made a change) without being
-// stored: the first 8 bytes of its SHA-256, in hex. Keys are at least
-// MinAPIKeyLen bytes of secret, so the fingerprint does not reveal them.
-func keyFingerprint(key string) string {
-	d := keyDigest(key)
-	return hex.EncodeToString(d[:8])
-}
-
-// requestKeyFingerprint is the fingerprint of the request's bearer key.
-func requestKeyFingerprint(r *http.Request) (string, bool) {
-	key, ok := bearerKey(r)
-	if !ok {
-		return "", false
-	}
-	return keyFingerprint(key), true
 }
 
 // authorize answers 401 to a request without a valid key and 403 to one

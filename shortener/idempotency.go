@@ -122,8 +122,7 @@ func idemClaimOf(r *http.Request, key string, body []byte) *IdemClaim {
 	if key == "" {
 		return nil
 	}
-	fp, _ := requestKeyFingerprint(r)
-	return &IdemClaim{Scope: fp, Key: key, BodySHA256: sha256.Sum256(body)}
+	return &IdemClaim{Scope: keyFingerprint(r), Key: key, BodySHA256: sha256.Sum256(body)}
 }
 
 // idemRefused answers a request refused before it reached the store (a

@@ -1,0 +1,75 @@
+package shortener
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/internal/pgpool"
+	"github.com/edgekit/caddy-edgekit/internal/testenv"
+)
+
+// Expired idempotency records are deleted by a later keyed create, at most
+// idemPruneBatch at a time; live ones stay.
+func TestIdempotencyPrune(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)
+	record := func(t *testing.T, ts TxStore, key string, at time.Time) {
+		t.Helper()
+		c := &IdemClaim{Scope: "0123456789abcdef", Key: key, BodySHA256: sha256.Sum256([]byte(key))}
+		if _, _, err := ts.CreateTx(ctx, c, at, func(context.Context, LinkTx) (IdemAnswer, error) {
+			return IdemAnswer{Status: 400, Body: []byte(`{}`)}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(t *testing.T, ts TxStore, count func() int) {
+		for i := range idemPruneBatch + 5 {
+			record(t, ts, fmt.Sprintf("old-%d", i), base)
+		}
+		record(t, ts, "live", base.Add(idemTTL-time.Second))
+		if n := count(); n != idemPruneBatch+6 {
+			t.Fatalf("%d records before pruning, want %d", n, idemPruneBatch+6)
+		}
+		later := base.Add(idemTTL + time.Hour)
+		record(t, ts, "trigger", later)
+		if n := count(); n != 5+2 {
+			t.Errorf("%d records after one prune, want 7 (5 expired left, live, trigger)", n)
+		}
+		if _, _, found, _ := ts.IdemLookup(ctx, "0123456789abcdef", "live", later); !found {
+			t.Errorf("the live record was pruned")
+		}
+	}
+	t.Run("embedded", func(t *testing.T) {
+		s := openTestEmbedded(t).(*EmbeddedStore)
+		run(t, s, func() int {
+			n := 0
+			_ = s.db.View(func(tx *bolt.Tx) error {
+				n = tx.Bucket(embeddedIdem).Stats().KeyN
+				if a := tx.Bucket(embeddedIdemAge).Stats().KeyN; a != n {
+					t.Errorf("%d records but %d age entries", n, a)
+				}
+				return nil
+			})
+			return n
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		pool := testPool(t, testenv.Postgres(t), pgpool.Settings{})
+		s, err := OpenPostgres(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, s, func() int {
+			var n int
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM shortener_idempotency`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		})
+	})
+}
