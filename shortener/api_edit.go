@@ -55,7 +55,7 @@ func (h *Handler) apiPatch(w http.ResponseWriter, r *http.Request, code string) 
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
 	var urlChanged bool
-	l, err := editor.Edit(ctx, code, Edit{IfMatch: ifMatch, Key: fingerprintOf(r), At: h.now().UTC(),
+	l, err := editor.Edit(ctx, code, Edit{IfMatch: ifMatch, Key: keyFingerprint(r), At: h.now().UTC(),
 		Apply: func(l *Link) error {
 			urlChanged = p.longURL != nil && *p.longURL != l.LongURL
 			p.apply(l)
@@ -193,11 +193,4 @@ func decodeField(name, want string, raw json.RawMessage, v any) error {
 		return apiErr(http.StatusBadRequest, "%s must be %s", name, want)
 	}
 	return nil
-}
-
-// fingerprintOf is the fingerprint of the request's key ("" without one;
-// authorize has refused such requests before any edit).
-func fingerprintOf(r *http.Request) string {
-	fp, _ := requestKeyFingerprint(r)
-	return fp
 }
