@@ -265,8 +265,10 @@ func (s *EmbeddedStore) Revoke(ctx context.Context, code string, at time.Time) e
 
 // TakeServe implements ServeCounter: the record is read, checked and
 // rewritten in one write transaction (bbolt runs one at a time, and the
-// handler shares one store per file), committed before it returns.
-// Concurrent calls share a batch: one fsync for many.
+// handler shares one store per file), committed before it returns. Its
+// own transaction, not a Batch: a batch waits up to 10ms for company, which
+// a lone redirect would pay (BenchmarkRedirectMaxClicks: 12.7 ms a redirect
+// with Batch, 0.8 ms with Update).
 func (s *EmbeddedStore) TakeServe(ctx context.Context, code string) (int64, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
@@ -276,9 +278,7 @@ func (s *EmbeddedStore) TakeServe(ctx context.Context, code string) (int64, bool
 		ok   bool
 		key  = []byte(code)
 	)
-	// Batch may run the function again (alone) if another in the batch
-	// fails; only the committed run's result survives.
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(embeddedLinks)
 		v := b.Get(key)
 		if v == nil {

@@ -1,0 +1,52 @@
+package shortener
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/edgekit/caddy-edgekit/internal/pgpool"
+	"github.com/edgekit/caddy-edgekit/internal/testenv"
+)
+
+// BenchmarkRedirectMaxClicks is an L1 hit of a link with max_clicks: the
+// redirect pays the store's counter (one UPDATE in PostgreSQL, one write
+// transaction in the embedded store) on top of BenchmarkRedirectL1Hit.
+// max_clicks is at its bound, so the link does not run out.
+func BenchmarkRedirectMaxClicks(b *testing.B) {
+	b.Run("postgres", func(b *testing.B) {
+		p, err := pgpool.Get(testenv.Postgres(b), pgpool.Settings{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { p.Release() })
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := OpenPostgres(ctx, p.Pool)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchMaxClicks(b, s)
+	})
+	b.Run("embedded", func(b *testing.B) { benchMaxClicks(b, openTestEmbeddedB(b)) })
+}
+
+func benchMaxClicks(b *testing.B, s Store) {
+	err := s.Create(context.Background(), Link{Code: "limited", LongURL: "https://example.com/some/long/path", MaxClicks: maxMaxClicks})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := newHandler(b, s, func(h *Handler) { h.LocalCacheTTL = caddy.Duration(time.Hour); h.ClicksOff = true })
+	r, _ := http.NewRequest("GET", "http://sho.rt/limited", nil)
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		if err := h.ServeHTTP(w, r, nextHandler); err != nil || w.h.Get("Location") == "" {
+			b.Fatal(err, w.h)
+		}
+	}
+}
