@@ -132,10 +132,10 @@ func checkListTag(v string) error {
 
 func checkListStatus(v string) error {
 	switch v {
-	case StatusActive, StatusExpired, StatusRevoked, StatusAll:
+	case StatusActive, StatusExpired, StatusRevoked, StatusExhausted, StatusScheduled, StatusAll:
 		return nil
 	}
-	return apiErr(http.StatusBadRequest, "status must be active, expired, revoked or all")
+	return apiErr(http.StatusBadRequest, "status must be active, expired, revoked, exhausted, scheduled or all")
 }
 
 func checkListSort(v string) error {

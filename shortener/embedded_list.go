@@ -162,16 +162,7 @@ func readListed(links, totals *bolt.Bucket, code string) (ListedLink, bool, erro
 	if err := json.Unmarshal(v, &rec); err != nil {
 		return ListedLink{}, false, fmt.Errorf("link %q: %w", code, err)
 	}
-	l := ListedLink{Link: Link{
-		Code:      code,
-		LongURL:   rec.LongURL,
-		CreatedAt: fromMicros(rec.CreatedAt),
-		ExpiresAt: fromMicros(rec.ExpiresAt),
-		RevokedAt: fromMicros(rec.RevokedAt),
-		Title:     rec.Title,
-		Tags:      tagsOrNil(rec.Tags),
-		Notes:     rec.Notes,
-	}}
+	l := ListedLink{Link: rec.link(code)}
 	if totals != nil {
 		if t := totals.Get([]byte(code)); len(t) == 16 {
 			l.Clicks = int64(binary.BigEndian.Uint64(t[:8]) + binary.BigEndian.Uint64(t[8:]))

@@ -24,12 +24,15 @@ const (
 
 // Link statuses a listing filters on, at the query's Now. Each link has
 // exactly one; when several would apply the first of revoked, expired,
-// active wins (a revoked link that has also expired is revoked).
+// exhausted, scheduled, active wins (a revoked link that has also expired
+// is revoked).
 const (
-	StatusActive  = "active"  // neither revoked nor expired
-	StatusExpired = "expired" // past expires_at, not revoked
-	StatusRevoked = "revoked" // revoked (DELETE), whatever its expiry
-	StatusAll     = "all"
+	StatusActive    = "active"    // redirects now: none of the others
+	StatusExpired   = "expired"   // past expires_at, not revoked
+	StatusRevoked   = "revoked"   // revoked (DELETE), whatever its expiry
+	StatusExhausted = "exhausted" // max_clicks redirects served, not expired or revoked
+	StatusScheduled = "scheduled" // before valid_from, not exhausted, expired or revoked
+	StatusAll       = "all"
 )
 
 // Sort orders of a listing; ties are broken by code in the same direction.
@@ -118,6 +121,10 @@ func linkStatus(l Link, now time.Time) string {
 		return StatusRevoked
 	case !l.ExpiresAt.IsZero() && !now.Before(l.ExpiresAt):
 		return StatusExpired
+	case l.MaxClicks > 0 && l.ClicksServed >= l.MaxClicks:
+		return StatusExhausted
+	case !l.ValidFrom.IsZero() && now.Before(l.ValidFrom):
+		return StatusScheduled
 	default:
 		return StatusActive
 	}

@@ -53,13 +53,19 @@ func listSQL(q ListQuery, cur *listCursor) (string, []any, error) {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
+	live := func() string { return "l.revoked_at IS NULL AND (l.expires_at IS NULL OR l.expires_at > " + arg(q.Now) + ")" }
+	const spent = "l.max_clicks > 0 AND l.clicks_served >= l.max_clicks"
 	switch q.Status {
 	case StatusActive:
-		where = append(where, "l.revoked_at IS NULL AND (l.expires_at IS NULL OR l.expires_at > "+arg(q.Now)+")")
+		where = append(where, live()+" AND NOT ("+spent+") AND (l.valid_from IS NULL OR l.valid_from <= "+arg(q.Now)+")")
 	case StatusExpired:
 		where = append(where, "l.revoked_at IS NULL AND l.expires_at <= "+arg(q.Now))
 	case StatusRevoked:
 		where = append(where, "l.revoked_at IS NOT NULL")
+	case StatusExhausted:
+		where = append(where, live()+" AND "+spent)
+	case StatusScheduled:
+		where = append(where, live()+" AND NOT ("+spent+") AND l.valid_from > "+arg(q.Now))
 	case StatusAll:
 	default:
 		return "", nil, fmt.Errorf("listing links: unknown status %q", q.Status)

@@ -30,7 +30,12 @@ func testLinkLister(t *testing.T, ctx context.Context, s Store, base time.Time) 
 	clicks := map[string]int64{"alpha-1": 5, "beta-2": 2, "tie-b": 2, "gone-rev": 9}
 	sink := applyTestClicks(t, ctx, s, clicks, now)
 
-	for _, status := range []string{StatusActive, StatusExpired, StatusRevoked, StatusAll} {
+	for _, l := range links {
+		if got := linkStatus(l, now); got != listFixtureStatus[l.Code] {
+			t.Errorf("linkStatus(%s) = %s, want %s", l.Code, got, listFixtureStatus[l.Code])
+		}
+	}
+	for _, status := range []string{StatusActive, StatusExpired, StatusRevoked, StatusExhausted, StatusScheduled, StatusAll} {
 		for _, sort := range []string{SortCreated, SortCreatedDesc, SortClicks, SortClicksDesc} {
 			for _, limit := range []int{1, 2, 1000} {
 				q := ListQuery{Status: status, Sort: sort, Limit: limit, Now: now}
@@ -70,7 +75,24 @@ func listFixture(base, now time.Time) []Link {
 		{Code: "later-exp", LongURL: "https://example.net/l", CreatedAt: base.Add(4 * time.Hour), ExpiresAt: now.Add(time.Minute)},
 		{Code: "gone-rev", LongURL: "https://example.net/r", CreatedAt: base.Add(5 * time.Hour), RevokedAt: base.Add(6 * time.Hour)},
 		{Code: "gone-both", LongURL: "https://example.net/rb", CreatedAt: base.Add(-2 * time.Hour), ExpiresAt: now.Add(-time.Hour), RevokedAt: base},
+		{Code: "soon", LongURL: "https://example.net/s", CreatedAt: base.Add(7 * time.Hour), ValidFrom: now.Add(time.Minute)},
+		{Code: "started", LongURL: "https://example.net/st", CreatedAt: base.Add(7 * time.Hour), ValidFrom: now},
+		{Code: "spent", LongURL: "https://example.net/sp", CreatedAt: base.Add(8 * time.Hour), MaxClicks: 2, ClicksServed: 2},
+		{Code: "spent-soon", LongURL: "https://example.net/ss", CreatedAt: base.Add(8 * time.Hour), MaxClicks: 1, ClicksServed: 1, ValidFrom: now.Add(time.Hour)},
+		{Code: "spent-exp", LongURL: "https://example.net/se", CreatedAt: base.Add(9 * time.Hour), MaxClicks: 1, ClicksServed: 1, ExpiresAt: now.Add(-time.Second)},
+		{Code: "left", LongURL: "https://example.net/le", CreatedAt: base.Add(9 * time.Hour), MaxClicks: 2, ClicksServed: 1},
 	}
+}
+
+// listFixtureStatus is each fixture link's status at now, written out so
+// the stores' filters are checked against the precedence revoked, expired,
+// exhausted, scheduled, active rather than against linkStatus alone.
+var listFixtureStatus = map[string]string{
+	"alpha-1": StatusActive, "beta-2": StatusActive, "tie-b": StatusActive, "tie-a": StatusActive,
+	"tie-C": StatusActive, "later-exp": StatusActive, "started": StatusActive, "left": StatusActive,
+	"old-exp": StatusExpired, "at-exp": StatusExpired, "spent-exp": StatusExpired,
+	"gone-rev": StatusRevoked, "gone-both": StatusRevoked,
+	"soon": StatusScheduled, "spent": StatusExhausted, "spent-soon": StatusExhausted,
 }
 
 // applyTestClicks counts clicks[code] clicks for each code in the store's
