@@ -101,7 +101,8 @@ func (s *EmbeddedStore) History(ctx context.Context, code string, before int64, 
 		}
 		prefix := historyKey(code, 0)[:len(code)+1]
 		c := h.Cursor()
-		k, v := c.Seek(historyKey(code, before))
+		k, _ := c.Seek(historyKey(code, before))
+		var v []byte
 		if k == nil {
 			k, v = c.Last()
 		} else {

@@ -19,7 +19,7 @@ import (
 // makes two unrelated reuse creates take turns.
 const (
 	reuseLockClass   int32 = 0x65646b72
-	reuseLockBuckets       = 256
+	reuseLockBuckets int32 = 256
 )
 
 // CreateTx implements TxStore: one transaction that, with a claim, first
@@ -266,7 +266,7 @@ func timeOrNil(t time.Time) *time.Time {
 func reuseBucket(longURL string) int32 {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(longURL))
-	return int32(h.Sum32() % reuseLockBuckets)
+	return int32(h.Sum32() % uint32(reuseLockBuckets))
 }
 
 var _ TxStore = (*PostgresStore)(nil)
