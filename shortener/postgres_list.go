@@ -53,7 +53,9 @@ func listSQL(q ListQuery, cur *listCursor) (string, []any, error) {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	live := func() string { return "l.revoked_at IS NULL AND (l.expires_at IS NULL OR l.expires_at > " + arg(q.Now) + ")" }
+	live := func() string {
+		return "l.revoked_at IS NULL AND (l.expires_at IS NULL OR l.expires_at > " + arg(q.Now) + ")"
+	}
 	const spent = "l.max_clicks > 0 AND l.clicks_served >= l.max_clicks"
 	switch q.Status {
 	case StatusActive:
