@@ -321,19 +321,5 @@ func (c *cache) fill(ctx context.Context, code string, l *Link) {
 // every instance to add the code to its filter and drop its L1 entry.
 // Without Redis only this instance's filter and L1 learn.
 func (c *cache) publishLink(ctx context.Context, l Link) error {
-	c.codes.add(l.Code)
-	defer c.dropLocal(l.Code)
-	if c.rdb == nil {
-		return nil
-	}
-	v, ttl := c.encodeLink(l)
-	pipe := c.rdb.Pipeline()
-	if ttl > 0 {
-		pipe.Set(ctx, c.key(l.Code), v, ttl)
-	} else {
-		pipe.Del(ctx, c.key(l.Code))
-	}
-	pipe.Publish(ctx, c.channel, l.Code)
-	_, err := pipe.Exec(ctx)
-	return err
+	return c.publishLinks(ctx, []Link{l})
 }

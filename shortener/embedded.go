@@ -147,11 +147,9 @@ func (s *EmbeddedStore) Get(ctx context.Context, code string) (Link, error) {
 	}
 	var rec embeddedRecord
 	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(embeddedLinks).Get([]byte(code))
-		if v == nil {
-			return ErrNotFound
-		}
-		return json.Unmarshal(v, &rec) // copies v, valid only in the transaction
+		var err error
+		rec, err = readRecord(tx.Bucket(embeddedLinks), code) // copies the bytes valid only in tx
+		return err
 	})
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
@@ -223,6 +221,17 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 	}
 }
 
+// readRecord decodes the record of code in the links bucket b, or
+// ErrNotFound.
+func readRecord(b *bolt.Bucket, code string) (embeddedRecord, error) {
+	var rec embeddedRecord
+	v := b.Get([]byte(code))
+	if v == nil {
+		return rec, ErrNotFound
+	}
+	return rec, json.Unmarshal(v, &rec)
+}
+
 // Revoke implements Store.
 func (s *EmbeddedStore) Revoke(ctx context.Context, code string, at time.Time) error {
 	if err := ctx.Err(); err != nil {
@@ -234,12 +243,8 @@ func (s *EmbeddedStore) Revoke(ctx context.Context, code string, at time.Time) e
 	key := []byte(code)
 	err := s.db.Batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(embeddedLinks)
-		v := b.Get(key)
-		if v == nil {
-			return ErrNotFound
-		}
-		var rec embeddedRecord
-		if err := json.Unmarshal(v, &rec); err != nil {
+		rec, err := readRecord(b, code)
+		if err != nil {
 			return err
 		}
 		if rec.RevokedAt != 0 {
@@ -280,12 +285,8 @@ func (s *EmbeddedStore) TakeServe(ctx context.Context, code string) (int64, bool
 	)
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(embeddedLinks)
-		v := b.Get(key)
-		if v == nil {
-			return ErrNotFound
-		}
-		var rec embeddedRecord
-		if err := json.Unmarshal(v, &rec); err != nil {
+		rec, err := readRecord(b, code)
+		if err != nil {
 			return err
 		}
 		switch {
