@@ -59,6 +59,9 @@ func (h *Handler) apiPatch(w http.ResponseWriter, r *http.Request, code string) 
 		Apply: func(l *Link) error {
 			urlChanged = p.longURL != nil && *p.longURL != l.LongURL
 			p.apply(l)
+			if err := checkRules(*l); err != nil { // valid_from against expires_at
+				return apiErr(http.StatusBadRequest, "%v", err)
+			}
 			return nil
 		}})
 	if err != nil {
@@ -92,14 +95,21 @@ func (h *Handler) editor() (LinkEditor, bool) {
 }
 
 // permanent reports whether the link is served with a permanent redirect.
-func (h *Handler) permanent(Link) bool {
-	return h.Status == http.StatusMovedPermanently || h.Status == http.StatusPermanentRedirect
+func (h *Handler) permanent(l Link) bool {
+	s := l.RedirectStatus
+	if s == 0 {
+		s = h.Status
+	}
+	return s == http.StatusMovedPermanently || s == http.StatusPermanentRedirect
 }
 
 // editErr answers a failed Edit. As for a create, a write that timed out
 // may still commit, so the client is told the outcome is unknown.
 func (h *Handler) editErr(err error) error {
+	var ae apiError
 	switch {
+	case errors.As(err, &ae):
+		return ae
 	case errors.Is(err, ErrNotFound):
 		return apiErr(http.StatusNotFound, "link not found")
 	case errors.Is(err, ErrRevoked):

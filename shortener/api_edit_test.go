@@ -71,6 +71,16 @@ func TestAPIPatchMergeSemantics(t *testing.T) {
 			{"clear expiry", `{"expires_at":null}`, 200, map[string]string{"expires_at": `null`}},
 			{"new expiry", fmt.Sprintf(`{"expires_at":%q}`, exp2.Format(time.RFC3339)), 200, map[string]string{"expires_at": fmt.Sprintf("%q", exp2.Format(time.RFC3339))}},
 			{"several", `{"title":"U","notes":null,"tags":["a","b"]}`, 200, map[string]string{"title": `"U"`, "notes": `null`, "tags": `["a","b"]`}},
+			{"redirect status", `{"redirect_status":301}`, 200, map[string]string{"redirect_status": `301`}},
+			{"max clicks", `{"max_clicks":5}`, 200, map[string]string{"max_clicks": `5`}},
+			{"valid from", `{"valid_from":"2026-01-01T00:00:00Z"}`, 200, map[string]string{"valid_from": `"2026-01-01T00:00:00Z"`}},
+			{"forward query", `{"forward_query":true}`, 200, map[string]string{"forward_query": `true`}},
+			{"rules cleared", `{"redirect_status":null,"max_clicks":null,"valid_from":null,"forward_query":null}`, 200, nil},
+			{"bad status", `{"redirect_status":300}`, 400, nil},
+			{"zero max clicks", `{"max_clicks":0}`, 400, nil},
+			{"valid from after expiry", `{"valid_from":"2999-01-01T00:00:00Z"}`, 400, nil},
+			{"valid from too early", `{"valid_from":"1999-01-01T00:00:00Z"}`, 400, nil},
+			{"forward query type", `{"forward_query":"yes"}`, 400, nil},
 			{"clear url", `{"long_url":null}`, 400, nil},
 			{"bad url", `{"long_url":"javascript:alert(1)"}`, 400, nil},
 			{"self url", `{"long_url":"https://sho.rt/loop"}`, 400, nil},
@@ -210,6 +220,11 @@ func TestAPIPatchWarning(t *testing.T) {
 			patch string
 			warn  bool
 		}{
+			{`{"redirect_status":308}`, false},
+			{`{"long_url":"https://example.com/own-308"}`, true}, // the link's own status
+			{`{"redirect_status":302}`, false},
+			{`{"long_url":"https://example.com/w"}`, false},
+			{`{"redirect_status":null}`, false},
 			{`{"title":"t"}`, false},
 			{`{"long_url":"https://example.com/w2"}`, status == 301 || status == 308},
 			{`{"long_url":"https://example.com/w2"}`, false}, // unchanged

@@ -19,6 +19,11 @@ type linkPatch struct {
 	tags      *[]string
 	notes     *string
 	expiresAt *time.Time
+	// Per-link rules (rules.go); zero values clear.
+	redirectStatus *int
+	validFrom      *time.Time
+	maxClicks      *int64
+	forwardQuery   **bool
 }
 
 // patchFields are the fields a PATCH may name, each with its judge.
@@ -28,6 +33,61 @@ var patchFields = map[string]func(h *Handler, r *http.Request, raw json.RawMessa
 	"notes":      patchText("notes", func(p *linkPatch, s *string) { p.notes = s }),
 	"tags":       patchTags,
 	"expires_at": patchExpiresAt,
+	"redirect_status": func(_ *Handler, _ *http.Request, raw json.RawMessage, p *linkPatch) error {
+		var v *int
+		if err := decodeField("redirect_status", "301, 302, 307, 308 or null", raw, &v); err != nil {
+			return err
+		}
+		if v != nil && !validRedirectStatus(*v) {
+			return apiErr(http.StatusBadRequest, "redirect_status must be 301, 302, 307 or 308")
+		}
+		n := 0
+		if v != nil {
+			n = *v
+		}
+		p.redirectStatus = &n
+		return nil
+	},
+	"valid_from": func(_ *Handler, _ *http.Request, raw json.RawMessage, p *linkPatch) error {
+		var v *string
+		if err := decodeField("valid_from", "an RFC 3339 time or null", raw, &v); err != nil {
+			return err
+		}
+		var t time.Time
+		if v != nil {
+			var err error
+			if t, err = time.Parse(time.RFC3339, *v); err != nil {
+				return apiErr(http.StatusBadRequest, "valid_from must be an RFC 3339 time or null")
+			}
+			if t = t.UTC().Truncate(time.Microsecond); t.Before(minValidFrom) {
+				return apiErr(http.StatusBadRequest, "valid_from must not be before %s", minValidFrom.Format(time.RFC3339))
+			}
+		}
+		p.validFrom = &t
+		return nil
+	},
+	"max_clicks": func(_ *Handler, _ *http.Request, raw json.RawMessage, p *linkPatch) error {
+		var v *int64
+		if err := decodeField("max_clicks", "an integer or null", raw, &v); err != nil {
+			return err
+		}
+		var n int64
+		if v != nil {
+			if n = *v; n < 1 || n > maxMaxClicks {
+				return apiErr(http.StatusBadRequest, "max_clicks must be 1 to %d", int64(maxMaxClicks))
+			}
+		}
+		p.maxClicks = &n
+		return nil
+	},
+	"forward_query": func(_ *Handler, _ *http.Request, raw json.RawMessage, p *linkPatch) error {
+		var v *bool
+		if err := decodeField("forward_query", "true, false or null", raw, &v); err != nil {
+			return err
+		}
+		p.forwardQuery = &v
+		return nil
+	},
 }
 
 // maxUnknownNamed bounds the unknown field names a 400 repeats.
@@ -59,7 +119,7 @@ func (h *Handler) parsePatch(r *http.Request, body []byte) (linkPatch, error) {
 		if len(unknown) > maxUnknownNamed {
 			unknown = append(unknown[:maxUnknownNamed], "...")
 		}
-		return p, apiErr(http.StatusBadRequest, "unknown or read-only fields: %s (editable: long_url, title, tags, notes, expires_at)", quoteAll(unknown))
+		return p, apiErr(http.StatusBadRequest, "unknown or read-only fields: %s (editable: long_url, title, tags, notes, expires_at, redirect_status, valid_from, max_clicks, forward_query)", quoteAll(unknown))
 	}
 	names := make([]string, 0, len(fields))
 	for name := range fields {
@@ -177,5 +237,17 @@ func (p linkPatch) apply(l *Link) {
 	}
 	if p.expiresAt != nil {
 		l.ExpiresAt = *p.expiresAt
+	}
+	if p.redirectStatus != nil {
+		l.RedirectStatus = *p.redirectStatus
+	}
+	if p.validFrom != nil {
+		l.ValidFrom = *p.validFrom
+	}
+	if p.maxClicks != nil {
+		l.MaxClicks = *p.maxClicks
+	}
+	if p.forwardQuery != nil {
+		l.ForwardQuery = *p.forwardQuery
 	}
 }

@@ -85,6 +85,10 @@ var editableFields = []struct {
 	{"tags", func(l Link) any { return tagsOrNil(l.Tags) }},
 	{"notes", func(l Link) any { return nullString(l.Notes) }},
 	{"expires_at", func(l Link) any { return nullTimeValue(l.ExpiresAt) }},
+	{"redirect_status", func(l Link) any { return rulesResponse(l).RedirectStatus }},
+	{"valid_from", func(l Link) any { return rulesResponse(l).ValidFrom }},
+	{"max_clicks", func(l Link) any { return rulesResponse(l).MaxClicks }},
+	{"forward_query", func(l Link) any { return rulesResponse(l).ForwardQuery }},
 }
 
 // diffLinks returns the fields whose API value differs between old and
@@ -123,11 +127,15 @@ func applyEdit(cur Link, e Edit) (Link, map[string]Change, error) {
 		return Link{}, nil, err
 	}
 	next.Code, next.CreatedAt, next.RevokedAt, next.Version = cur.Code, cur.CreatedAt, cur.RevokedAt, cur.Version
+	next.ClicksServed = cur.ClicksServed
 	next.Tags = tagsOrNil(next.Tags)
 	if next.LongURL == "" {
 		return Link{}, nil, errors.New("editing link: empty long URL")
 	}
 	if err := checkMetadata(next.Title, next.Tags, next.Notes); err != nil {
+		return Link{}, nil, fmt.Errorf("editing link: %w", err)
+	}
+	if err := checkRules(next); err != nil {
 		return Link{}, nil, fmt.Errorf("editing link: %w", err)
 	}
 	changes, err := diffLinks(cur, next)
