@@ -1,12 +1,10 @@
 package shortener
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
@@ -17,17 +15,7 @@ import (
 // links/s is the creation rate.
 func BenchmarkBatchCreate(b *testing.B) {
 	b.Run("postgres", func(b *testing.B) {
-		p, err := pgpool.Get(testenv.Postgres(b), pgpool.Settings{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { p.Release() })
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		s, err := OpenPostgres(ctx, p.Pool)
-		if err != nil {
-			b.Fatal(err)
-		}
+		s, _ := openPostgresOwn(b, testenv.Postgres(b), pgpool.Settings{})
 		benchBatchCreate(b, s)
 	})
 	b.Run("embedded", func(b *testing.B) {

@@ -25,18 +25,26 @@ import (
 // released when the test ends.
 func nodeStore(t *testing.T, dsn string) (*countingStore, *pgxpool.Pool) {
 	t.Helper()
-	p, err := pgpool.Get(dsn, pgpool.Settings{StatementTimeout: 2 * time.Second, ConnectTimeout: time.Second})
+	s, pool := openPostgresOwn(t, dsn, pgpool.Settings{StatementTimeout: 2 * time.Second, ConnectTimeout: time.Second})
+	return &countingStore{Store: s}, pool
+}
+
+// openPostgresOwn opens the PostgreSQL store at dsn on a pool of its own
+// (settings as given), released when tb ends.
+func openPostgresOwn(tb testing.TB, dsn string, set pgpool.Settings) (*PostgresStore, *pgxpool.Pool) {
+	tb.Helper()
+	p, err := pgpool.Get(dsn, set)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { p.Release() })
+	tb.Cleanup(func() { p.Release() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := OpenPostgres(ctx, p.Pool)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	return &countingStore{Store: s}, p.Pool
+	return s, p.Pool
 }
 
 // twoNodes provisions two handlers on one store and the Redis at redisURL

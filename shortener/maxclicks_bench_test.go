@@ -18,17 +18,7 @@ import (
 // max_clicks is at its bound, so the link does not run out.
 func BenchmarkRedirectMaxClicks(b *testing.B) {
 	b.Run("postgres", func(b *testing.B) {
-		p, err := pgpool.Get(testenv.Postgres(b), pgpool.Settings{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { p.Release() })
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		s, err := OpenPostgres(ctx, p.Pool)
-		if err != nil {
-			b.Fatal(err)
-		}
+		s, _ := openPostgresOwn(b, testenv.Postgres(b), pgpool.Settings{})
 		benchMaxClicks(b, s)
 	})
 	b.Run("embedded", func(b *testing.B) { benchMaxClicks(b, openTestEmbeddedB(b)) })

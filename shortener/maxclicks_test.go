@@ -27,17 +27,7 @@ func TestMaxClicksBound(t *testing.T) {
 		dsn, url := testenv.Postgres(t), testenv.RedisURL(t)
 		_, prefix := testenv.Redis(t)
 		mk := func(name string) *Handler {
-			p, err := pgpool.Get(dsn, pgpool.Settings{StatementTimeout: 5 * time.Second, ApplicationName: name})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { p.Release() })
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			s, err := OpenPostgres(ctx, p.Pool)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, _ := openPostgresOwn(t, dsn, pgpool.Settings{StatementTimeout: 5 * time.Second, ApplicationName: name})
 			return newHandler(t, s, func(h *Handler) { h.Redis = &redispool.Config{URL: url, KeyPrefix: prefix} })
 		}
 		checkMaxClicks(t, mk("node-a"), mk("node-b"))
@@ -164,19 +154,9 @@ func TestMaxClicksCounterDown(t *testing.T) {
 		check(t, newHandler(t, s, nil), func() { s.down.Store(true) })
 	})
 	t.Run("postgres", func(t *testing.T) {
-		p, err := pgpool.Get(testenv.Postgres(t), pgpool.Settings{StatementTimeout: 2 * time.Second, ApplicationName: "counter-down"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Release() })
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		s, err := OpenPostgres(ctx, p.Pool)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, pool := openPostgresOwn(t, testenv.Postgres(t), pgpool.Settings{StatementTimeout: 2 * time.Second, ApplicationName: "counter-down"})
 		// Clicks off: with the pool closed, clicks could not be flushed at cleanup.
-		check(t, newHandler(t, s, func(h *Handler) { h.ClicksOff = true }), func() { p.Pool.Close() })
+		check(t, newHandler(t, s, func(h *Handler) { h.ClicksOff = true }), func() { pool.Close() })
 	})
 }
 
