@@ -20,6 +20,11 @@ func TestNodesPatchPropagation(t *testing.T) {
 	var slowest time.Duration
 	for i := range 5 {
 		out := create(t, a, fmt.Sprintf(`{"long_url":"https://example.com/before/%d"}`, i))
+		// The other node learns a new code from the invalidation channel,
+		// asynchronously: wait for it, then read twice more (L1 hits).
+		eventually(t, time.Second, "the other node serves the new link", func() bool {
+			return serve(t, b, "GET", "/"+out.Code, "").Header().Get("Location") == out.LongURL
+		})
 		for _, h := range []*Handler{a, b, a, b} { // the second round hits L1
 			if w := serve(t, h, "GET", "/"+out.Code, ""); w.Header().Get("Location") != out.LongURL {
 				t.Fatalf("before PATCH = %d %q", w.Code, w.Header().Get("Location"))
