@@ -30,12 +30,12 @@ func (s *PostgresStore) ListLinks(ctx context.Context, q ListQuery) (ListPage, e
 	if err != nil {
 		return ListPage{}, err
 	}
+	if q.Q != "" && !q.byClicks() {
+		return s.searchLinks(ctx, q)
+	}
 	st, err := newListStmt(q, cur)
 	if err != nil {
 		return ListPage{}, err
-	}
-	if q.Q != "" && !q.byClicks() {
-		return s.searchLinks(ctx, q, st)
 	}
 	if q.Q != "" {
 		st.where = append(st.where, st.matchQ("l", q.Q))

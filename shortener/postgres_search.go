@@ -9,82 +9,94 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// defaultSearchWalk is how many links (of the page's status and tag, after its
-// cursor) a search page examines in order before it turns to the trigram
-// index: a term on 1 link in 100 fills a page of 50 within it.
-const defaultSearchWalk = 5000
+// searchWalks are how many links (of the page's status and tag) a search
+// page examines in order, in two steps, before it turns to the trigram
+// index: a first look that tells rare terms from common ones, then the
+// rest of the walk for terms that were seen. A term on 1 link in 100
+// fills a page of 50 within the 5,000.
+var searchWalks = []int{500, 4500}
 
-// searchLinks answers a page of q sorted by creation, in at most three
-// statements whose cost is bounded by the page, not by the collection:
+// searchLinks answers a page of q sorted by creation. Its cost is bounded
+// by the page, not by the collection:
 //
-//  1. walk the next searchWalk links in order, keeping those that match
-//     (the whole page, for any term that is not rare among them);
-//  2. when the walk filled less than the page and did not reach the end,
-//     read where it stopped (the walk's last link);
-//  3. from there on, collect the remaining matches from the trigram index
-//     and sort them: few, since the term was rare in the walk.
+//  1. walk the next 500 links in order from the cursor, keeping those that
+//     match (the whole page, for common terms);
+//  2. if the page is not full and the walk did not reach the end, read
+//     where it stopped; if the term was seen, walk 4,500 more from there;
+//  3. if the page is still not full, collect the remaining matches after
+//     the walk from the trigram index and sort them: few, since the term
+//     is rare in the walk.
 //
 // A term rare among the newest links but frequent among older ones costs
 // the sort of those older matches (docs/performance.md).
-func (s *PostgresStore) searchLinks(ctx context.Context, q ListQuery, st *listStmt) (ListPage, error) {
-	walked := st.walk(s.walkLimit())
-	st.where = []string{st.containsQ("l", q.Q)}
-	links, err := s.queryLinks(ctx, "SELECT "+listedColumns+" FROM ("+walked+") l"+clickTotals+conditions(st.where)+
-		" ORDER BY l.sort_key "+st.dir+", l.code "+st.dir+" LIMIT "+st.arg(q.Limit+1), st.args)
-	if err != nil || len(links) > q.Limit {
-		return pageOf(q, links), err
+func (s *PostgresStore) searchLinks(ctx context.Context, q ListQuery) (ListPage, error) {
+	from, err := decodeCursor(q.Sort, q.Cursor)
+	if err != nil {
+		return ListPage{}, err
 	}
-	stop, err := s.walkEnd(ctx, q)
-	if err != nil || stop == nil {
-		return pageOf(q, links), err
+	var links []ListedLink
+	for _, walk := range s.walks() {
+		found, err := s.walkSearch(ctx, q, from, walk, q.Limit+1-len(links))
+		links = append(links, found...)
+		if err != nil || len(links) > q.Limit {
+			return pageOf(q, links), err
+		}
+		if from, err = s.walkEnd(ctx, q, from, walk); err != nil || from == nil {
+			return pageOf(q, links), err
+		}
+		if len(found) == 0 {
+			break // rare here: the index finds the rest faster than a walk
+		}
 	}
-	rest, err := s.searchIndexed(ctx, q, stop, q.Limit+1-len(links))
+	rest, err := s.searchIndexed(ctx, q, from, q.Limit+1-len(links))
 	return pageOf(q, append(links, rest...)), err
 }
 
+// walks are the steps of the walk in force: searchWalks, or the test's.
+func (s *PostgresStore) walks() []int {
+	if s.searchWalk > 0 {
+		return []int{s.searchWalk, s.searchWalk}
+	}
+	return searchWalks
+}
+
+// walkSearch returns the first n links matching q among the next walk
+// links after from (nil: the top) in order.
+func (s *PostgresStore) walkSearch(ctx context.Context, q ListQuery, from *listCursor, walk, n int) ([]ListedLink, error) {
+	st, err := newListStmt(q, from)
+	if err != nil {
+		return nil, err
+	}
+	walked := "SELECT " + linkRow + ", " + st.key + " AS sort_key FROM " + st.from + conditions(st.where) + st.order() +
+		" LIMIT " + st.arg(walk)
+	return s.queryLinks(ctx, "SELECT "+listedColumns+" FROM ("+walked+") l"+clickTotals+" WHERE "+st.containsQ("l", q.Q)+
+		" ORDER BY l.sort_key "+st.dir+", l.code "+st.dir+" LIMIT "+st.arg(n), st.args)
+}
+
 // containsQ is matchQ for a scan: lower(text) LIKE lower(pattern), which
-// is what ILIKE does under the database's collation (its result is the
-// same), with the pattern lowered once instead of at every row: half the
-// CPU per link examined. The trigram index serves ILIKE only.
+// is how PostgreSQL computes ILIKE in a multibyte database (the same
+// result), with the pattern lowered once instead of at every row: half
+// the CPU per link examined. The trigram index serves ILIKE only.
 func (st *listStmt) containsQ(alias, s string) string {
 	return `lower(shortener_link_search_text(` + alias + `.code, ` + alias + `.long_url, ` + alias + `.title) COLLATE "default") LIKE (SELECT lower(` +
 		st.arg("%"+escapeLike(s)+"%") + ` COLLATE "default"))`
-}
-
-// walkLimit is the searchWalk in force.
-func (s *PostgresStore) walkLimit() int {
-	if s.searchWalk > 0 {
-		return s.searchWalk
-	}
-	return defaultSearchWalk
 }
 
 // linkRow are the columns of a link that listedColumns reads.
 const linkRow = `l.code, l.long_url, l.created_at, l.expires_at, l.revoked_at, l.title, l.tags, l.notes,
 	l.redirect_status, l.valid_from, l.max_clicks, l.forward_query, l.clicks_served, l.version`
 
-// walk is the statement of the first n links of the listing in order, as
-// link rows with their sort key.
-func (st *listStmt) walk(n int) string {
-	return "SELECT " + linkRow + ", " + st.key + " AS sort_key FROM " + st.from + conditions(st.where) + st.order() +
-		" LIMIT " + st.arg(n)
-}
-
-// walkEnd returns the sort key of the last link the walk of q examined,
-// nil when the walk reached the end of the listing.
-func (s *PostgresStore) walkEnd(ctx context.Context, q ListQuery) (*listCursor, error) {
-	cur, err := decodeCursor(q.Sort, q.Cursor)
-	if err != nil {
-		return nil, err
-	}
-	st, err := newListStmt(q, cur)
+// walkEnd returns the sort key of the last of the next walk links after
+// from, nil when fewer are left.
+func (s *PostgresStore) walkEnd(ctx context.Context, q ListQuery, from *listCursor, walk int) (*listCursor, error) {
+	st, err := newListStmt(q, from)
 	if err != nil {
 		return nil, err
 	}
 	var at time.Time
 	var code string
 	err = s.pool.QueryRow(ctx, "SELECT "+st.key+", "+st.code+" FROM "+st.from+conditions(st.where)+st.order()+
-		" OFFSET "+st.arg(s.walkLimit()-1)+" LIMIT 1", st.args...).Scan(&at, &code)
+		" OFFSET "+st.arg(walk-1)+" LIMIT 1", st.args...).Scan(&at, &code)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -94,20 +106,20 @@ func (s *PostgresStore) walkEnd(ctx context.Context, q ListQuery) (*listCursor, 
 	return &listCursor{Sort: q.Sort, Key: at.UnixMicro(), Code: code}, nil
 }
 
-// searchIndexed returns the first n links of q after stop in order,
+// searchIndexed returns the first n links of q after from in order,
 // collected from the trigram (and tag) index whatever their order, then
 // sorted.
-func (s *PostgresStore) searchIndexed(ctx context.Context, q ListQuery, stop *listCursor, n int) ([]ListedLink, error) {
+func (s *PostgresStore) searchIndexed(ctx context.Context, q ListQuery, from *listCursor, n int) ([]ListedLink, error) {
 	tag := q.Tag
-	q.Tag, q.Cursor = "", "" // the tag by its GIN index: the walk in its order is done
-	st, err := newListStmt(q, nil)
+	q.Tag = "" // the tag by its GIN index: the walk in its order is done
+	st, err := newListStmt(q, from)
 	if err != nil {
 		return nil, err
 	}
 	if tag != "" {
 		st.where = append(st.where, st.hasTag(tag))
 	}
-	st.where = append(st.where, st.matchQ("l", q.Q), st.after(time.UnixMicro(stop.Key).UTC(), stop.Code))
+	st.where = append(st.where, st.matchQ("l", q.Q))
 	matches := "SELECT " + linkRow + " FROM shortener_links l" + conditions(st.where)
 	order := " ORDER BY l.created_at " + st.dir + ", l.code " + st.dir
 	return s.queryLinks(ctx, "WITH m AS MATERIALIZED ("+matches+") SELECT "+listedColumns+

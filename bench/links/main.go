@@ -30,6 +30,7 @@ func main() {
 	total := flag.Int("links", 1_000_000, "links at the last size")
 	samples := flag.Int("samples", 200, "timed queries per measure")
 	keep := flag.Bool("keep", false, "keep the filled schema (its name is printed) to study plans by hand")
+	reuse := flag.String("reuse", "", "measure a schema kept by -keep (filled with -links links) instead of filling one")
 	flag.Parse()
 	if *dsn == "" {
 		log.Fatal("no -dsn and no TEST_DATABASE_URL")
@@ -42,10 +43,12 @@ func main() {
 	}
 	defer admin.Close(ctx)
 	_, _ = admin.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+	if *reuse != "" {
+		schema = *reuse
+	} else if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		log.Fatal(err)
 	}
-	if *keep {
+	if *keep || *reuse != "" {
 		fmt.Printf("schema %s is kept: DROP SCHEMA %s CASCADE when done\n", schema, schema)
 	} else {
 		defer admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") //nolint:errcheck
@@ -66,7 +69,13 @@ func main() {
 	}
 	defer ex.close()
 	filled := 0
-	for _, size := range []int{100_000, *total} {
+	sizes := []int{100_000, *total}
+	if *reuse != "" {
+		fmt.Printf("## %d links (schema %s as filled before)\n", *total, schema)
+		measureQueries(ctx, store, *samples)
+		sizes = nil
+	}
+	for _, size := range sizes {
 		if size <= filled {
 			continue
 		}
