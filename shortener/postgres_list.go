@@ -20,18 +20,22 @@ import (
 //   - q is ILIKE '%q%' (with % _ \ escaped) over the code, long URL and
 //     title; sorted by creation it is a bounded walk, then the trigram
 //     index (postgres_search.go);
-//   - clicks / -clicks sort every matching link by its total from
-//     shortener_link_click_totals (a link without a row has 0), with tag
-//     as tags @> {tag} on the GIN index: no index serves that order, so
-//     its pages cost a sort of the matches.
+//   - clicks / -clicks walk the totals in order, then the links never
+//     clicked by code (postgres_list_clicks.go); with q they sort every
+//     match by its total (a link without a row in
+//     shortener_link_click_totals has 0), tag as tags @> {tag} on the GIN
+//     index.
 func (s *PostgresStore) ListLinks(ctx context.Context, q ListQuery) (ListPage, error) {
 	q = q.normalized()
 	cur, err := decodeCursor(q.Sort, q.Cursor)
 	if err != nil {
 		return ListPage{}, err
 	}
-	if q.Q != "" && !q.byClicks() {
+	switch {
+	case q.Q != "" && !q.byClicks():
 		return s.searchLinks(ctx, q)
+	case q.Q == "" && q.byClicks():
+		return s.listByClicks(ctx, q, cur)
 	}
 	st, err := newListStmt(q, cur)
 	if err != nil {
@@ -65,16 +69,18 @@ func (s *PostgresStore) queryLinks(ctx context.Context, sql string, args []any) 
 type listStmt struct {
 	args  []any
 	where []string
-	from  string // the FROM items before the click totals' join
-	// key and code are the sort key's columns; dir is ASC or DESC and op
-	// the keyset comparison that continues in that direction.
+	from  string // the FROM items before join
+	join  string // the click totals' join (clickTotals), "" when from has them
+	// key and code are the sort key's columns (key "": by code alone); dir
+	// is ASC or DESC and op the keyset comparison that continues in that
+	// direction.
 	key, code, dir, op string
 }
 
 // newListStmt builds the statement of q's status, tag, order and cursor;
 // q's search is left to the caller.
 func newListStmt(q ListQuery, cur *listCursor) (*listStmt, error) {
-	st := &listStmt{from: "shortener_links l", key: "l.created_at", code: "l.code", dir: "ASC", op: ">"}
+	st := &listStmt{from: "shortener_links l", join: clickTotals, key: "l.created_at", code: "l.code", dir: "ASC", op: ">"}
 	if q.descending() {
 		st.dir, st.op = "DESC", "<"
 	}
@@ -137,6 +143,9 @@ func (st *listStmt) status(q ListQuery) (string, error) {
 
 // after is the keyset condition: rows after (key, code) in the order.
 func (st *listStmt) after(key any, code string) string {
+	if st.key == "" {
+		return st.code + " " + st.op + " " + st.arg(code)
+	}
 	return "(" + st.key + ", " + st.code + ") " + st.op + " (" + st.arg(key) + ", " + st.arg(code) + ")"
 }
 
@@ -162,6 +171,9 @@ func conditions(where []string) string {
 
 // order is the ORDER BY of the statement's sort key, ties by code.
 func (st *listStmt) order() string {
+	if st.key == "" {
+		return " ORDER BY " + st.code + " " + st.dir
+	}
 	return " ORDER BY " + st.key + " " + st.dir + ", " + st.code + " " + st.dir
 }
 
@@ -177,7 +189,7 @@ const clickTotals = ` LEFT JOIN shortener_link_click_totals t ON t.code = (l.cod
 // page is the statement of the first n links in order: a page of limit+1
 // rows, the last one only telling that there is a next page.
 func (st *listStmt) page(n int) string {
-	return "SELECT " + listedColumns + " FROM " + st.from + clickTotals + conditions(st.where) + st.order() +
+	return "SELECT " + listedColumns + " FROM " + st.from + st.join + conditions(st.where) + st.order() +
 		" LIMIT " + st.arg(n)
 }
 

@@ -63,7 +63,7 @@ func testLinkLister(t *testing.T, ctx context.Context, s Store, base time.Time) 
 }
 
 // checkSearches walks q and tag listings of the fixture, two links a page,
-// in both creation orders.
+// in every order.
 func checkSearches(t *testing.T, ctx context.Context, ll LinkLister, links []Link, clicks map[string]int64, now time.Time) {
 	t.Helper()
 	for _, q := range []ListQuery{
@@ -72,7 +72,7 @@ func checkSearches(t *testing.T, ctx context.Context, ll LinkLister, links []Lin
 		{Tag: "red", Status: StatusAll}, {Q: "gone", Status: StatusRevoked}, {Q: "example", Status: StatusAll},
 		{Q: "https", Tag: "red", Status: StatusAll}, {Q: "example.net", Status: StatusExpired},
 	} {
-		for _, sort := range []string{SortCreatedDesc, SortCreated} {
+		for _, sort := range []string{SortCreatedDesc, SortCreated, SortClicksDesc, SortClicks} {
 			q.Now, q.Limit, q.Sort = now, 2, sort
 			want := expectListing(links, clicks, q)
 			if got := walkListing(t, ctx, ll, q); !slices.Equal(got, want) {
