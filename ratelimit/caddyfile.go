@@ -54,6 +54,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    status     <code>
 //	    log_keys
 //	    max_keys   <n>
+//	    client_network <ipv4_bits> <ipv6_bits>
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
@@ -92,6 +93,9 @@ func (h *Handler) unmarshalField(d *caddyfile.Dispenser, name string) error {
 	if name == "redis" {
 		h.Redis = new(redispool.Config)
 		return h.Redis.UnmarshalCaddyfile(d)
+	}
+	if name == "client_network" {
+		return h.unmarshalClientNetwork(d)
 	}
 	if name == "log_keys" {
 		h.LogKeys = true
@@ -241,6 +245,21 @@ func (z *Zone) unmarshalField(d *caddyfile.Dispenser, name string) error {
 		return err
 	}
 	return nil
+}
+
+// unmarshalClientNetwork reads `client_network <ipv4_bits> <ipv6_bits>`.
+func (h *Handler) unmarshalClientNetwork(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) != 2 {
+		return d.ArgErr()
+	}
+	v4, err := cfparse.Int(d, "client_network ipv4 bits", args[0])
+	if err != nil {
+		return err
+	}
+	v6, err := cfparse.Int(d, "client_network ipv6 bits", args[1])
+	h.ClientNetwork = &ClientNetwork{IPv4Bits: v4, IPv6Bits: v6}
+	return err
 }
 
 var _ caddyfile.Unmarshaler = (*Handler)(nil)

@@ -67,6 +67,7 @@ func (h *Handler) provisionSettings(ctx caddy.Context) error {
 	}
 	h.status = cmp.Or(h.Status, DefaultStatus)
 	h.prefix = DefaultKeyPrefix
+	h.network = h.clientNetwork()
 	h.direct = errroute.New(ctx.Modules())
 	return nil
 }

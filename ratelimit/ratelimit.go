@@ -21,7 +21,9 @@ import (
 // all or nothing: when one zone refuses, no zone is charged. A refused
 // request gets `status` (429) with `Retry-After`, so `handle_errors` can
 // shape the page, and sets the placeholders `{http.ratelimit.zone}` (the
-// refusing zone) and `{http.ratelimit.retry_after}` (seconds).
+// refusing zone) and `{http.ratelimit.retry_after}` (seconds). Every
+// request it sees gets `{http.ratelimit.client_network}` (see
+// ClientNetwork), set before its zones' keys are expanded.
 type Handler struct {
 	// The quotas. At least one.
 	Zones []*Zone `json:"zones,omitempty"`
@@ -85,6 +87,11 @@ type Handler struct {
 	// `100000`.
 	MaxKeys int `json:"max_keys,omitempty"`
 
+	// How much of the client's address `{http.ratelimit.client_network}`
+	// keeps, the recommended key of per-client limits (see
+	// ClientNetwork). Default: `32` bits of IPv4, `64` of IPv6.
+	ClientNetwork *ClientNetwork `json:"client_network,omitempty"`
+
 	store  limiter.Store       // the quotas: Redis or in-process (a limiter.ZoneMemory)
 	local  *limiter.ZoneMemory // the `local` fallback, nil when no zone uses it
 	client *redispool.Client
@@ -102,6 +109,7 @@ type Handler struct {
 	onError failureMode
 	headers headerMode
 	status  int
+	network ClientNetwork // ClientNetwork or its defaults
 
 	hashTag   template
 	policyAll string // RateLimit-Policy when every zone applies

@@ -32,6 +32,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if !ok {
 		repl = caddy.NewReplacer()
 	}
+	h.setClientNetwork(r, repl)
 	var buf [4]zoneDecision
 	ds, err := h.collect(r, repl, buf[:0])
 	if err != nil {

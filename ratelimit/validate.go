@@ -68,6 +68,9 @@ func (h *Handler) check() error {
 	case h.Timeout < 0:
 		return onField("timeout", fmt.Errorf("invalid timeout %s: must be > 0", time.Duration(h.Timeout)))
 	}
+	if h.ClientNetwork != nil {
+		return onField("client_network", h.ClientNetwork.check())
+	}
 	return nil
 }
 
