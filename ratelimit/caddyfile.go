@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"slices"
+	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -55,6 +56,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    log_keys
 //	    max_keys   <n>
 //	    client_network <ipv4_bits> <ipv6_bits>
+//	    jitter     <fraction>
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
@@ -128,13 +130,18 @@ func (h *Handler) unmarshalField(d *caddyfile.Dispenser, name string) error {
 		h.Status, err = cfparse.PositiveInt(d, name, v)
 	case "max_keys":
 		h.MaxKeys, err = cfparse.PositiveInt(d, name, v)
+	case "jitter":
+		h.Jitter, err = strconv.ParseFloat(v, 64)
+		if err != nil {
+			return d.Errf("invalid jitter '%s': must be a fraction of the wait, 0-1", v)
+		}
 	}
 	return err
 }
 
 // The subdirectives of one argument, of the handler and of a zone.
 var (
-	handlerArgFields = []string{"timeout", "on_error", "instances", "hash_tag", "headers", "status", "max_keys"}
+	handlerArgFields = []string{"timeout", "on_error", "instances", "hash_tag", "headers", "status", "max_keys", "jitter"}
 	zoneArgFields    = []string{"key", "events", "burst", "window", "algorithm", "cost", "on_error", "approximate"}
 )
 

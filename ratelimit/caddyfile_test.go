@@ -256,6 +256,10 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"client_network ipv4 too long", `ratelimit { ` + okZone + ` client_network 33 64 }`, "invalid client_network ipv4 bits 33: must be 0-32"},
 		{"client_network ipv6 negative", `ratelimit { ` + okZone + ` client_network 24 -1 }`, "invalid client_network ipv6 bits -1: must be 0-128"},
 		{"client_network ipv6 too long", `ratelimit { ` + okZone + ` client_network 24 129 }`, "invalid client_network ipv6 bits 129: must be 0-128"},
+		{"jitter word", `ratelimit { ` + okZone + ` jitter some }`, "invalid jitter 'some'"},
+		{"jitter too large", `ratelimit { ` + okZone + ` jitter 1.5 }`, "invalid jitter 1.5: must be a fraction of the wait, 0-1"},
+		{"jitter negative", `ratelimit { ` + okZone + ` jitter -0.1 }`, "invalid jitter -0.1"},
+		{"jitter NaN", `ratelimit { ` + okZone + ` jitter NaN }`, "invalid jitter NaN"},
 		{"redis without url", `ratelimit { ` + okZone + ` redis }`, "redis block needs 'url' or 'addresses'"},
 		{"redis unknown", `ratelimit { ` + okZone + ` redis { url redis://x; bogus } }`, "unrecognized redis subdirective 'bogus'"},
 	}
@@ -323,6 +327,7 @@ func TestCaddyfileAdaptGolden(t *testing.T) {
 		headers ietf
 		log_keys
 		client_network 24 56
+		jitter 0.25
 	}
 	respond "hello"
 }

@@ -87,6 +87,13 @@ type Handler struct {
 	// `100000`.
 	MaxKeys int `json:"max_keys,omitempty"`
 
+	// Adds up to this fraction of the wait, uniformly at random, to the
+	// wait of a refusal: `Retry-After`, `RateLimit`'s `t`,
+	// `X-RateLimit-Reset` and `{http.ratelimit.retry_after}` all carry the
+	// same jittered wait, so refused clients do not all come back in the
+	// same second. Never shortens the wait. 0-1. Default: `0`.
+	Jitter float64 `json:"jitter,omitempty"`
+
 	// How much of the client's address `{http.ratelimit.client_network}`
 	// keeps, the recommended key of per-client limits (see
 	// ClientNetwork). Default: `32` bits of IPv4, `64` of IPv6.
