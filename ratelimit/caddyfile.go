@@ -57,6 +57,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    max_keys   <n>
 //	    client_network <ipv4_bits> <ipv6_bits>
 //	    jitter     <fraction>
+//	    body       problem|none
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
@@ -130,6 +131,8 @@ func (h *Handler) unmarshalField(d *caddyfile.Dispenser, name string) error {
 		h.Status, err = cfparse.PositiveInt(d, name, v)
 	case "max_keys":
 		h.MaxKeys, err = cfparse.PositiveInt(d, name, v)
+	case "body":
+		h.Body = v
 	case "jitter":
 		h.Jitter, err = strconv.ParseFloat(v, 64)
 		if err != nil {
@@ -141,7 +144,7 @@ func (h *Handler) unmarshalField(d *caddyfile.Dispenser, name string) error {
 
 // The subdirectives of one argument, of the handler and of a zone.
 var (
-	handlerArgFields = []string{"timeout", "on_error", "instances", "hash_tag", "headers", "status", "max_keys", "jitter"}
+	handlerArgFields = []string{"timeout", "on_error", "instances", "hash_tag", "headers", "status", "max_keys", "jitter", "body"}
 	zoneArgFields    = []string{"key", "events", "burst", "window", "algorithm", "cost", "on_error", "approximate"}
 )
 

@@ -260,6 +260,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"jitter too large", `ratelimit { ` + okZone + ` jitter 1.5 }`, "invalid jitter 1.5: must be a fraction of the wait, 0-1"},
 		{"jitter negative", `ratelimit { ` + okZone + ` jitter -0.1 }`, "invalid jitter -0.1"},
 		{"jitter NaN", `ratelimit { ` + okZone + ` jitter NaN }`, "invalid jitter NaN"},
+		{"body bad", `ratelimit { ` + okZone + ` body html }`, `invalid body "html": must be problem or none`},
 		{"redis without url", `ratelimit { ` + okZone + ` redis }`, "redis block needs 'url' or 'addresses'"},
 		{"redis unknown", `ratelimit { ` + okZone + ` redis { url redis://x; bogus } }`, "unrecognized redis subdirective 'bogus'"},
 	}
@@ -328,6 +329,7 @@ func TestCaddyfileAdaptGolden(t *testing.T) {
 		log_keys
 		client_network 24 56
 		jitter 0.25
+		body problem
 	}
 	respond "hello"
 }

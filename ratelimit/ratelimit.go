@@ -87,6 +87,15 @@ type Handler struct {
 	// `100000`.
 	MaxKeys int `json:"max_keys,omitempty"`
 
+	// What a refusal written by the handler carries: `none` (no body) or
+	// `problem`, an RFC 9457 `application/problem+json` body with `type`
+	// (`about:blank`), `title`, `status`, `detail`, `zone` and
+	// `retry_after` (seconds). Error routes take precedence: when
+	// `handle_errors` (or an enclosing subroute's errors) could shape the
+	// refusal, the handler returns it as an error, as without `body`.
+	// Default: `none`.
+	Body string `json:"body,omitempty"`
+
 	// Adds up to this fraction of the wait, uniformly at random, to the
 	// wait of a refusal: `Retry-After`, `RateLimit`'s `t`,
 	// `X-RateLimit-Reset` and `{http.ratelimit.retry_after}` all carry the
