@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -43,6 +44,28 @@ func (c *ClientNetwork) check() error {
 	return nil
 }
 
+// usesClientNetwork reports whether a template of the handler (a key, a
+// cost, the hash tag, a plan key or a dynamic quota) reads the client
+// network: only then is it worked out per request (3 allocations).
+func (h *Handler) usesClientNetwork() bool {
+	tmpls := []string{h.HashTag}
+	for _, z := range h.Zones {
+		tmpls = append(tmpls, z.Key, string(z.Cost))
+		if z.Plans != nil {
+			tmpls = append(tmpls, z.Plans.PlanKey)
+		}
+		if z.Dynamic != nil {
+			tmpls = append(tmpls, z.Dynamic.Events, z.Dynamic.Burst, z.Dynamic.Window)
+		}
+	}
+	for _, t := range tmpls {
+		if strings.Contains(t, "{"+placeholderClientNetwork+"}") {
+			return true
+		}
+	}
+	return false
+}
+
 // clientNetwork returns the configured lengths, or the defaults.
 func (h *Handler) clientNetwork() ClientNetwork {
 	if h.ClientNetwork == nil {
@@ -67,11 +90,15 @@ func (c ClientNetwork) mask(addr string) (netip.Prefix, bool) {
 	return p, err == nil
 }
 
-// setClientNetwork sets `{http.ratelimit.client_network}` for r: the
+// setClientNetwork sets `{http.ratelimit.client_network}` for r (when a
+// template of the handler reads it: see usesClientNetwork): the
 // network of Caddy's client IP, or of the connection's address when no
 // Caddy server set one (tests). An address that is not an IP (never from
 // Caddy's server) gives the empty string, one shared key.
 func (h *Handler) setClientNetwork(r *http.Request, repl *caddy.Replacer) {
+	if !h.setsNetwork {
+		return
+	}
 	addr, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
 	if addr == "" {
 		addr = r.RemoteAddr

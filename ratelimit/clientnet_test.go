@@ -73,6 +73,14 @@ func TestClientNetworkPlaceholder(t *testing.T) {
 	if res := do(h, next, req); res.status != http.StatusOK {
 		t.Errorf("another /64: status %d, want 200", res.status)
 	}
+
+	// A handler whose templates do not read it spends nothing on it.
+	other := &Handler{Zones: []*Zone{zone("per_ip", 3, time.Minute)}}
+	other.Zones[0].Key = "{client_ip}"
+	provision(t, other)
+	if v, ok := do(other, next, get("/")).repl.Get(placeholderClientNetwork); ok {
+		t.Errorf("handler keyed by {client_ip} set %s = %v", placeholderClientNetwork, v)
+	}
 }
 
 // TestClientNetworkE2E is the acceptance test of issue 16 §4: 1,000

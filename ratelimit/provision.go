@@ -67,7 +67,7 @@ func (h *Handler) provisionSettings(ctx caddy.Context) error {
 	}
 	h.status = cmp.Or(h.Status, DefaultStatus)
 	h.prefix = DefaultKeyPrefix
-	h.network = h.clientNetwork()
+	h.network, h.setsNetwork = h.clientNetwork(), h.usesClientNetwork()
 	h.direct = errroute.New(ctx.Modules())
 	return nil
 }

@@ -22,8 +22,9 @@ import (
 // request gets `status` (429) with `Retry-After`, so `handle_errors` can
 // shape the page, and sets the placeholders `{http.ratelimit.zone}` (the
 // refusing zone) and `{http.ratelimit.retry_after}` (seconds). Every
-// request it sees gets `{http.ratelimit.client_network}` (see
-// ClientNetwork), set before its zones' keys are expanded.
+// request of a handler whose templates read
+// `{http.ratelimit.client_network}` gets it (see ClientNetwork), set
+// before they are expanded, so later handlers see it too.
 type Handler struct {
 	// The quotas. At least one.
 	Zones []*Zone `json:"zones,omitempty"`
@@ -126,6 +127,8 @@ type Handler struct {
 	headers headerMode
 	status  int
 	network ClientNetwork // ClientNetwork or its defaults
+	// setsNetwork: a template reads {http.ratelimit.client_network}
+	setsNetwork bool
 
 	hashTag   template
 	policyAll string // RateLimit-Policy when every zone applies
