@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/caddytest"
-
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 )
 
@@ -89,19 +87,8 @@ func TestClientNetworkPlaceholder(t *testing.T) {
 // on Redis.
 func TestClientNetworkE2E(t *testing.T) {
 	_, prefix := testenv.Redis(t)
-	admin, port := testenv.FreePort(t), testenv.FreePort(t)
-	config := fmt.Sprintf(`{
-	admin localhost:%[1]d
-	http_port %[2]d
-	https_port %[3]d
-	auto_https off
-	skip_install_trust
-	servers {
-		trusted_proxies static 127.0.0.0/8 ::1/128
-	}
-}
-
-http://localhost:%[2]d {
+	tester, port := startCaddy(t, "\tservers {\n\t\ttrusted_proxies static 127.0.0.0/8 ::1/128\n\t}\n", fmt.Sprintf(`
+http://localhost:$PORT {
 	ratelimit {
 		zone per_client {
 			key {http.ratelimit.client_network}
@@ -110,23 +97,14 @@ http://localhost:%[2]d {
 			algorithm fixed_window
 		}
 		redis {
-			url %[4]s
-			key_prefix %[5]s
+			url %s
+			key_prefix %s
 		}
 		timeout 2s
 	}
 	respond "{http.ratelimit.client_network}"
 }
-`, admin, port, testenv.FreePort(t), testenv.RedisURL(t), prefix)
-	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
-		AdminPort:          admin,
-		LoadRequestTimeout: 10 * time.Second,
-		TestRequestTimeout: 10 * time.Second,
-	})
-	tester.InitServer(config, "caddyfile")
-	if t.Failed() {
-		t.FailNow()
-	}
+`, testenv.RedisURL(t), prefix))
 	send := func(client string) (int, string, string) {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", port), nil)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
@@ -90,51 +89,30 @@ func TestRefusalProblemBody(t *testing.T) {
 // with problem+json in a site without handle_errors, and handle_errors
 // still shapes it in a site that has one.
 func TestProblemBodyE2E(t *testing.T) {
-	admin, port, port2 := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
-	config := fmt.Sprintf(`{
-	admin localhost:%[1]d
-	http_port %[2]d
-	https_port %[4]d
-	auto_https off
-	skip_install_trust
-}
-
-http://localhost:%[2]d {
-	ratelimit {
+	port2 := testenv.FreePort(t)
+	const block = `
 		zone api {
 			key {http.request.header.X-API-Key}
 			events 1
 			window 1m
 		}
-		body problem
+		body problem`
+	tester, port := startCaddy(t, "", fmt.Sprintf(`
+http://localhost:$PORT {
+	ratelimit {%[1]s
 	}
 	respond "ok"
 }
 
-http://localhost:%[3]d {
-	ratelimit {
-		zone api {
-			key {http.request.header.X-API-Key}
-			events 1
-			window 1m
-		}
-		body problem
+http://localhost:%[2]d {
+	ratelimit {%[1]s
 	}
 	handle_errors 429 {
 		respond "shaped by handle_errors: {http.ratelimit.zone}" 429
 	}
 	respond "ok"
 }
-`, admin, port, port2, testenv.FreePort(t))
-	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
-		AdminPort:          admin,
-		LoadRequestTimeout: 10 * time.Second,
-		TestRequestTimeout: 10 * time.Second,
-	})
-	tester.InitServer(config, "caddyfile")
-	if t.Failed() {
-		t.FailNow()
-	}
+`, block, port2))
 	send := func(port int) (*http.Response, string) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://localhost:%d/", port), nil)
