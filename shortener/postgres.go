@@ -19,6 +19,9 @@ type PostgresStore struct {
 	// idemPruned is when expired idempotency records were last pruned
 	// (Unix nanoseconds; postgres_idempotency.go).
 	idemPruned atomic.Int64
+	// searchWalk bounds the links a search page examines in order before
+	// it turns to the trigram index; 0 is defaultSearchWalk (tests set less).
+	searchWalk int
 }
 
 // OpenPostgres applies the pending migrations and returns a store on pool.

@@ -29,6 +29,7 @@ func main() {
 	dsn := flag.String("dsn", os.Getenv("TEST_DATABASE_URL"), "PostgreSQL URL (a database the program may create a schema in)")
 	total := flag.Int("links", 1_000_000, "links at the last size")
 	samples := flag.Int("samples", 200, "timed queries per measure")
+	keep := flag.Bool("keep", false, "keep the filled schema (its name is printed) to study plans by hand")
 	flag.Parse()
 	if *dsn == "" {
 		log.Fatal("no -dsn and no TEST_DATABASE_URL")
@@ -44,7 +45,11 @@ func main() {
 	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		log.Fatal(err)
 	}
-	defer admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") //nolint:errcheck
+	if *keep {
+		fmt.Printf("schema %s is kept: DROP SCHEMA %s CASCADE when done\n", schema, schema)
+	} else {
+		defer admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") //nolint:errcheck
+	}
 	sdsn := withSearchPath(*dsn, schema)
 	pool, err := pgxpool.New(ctx, sdsn)
 	if err != nil {
