@@ -20,6 +20,9 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 		"ratelimit {\n timeout\n status 99 100\n headers nope\n instances 0\n}",
 		"ratelimit {\n zone {\n key {\n }\n}",
 		"ratelimit {\n redis {\n url\n }\n unknown\n}",
+		"ratelimit {\n zone a {\n key {http.ratelimit.client_network}\n events 1\n window 1s\n }\n client_network 24 56\n jitter 0.5\n body problem\n}",
+		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n }\n client_network 33 -1\n jitter NaN\n body html\n}",
+		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n }\n jitter +Inf\n}",
 	} {
 		f.Add(seed)
 	}
