@@ -268,6 +268,10 @@ func appendScriptArgs(keys []string, args []any, asks []Ask, ps []params) ([]str
 	for i := range asks {
 		keys = append(keys, asks[i].Key)
 		p := ps[i]
+		if p.code == codeConcurrency {
+			args = append(args, p.code, p.events, p.windowUs/1000, p.lease, p.cost)
+			continue
+		}
 		args = append(args, p.code, p.events, p.windowUs/1000, p.burst, p.cost)
 	}
 	return keys, args

@@ -4,7 +4,8 @@
 -- memory store and Redis agree on every trace. Lua 5.1.
 --
 -- KEYS: the asks' keys, request after request. A key holds a string
---       "<algorithm code> <field> ...", or a sorted set for sliding_log.
+--       "<algorithm code> <field> ...", or a sorted set for sliding_log
+--       and concurrency.
 -- ARGV[1]: 'd' (decide and, for each request whose asks all pass, charge
 --          them), 'r' (refund asks charged by an earlier 'd' on this slot:
 --          Redis Cluster, when another slot refused) or 'a' (absorb the
@@ -14,7 +15,8 @@
 --          answered as a cost 0 check sees the state after).
 -- ARGV[2]: 'r' only: the Redis TIME (µs) of the charging call.
 -- ARGV[3...]: per request: n, its number of asks, then per ask: algorithm
---          code, events, window (ms), burst, cost.
+--          code, events, window (ms), burst, cost. concurrency: window is
+--          the lease TTL and burst the lease id.
 -- Reply ('d', 'a'): {now_us, then per ask of every request: allowed (0/1),
 -- remaining, retry_us, reset_us, delay_us}.
 --
@@ -46,8 +48,9 @@ local function num(x)
   return string.format('%.17g', x)
 end
 
--- Fields after the code, per algorithm code (sliding_log keeps none).
-local FIELDS = {2, 3, 2, 0, 1}
+-- Fields after the code, per algorithm code (sliding_log and concurrency
+-- keep none).
+local FIELDS = {2, 3, 2, 0, 1, 0}
 
 -- cache: key -> state entry {code, field1, field2, field3, exp = expiry
 -- (µs; false: keep the key's TTL), dirty = written by this call}, or
@@ -411,6 +414,41 @@ local function leaky_bucket_refund(key, code, events, w, burst, cost)
   end
 end
 
+-- concurrency ---------------------------------------------------------------
+-- A sorted set of leases: member = lease id, score = expiry (µs). A lease
+-- is taken here and given back by ZREM (or refreshed by lease.lua) when
+-- its request ends; an expired one is dropped before counting. Mirrors
+-- algorithm_concurrency.go.
+
+local CONCURRENCY = 6
+local LEASE_RETRY = SECOND
+
+-- leases_live drops the expired leases of key and counts the others.
+local function leases_live(key)
+  local trimmed = redis.pcall('ZREMRANGEBYSCORE', key, '-inf', num(now))
+  if type(trimmed) == 'table' and trimmed.err then
+    redis.call('DEL', key) -- another algorithm's state string: absent
+  end
+  return redis.call('ZCARD', key)
+end
+
+local function concurrency(key, code, events, w, lease, cost)
+  local count = leases_live(key)
+  if count + max(cost, 1) <= events then
+    local write = function()
+      redis.call('ZADD', key, num(now + w), lease)
+      local last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+      expire_at(key, last)
+    end
+    return {1, events - count - cost, 0, 0, 0}, write
+  end
+  return {0, max(events - count, 0), LEASE_RETRY, 0, 0}
+end
+
+local function concurrency_refund(key, code, events, w, lease, cost)
+  redis.call('ZREM', key, lease)
+end
+
 -- absorb (approximate zones) ------------------------------------------------
 -- Each charges cost units whatever is left: a token bucket goes below 0,
 -- a window counts past events. No counterpart in algorithm*.go: the memory
@@ -444,8 +482,8 @@ end
 
 -- dispatch ------------------------------------------------------------------
 
-local decide = {token_bucket, sliding_window, fixed_window, sliding_log, leaky_bucket}
-local refund = {token_bucket_refund, window_refund, window_refund, sliding_log_refund, leaky_bucket_refund}
+local decide = {token_bucket, sliding_window, fixed_window, sliding_log, leaky_bucket, concurrency}
+local refund = {token_bucket_refund, window_refund, window_refund, sliding_log_refund, leaky_bucket_refund, concurrency_refund}
 local force = {token_bucket_force, sliding_window_force, fixed_window_force}
 
 local mode = ARGV[1]
@@ -468,6 +506,9 @@ while a <= #ARGV do
     local events = tonumber(ARGV[b + 1])
     local w = tonumber(ARGV[b + 2]) * 1000
     local burst = tonumber(ARGV[b + 3])
+    if code == CONCURRENCY then
+      burst = ARGV[b + 3] -- the lease id
+    end
     local cost = tonumber(ARGV[b + 4])
     if mode == 'r' then
       if cost > 0 then
