@@ -77,4 +77,3 @@ var (
 	_ Leaser = (*MemoryStore)(nil)
 	_ Leaser = (*ZoneMemory)(nil)
 )
-

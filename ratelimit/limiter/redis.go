@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,7 +14,24 @@ import (
 )
 
 //go:embed scripts/decide.lua
-var decideLua string
+var decideMain string
+
+//go:embed scripts/concurrency.lua
+var concurrencyLua string
+
+// decideLua is decide.lua with its sections kept in files of their own
+// included where it names them.
+var decideLua = includeLua(decideMain, "concurrency.lua", concurrencyLua)
+
+// includeLua replaces the line "-- #include <name>" of script with text,
+// set apart by blank lines.
+func includeLua(script, name, text string) string {
+	marker := "-- #include " + name + "\n"
+	if !strings.Contains(script, marker) {
+		panic("decide.lua does not include " + name)
+	}
+	return strings.Replace(script, marker, "\n"+text+"\n", 1)
+}
 
 // decideScript decides (and charges, or refunds) every zone of one request
 // in one atomic call; run with EVALSHA, EVAL on NOSCRIPT.

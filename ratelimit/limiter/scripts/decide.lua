@@ -4,8 +4,7 @@
 -- memory store and Redis agree on every trace. Lua 5.1.
 --
 -- KEYS: the asks' keys, request after request. A key holds a string
---       "<algorithm code> <field> ...", or a sorted set for sliding_log
---       and concurrency.
+--       "<algorithm code> <field> ...", or a sorted set (sliding_log, concurrency).
 -- ARGV[1]: 'd' (decide and, for each request whose asks all pass, charge
 --          them), 'r' (refund asks charged by an earlier 'd' on this slot:
 --          Redis Cluster, when another slot refused) or 'a' (absorb the
@@ -15,8 +14,7 @@
 --          answered as a cost 0 check sees the state after).
 -- ARGV[2]: 'r' only: the Redis TIME (µs) of the charging call.
 -- ARGV[3...]: per request: n, its number of asks, then per ask: algorithm
---          code, events, window (ms), burst, cost. concurrency: window is
---          the lease TTL and burst the lease id.
+--          code, events, window (ms), burst, cost (concurrency: see its file).
 -- Reply ('d', 'a'): {now_us, then per ask of every request: allowed (0/1),
 -- remaining, retry_us, reset_us, delay_us}.
 --
@@ -48,8 +46,7 @@ local function num(x)
   return string.format('%.17g', x)
 end
 
--- Fields after the code, per algorithm code (sliding_log and concurrency
--- keep none).
+-- Fields after the code, per algorithm code (sorted sets keep none).
 local FIELDS = {2, 3, 2, 0, 1, 0}
 
 -- cache: key -> state entry {code, field1, field2, field3, exp = expiry
@@ -413,42 +410,7 @@ local function leaky_bucket_refund(key, code, events, w, burst, cost)
     save(key, code, false, v[2] - cost * (w / events))
   end
 end
-
--- concurrency ---------------------------------------------------------------
--- A sorted set of leases: member = lease id, score = expiry (µs). A lease
--- is taken here and given back by ZREM (or refreshed by lease.lua) when
--- its request ends; an expired one is dropped before counting. Mirrors
--- algorithm_concurrency.go.
-
-local CONCURRENCY = 6
-local LEASE_RETRY = SECOND
-
--- leases_live drops the expired leases of key and counts the others.
-local function leases_live(key)
-  local trimmed = redis.pcall('ZREMRANGEBYSCORE', key, '-inf', num(now))
-  if type(trimmed) == 'table' and trimmed.err then
-    redis.call('DEL', key) -- another algorithm's state string: absent
-  end
-  return redis.call('ZCARD', key)
-end
-
-local function concurrency(key, code, events, w, lease, cost)
-  local count = leases_live(key)
-  if count + max(cost, 1) <= events then
-    local write = function()
-      redis.call('ZADD', key, num(now + w), lease)
-      local last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
-      expire_at(key, last)
-    end
-    return {1, events - count - cost, 0, 0, 0}, write
-  end
-  return {0, max(events - count, 0), LEASE_RETRY, 0, 0}
-end
-
-local function concurrency_refund(key, code, events, w, lease, cost)
-  redis.call('ZREM', key, lease)
-end
-
+-- #include concurrency.lua
 -- absorb (approximate zones) ------------------------------------------------
 -- Each charges cost units whatever is left: a token bucket goes below 0,
 -- a window counts past events. No counterpart in algorithm*.go: the memory
@@ -505,10 +467,7 @@ while a <= #ARGV do
     local code = tonumber(ARGV[b])
     local events = tonumber(ARGV[b + 1])
     local w = tonumber(ARGV[b + 2]) * 1000
-    local burst = tonumber(ARGV[b + 3])
-    if code == CONCURRENCY then
-      burst = ARGV[b + 3] -- the lease id
-    end
+    local burst = code == CONCURRENCY and ARGV[b + 3] or tonumber(ARGV[b + 3]) -- concurrency: the lease id
     local cost = tonumber(ARGV[b + 4])
     if mode == 'r' then
       if cost > 0 then
