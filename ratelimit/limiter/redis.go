@@ -58,14 +58,17 @@ const refundTimeout = time.Second
 // The script calls of concurrent requests leave in pipelines (see
 // coalescer): under load, one round trip decides many requests.
 type RedisStore struct {
-	c  redis.UniversalClient
-	co *coalescer
+	c   redis.UniversalClient
+	co  *coalescer
+	rel *releaser // concurrency leases given back
 }
 
 // NewRedisStore returns a store deciding on c (a Client, a failover client
 // or a ClusterClient).
 func NewRedisStore(c redis.UniversalClient) *RedisStore {
-	return &RedisStore{c: c, co: newCoalescer(c)}
+	s := &RedisStore{c: c, co: newCoalescer(c)}
+	s.rel = &releaser{send: s.releaseNow}
+	return s
 }
 
 // eval decides one request: keys and args are its part of the script's

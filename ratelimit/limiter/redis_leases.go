@@ -15,13 +15,14 @@ import (
 //go:embed scripts/lease.lua
 var leaseLua string
 
-// leaseScript refreshes the concurrency leases of one slot in one call.
+// leaseScript refreshes or gives back the concurrency leases of one slot
+// in one call.
 var leaseScript = redis.NewScript(leaseLua)
 
-// Refresh implements Leaser: one script call per Redis Cluster slot (one
-// off a cluster), at most absorbChunk leases each, concurrently.
-func (s *RedisStore) Refresh(ctx context.Context, leases []Lease) ([]bool, error) {
-	alive := make([]bool, len(leases))
+// leaseCalls splits leases into the script calls that carry them: one
+// per Redis Cluster slot (one off a cluster), at most absorbChunk leases
+// each; a call is the indexes of its leases.
+func (s *RedisStore) leaseCalls(leases []Lease) [][]int {
 	idx := make([]int, len(leases))
 	for i := range idx {
 		idx[i] = i
@@ -38,20 +39,35 @@ func (s *RedisStore) Refresh(ctx context.Context, leases []Lease) ([]bool, error
 		}
 		calls = append(calls, g)
 	}
+	return calls
+}
+
+// eachLeaseCall runs call for every script call of leases, concurrently,
+// and joins their errors.
+func (s *RedisStore) eachLeaseCall(leases []Lease, call func(idx []int) error) error {
+	calls := s.leaseCalls(leases)
 	errs := make([]error, len(calls))
 	var wg sync.WaitGroup
-	for c, call := range calls {
-		wg.Go(func() { errs[c] = s.refreshCall(ctx, leases, call, alive) })
+	for c, idx := range calls {
+		wg.Go(func() { errs[c] = call(idx) })
 	}
 	wg.Wait()
-	return alive, errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// Refresh implements Leaser.
+func (s *RedisStore) Refresh(ctx context.Context, leases []Lease) ([]bool, error) {
+	alive := make([]bool, len(leases))
+	err := s.eachLeaseCall(leases, func(idx []int) error { return s.refreshCall(ctx, leases, idx, alive) })
+	return alive, err
 }
 
 // refreshCall refreshes leases[idx...] in one script call, setting their
 // entries of alive.
 func (s *RedisStore) refreshCall(ctx context.Context, leases []Lease, idx []int, alive []bool) error {
 	keys := make([]string, 0, len(idx))
-	args := make([]any, 0, 2*len(idx))
+	args := make([]any, 1, 1+2*len(idx))
+	args[0] = "f"
 	for _, i := range idx {
 		l := leases[i]
 		if err := checkLeaseID(l.ID); err != nil {
@@ -73,25 +89,27 @@ func (s *RedisStore) refreshCall(ctx context.Context, leases []Lease, idx []int,
 	return nil
 }
 
-// Release implements Leaser: one ZREM per lease, pipelined (a cluster
-// client sends each to its slot's node).
+// Release implements Leaser: the leases of concurrent requests leave
+// together (see releaser).
 func (s *RedisStore) Release(ctx context.Context, leases []Lease) error {
-	if len(leases) == 1 {
-		if err := s.c.ZRem(ctx, leases[0].Key, leases[0].ID).Err(); err != nil {
+	return s.rel.release(ctx, leases)
+}
+
+// releaseNow gives leases back in one script call per slot.
+func (s *RedisStore) releaseNow(ctx context.Context, leases []Lease) error {
+	return s.eachLeaseCall(leases, func(idx []int) error {
+		keys := make([]string, 0, len(idx))
+		args := make([]any, 1, 1+len(idx))
+		args[0] = "x"
+		for _, i := range idx {
+			keys = append(keys, leases[i].Key)
+			args = append(args, leases[i].ID)
+		}
+		if err := leaseScript.Run(ctx, s.c, keys, args...).Err(); err != nil {
 			return fmt.Errorf("ratelimit lease release: %w", err)
 		}
 		return nil
-	}
-	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, l := range leases {
-			p.ZRem(ctx, l.Key, l.ID)
-		}
-		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("ratelimit lease release: %w", err)
-	}
-	return nil
 }
 
 // leaseTTLms is a lease TTL in whole milliseconds (at least 1), as the
