@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddytest"
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
@@ -178,16 +177,8 @@ func TestAttackMemoryStoreBounded(t *testing.T) {
 // A client that is not a trusted proxy cannot choose its {client_ip} with
 // X-Forwarded-For: the quota stays on the peer address.
 func TestAttackSpoofedForwardedFor(t *testing.T) {
-	admin, port := testenv.FreePort(t), testenv.FreePort(t)
-	config := fmt.Sprintf(`{
-	admin localhost:%[1]d
-	http_port %[2]d
-	https_port %[3]d
-	auto_https off
-	skip_install_trust
-}
-
-http://localhost:%[2]d {
+	tester, port := startCaddy(t, "", `
+http://localhost:$PORT {
 	ratelimit {
 		zone per_ip {
 			key {client_ip}
@@ -197,16 +188,7 @@ http://localhost:%[2]d {
 	}
 	respond "{client_ip}"
 }
-`, admin, port, testenv.FreePort(t))
-	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
-		AdminPort:          admin,
-		LoadRequestTimeout: 10 * time.Second,
-		TestRequestTimeout: 10 * time.Second,
-	})
-	tester.InitServer(config, "caddyfile")
-	if t.Failed() {
-		t.FailNow()
-	}
+`)
 	var statuses []int
 	for i, spoof := range []string{"203.0.113.1", "203.0.113.2", "198.51.100.7, 203.0.113.3", "::1"} {
 		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://localhost:%d/", port), nil)

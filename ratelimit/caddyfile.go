@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"slices"
+	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -55,6 +56,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    status     <code>
 //	    log_keys
 //	    max_keys   <n>
+//	    client_network <ipv4_bits> <ipv6_bits>
+//	    jitter     <fraction>
+//	    body       problem|none
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
@@ -94,6 +98,9 @@ func (h *Handler) unmarshalField(d *caddyfile.Dispenser, name string) error {
 		h.Redis = new(redispool.Config)
 		return h.Redis.UnmarshalCaddyfile(d)
 	}
+	if name == "client_network" {
+		return h.unmarshalClientNetwork(d)
+	}
 	if name == "log_keys" {
 		h.LogKeys = true
 		if d.NextArg() {
@@ -125,13 +132,20 @@ func (h *Handler) unmarshalField(d *caddyfile.Dispenser, name string) error {
 		h.Status, err = cfparse.PositiveInt(d, name, v)
 	case "max_keys":
 		h.MaxKeys, err = cfparse.PositiveInt(d, name, v)
+	case "body":
+		h.Body = v
+	case "jitter":
+		h.Jitter, err = strconv.ParseFloat(v, 64)
+		if err != nil {
+			return d.Errf("invalid jitter '%s': must be a fraction of the wait, 0-1", v)
+		}
 	}
 	return err
 }
 
 // The subdirectives of one argument, of the handler and of a zone.
 var (
-	handlerArgFields = []string{"timeout", "on_error", "instances", "hash_tag", "headers", "status", "max_keys"}
+	handlerArgFields = []string{"timeout", "on_error", "instances", "hash_tag", "headers", "status", "max_keys", "jitter", "body"}
 	zoneArgFields    = []string{"key", "events", "burst", "window", "algorithm", "cost", "on_error", "approximate", "lease_ttl"}
 )
 
@@ -246,6 +260,21 @@ func (z *Zone) unmarshalField(d *caddyfile.Dispenser, name string) error {
 		return err
 	}
 	return nil
+}
+
+// unmarshalClientNetwork reads `client_network <ipv4_bits> <ipv6_bits>`.
+func (h *Handler) unmarshalClientNetwork(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) != 2 {
+		return d.ArgErr()
+	}
+	v4, err := cfparse.Int(d, "client_network ipv4 bits", args[0])
+	if err != nil {
+		return err
+	}
+	v6, err := cfparse.Int(d, "client_network ipv6 bits", args[1])
+	h.ClientNetwork = &ClientNetwork{IPv4Bits: v4, IPv6Bits: v6}
+	return err
 }
 
 var _ caddyfile.Unmarshaler = (*Handler)(nil)

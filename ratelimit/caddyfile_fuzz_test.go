@@ -27,6 +27,9 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 		"ratelimit {\n redis {\n url\n }\n unknown\n}",
 		"ratelimit {\n zone c {\n key {client_ip}\n events 4\n algorithm concurrency\n lease_ttl 30s\n }\n}",
 		"ratelimit {\n zone c {\n key k\n events 4\n algorithm concurrency\n window 1m\n count_status 401\n approximate 1s\n }\n}",
+		"ratelimit {\n zone a {\n key {http.ratelimit.client_network}\n events 1\n window 1s\n }\n client_network 24 56\n jitter 0.5\n body problem\n}",
+		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n }\n client_network 33 -1\n jitter NaN\n body html\n}",
+		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n }\n jitter +Inf\n}",
 	} {
 		f.Add(seed)
 	}

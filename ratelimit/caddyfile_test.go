@@ -251,6 +251,16 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"status two args", `ratelimit { ` + okZone + ` status 429 503 }`, "wrong argument count"},
 		{"log_keys with arg", `ratelimit { ` + okZone + ` log_keys yes }`, "wrong argument count"},
 		{"duplicate subdirective", `ratelimit { ` + okZone + ` timeout 1s; timeout 2s }`, "duplicate subdirective 'timeout'"},
+		{"client_network one arg", `ratelimit { ` + okZone + ` client_network 24 }`, "wrong argument count"},
+		{"client_network word", `ratelimit { ` + okZone + ` client_network 24 many }`, "invalid client_network ipv6 bits 'many'"},
+		{"client_network ipv4 too long", `ratelimit { ` + okZone + ` client_network 33 64 }`, "invalid client_network ipv4 bits 33: must be 0-32"},
+		{"client_network ipv6 negative", `ratelimit { ` + okZone + ` client_network 24 -1 }`, "invalid client_network ipv6 bits -1: must be 0-128"},
+		{"client_network ipv6 too long", `ratelimit { ` + okZone + ` client_network 24 129 }`, "invalid client_network ipv6 bits 129: must be 0-128"},
+		{"jitter word", `ratelimit { ` + okZone + ` jitter some }`, "invalid jitter 'some'"},
+		{"jitter too large", `ratelimit { ` + okZone + ` jitter 1.5 }`, "invalid jitter 1.5: must be a fraction of the wait, 0-1"},
+		{"jitter negative", `ratelimit { ` + okZone + ` jitter -0.1 }`, "invalid jitter -0.1"},
+		{"jitter NaN", `ratelimit { ` + okZone + ` jitter NaN }`, "invalid jitter NaN"},
+		{"body bad", `ratelimit { ` + okZone + ` body html }`, `invalid body "html": must be problem or none`},
 		{"redis without url", `ratelimit { ` + okZone + ` redis }`, "redis block needs 'url' or 'addresses'"},
 		{"redis unknown", `ratelimit { ` + okZone + ` redis { url redis://x; bogus } }`, "unrecognized redis subdirective 'bogus'"},
 		{"concurrency approximate", `ratelimit { zone c { key k; events 4; algorithm concurrency; approximate 1s } }`, "approximate does not apply to concurrency zones"},
@@ -329,6 +339,9 @@ func TestCaddyfileAdaptGolden(t *testing.T) {
 		hash_tag {http.request.header.X-Tenant}
 		headers ietf
 		log_keys
+		client_network 24 56
+		jitter 0.25
+		body problem
 	}
 	respond "hello"
 }

@@ -7,9 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/caddyserver/caddy/v2/caddytest"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 )
@@ -21,16 +18,8 @@ import (
 func TestE2E(t *testing.T) {
 	_, prefix := testenv.Redis(t)
 	redisURL := testenv.RedisURL(t)
-	admin, port := testenv.FreePort(t), testenv.FreePort(t)
-	config := fmt.Sprintf(`{
-	admin localhost:%[1]d
-	http_port %[2]d
-	https_port %[3]d
-	auto_https off
-	skip_install_trust
-}
-
-http://localhost:%[2]d {
+	tester, port := startCaddy(t, "", fmt.Sprintf(`
+http://localhost:$PORT {
 	route /login {
 		ratelimit {
 			zone login {
@@ -41,8 +30,8 @@ http://localhost:%[2]d {
 				count_status 401
 			}
 			redis {
-				url %[4]s
-				key_prefix %[5]s
+				url %[1]s
+				key_prefix %[2]s
 			}
 			timeout 2s
 			on_error closed
@@ -58,8 +47,8 @@ http://localhost:%[2]d {
 			window 1m
 		}
 		redis {
-			url %[4]s
-			key_prefix %[5]s
+			url %[1]s
+			key_prefix %[2]s
 		}
 		timeout 2s
 		on_error closed
@@ -69,17 +58,7 @@ http://localhost:%[2]d {
 	}
 	respond "ok"
 }
-`, admin, port, testenv.FreePort(t), redisURL, prefix)
-
-	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
-		AdminPort:          admin,
-		LoadRequestTimeout: 10 * time.Second,
-		TestRequestTimeout: 10 * time.Second,
-	})
-	tester.InitServer(config, "caddyfile")
-	if t.Failed() {
-		t.FailNow()
-	}
+`, redisURL, prefix))
 	base := fmt.Sprintf("http://localhost:%d", port)
 
 	send := func(path string, header ...string) (*http.Response, string) {

@@ -74,3 +74,11 @@ func BenchmarkHandlerMemoryTwoZones(b *testing.B) {
 func BenchmarkHandlerMemoryRefused(b *testing.B) {
 	benchmarkHandler(b, &Handler{Zones: []*Zone{zone("bench", 1, time.Hour)}}, http.StatusTooManyRequests)
 }
+
+// BenchmarkHandlerMemoryClientNetwork: a zone keyed by
+// {http.ratelimit.client_network}, an IPv6 client.
+func BenchmarkHandlerMemoryClientNetwork(b *testing.B) {
+	z := zone("bench", 1_000_000_000, time.Second)
+	z.Key = "{http.ratelimit.client_network}"
+	benchmarkHandler(b, &Handler{Zones: []*Zone{z}}, http.StatusOK)
+}

@@ -3,13 +3,17 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
@@ -253,3 +257,24 @@ func (r *spanRecorder) span() time.Duration {
 
 // allAlgorithms are the algorithms a zone may name.
 var allAlgorithms = []string{limiter.TokenBucket, limiter.SlidingWindow, limiter.FixedWindow, limiter.SlidingLog, limiter.LeakyBucket}
+
+// startCaddy loads a Caddyfile into a real Caddy in this process, its
+// admin API and HTTP port free ones: the global options block holds
+// globals (extra lines), followed by sites, in which $PORT is the HTTP
+// port. It returns the tester and the port.
+func startCaddy(t *testing.T, globals, sites string) (*caddytest.Tester, int) {
+	t.Helper()
+	admin, port := testenv.FreePort(t), testenv.FreePort(t)
+	config := fmt.Sprintf("{\n\tadmin localhost:%d\n\thttp_port %d\n\thttps_port %d\n\tauto_https off\n\tskip_install_trust\n%s}\n\n",
+		admin, port, testenv.FreePort(t), globals) + strings.ReplaceAll(sites, "$PORT", strconv.Itoa(port))
+	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
+		AdminPort:          admin,
+		LoadRequestTimeout: 10 * time.Second,
+		TestRequestTimeout: 10 * time.Second,
+	})
+	tester.InitServer(config, "caddyfile")
+	if t.Failed() {
+		t.FailNow()
+	}
+	return tester, port
+}

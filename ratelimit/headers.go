@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -69,7 +70,8 @@ type headerValues struct {
 // every zone decided for it, and the state of ds[pick], the zone with the
 // least left (or, on a refusal, the one refusing longest). On a refusal
 // it also writes Retry-After, whatever the header mode, and returns its
-// value.
+// value: the wait with its jitter, which RateLimit's `t` and
+// X-RateLimit-Reset then carry too.
 func (h *Handler) setHeaders(hdr http.Header, ds []zoneDecision, pick int, refused bool) (retry string) {
 	if h.headers == headersNone && !refused {
 		return ""
@@ -87,8 +89,9 @@ func (h *Handler) setHeaders(hdr http.Header, ds []zoneDecision, pick int, refus
 
 	wait := untilMore(d.res)
 	if refused {
+		wait = retryAfterSeconds(h.jittered(d.res.RetryAfter))
 		start := len(b)
-		b = strconv.AppendInt(b, retryAfterSeconds(d.res.RetryAfter), 10)
+		b = strconv.AppendInt(b, wait, 10)
 		retry = str(start)
 		set(5, hdrRetryAfter, retry)
 	}
@@ -157,6 +160,16 @@ func (h *Handler) policyOf(ds []zoneDecision) string {
 		b.WriteString(ds[i].policyItem())
 	}
 	return b.String()
+}
+
+// jittered is the wait of a refusal plus up to the handler's jitter of it,
+// uniformly at random, so that refused clients do not all come back at
+// once. It is never shorter than wait.
+func (h *Handler) jittered(wait time.Duration) time.Duration {
+	if h.Jitter <= 0 || wait <= 0 {
+		return wait
+	}
+	return wait + time.Duration(rand.Float64()*h.Jitter*float64(wait))
 }
 
 // untilMore is the RateLimit `t` parameter: on a refusal the whole seconds

@@ -71,6 +71,7 @@ func (h *Handler) provisionSettings(ctx caddy.Context) error {
 	}
 	h.status = cmp.Or(h.Status, DefaultStatus)
 	h.prefix = DefaultKeyPrefix
+	h.network, h.setsNetwork = h.clientNetwork(), h.usesClientNetwork()
 	h.direct = errroute.New(ctx.Modules())
 	return nil
 }
@@ -79,7 +80,7 @@ func (h *Handler) provisionSettings(ctx caddy.Context) error {
 // the RateLimit-Policy of every zone and the hash tag.
 func (h *Handler) provisionZones(ctx caddy.Context) error {
 	for _, z := range h.Zones {
-		if err := z.provision(ctx, h.onError, max(h.Instances, 1)); err != nil {
+		if err := z.provision(ctx, h.onError, max(h.Instances, 1), h.status); err != nil {
 			return err
 		}
 		h.concurrency = h.concurrency || z.limit.Algorithm == limiter.Concurrency

@@ -21,7 +21,10 @@ import (
 // all or nothing: when one zone refuses, no zone is charged. A refused
 // request gets `status` (429) with `Retry-After`, so `handle_errors` can
 // shape the page, and sets the placeholders `{http.ratelimit.zone}` (the
-// refusing zone) and `{http.ratelimit.retry_after}` (seconds).
+// refusing zone) and `{http.ratelimit.retry_after}` (seconds). Every
+// request of a handler whose templates read
+// `{http.ratelimit.client_network}` gets it (see ClientNetwork), set
+// before they are expanded, so later handlers see it too.
 type Handler struct {
 	// The quotas. At least one.
 	Zones []*Zone `json:"zones,omitempty"`
@@ -85,6 +88,27 @@ type Handler struct {
 	// `100000`.
 	MaxKeys int `json:"max_keys,omitempty"`
 
+	// What a refusal written by the handler carries: `none` (no body) or
+	// `problem`, an RFC 9457 `application/problem+json` body with `type`
+	// (`about:blank`), `title`, `status`, `detail`, `zone` and
+	// `retry_after` (seconds). Error routes take precedence: when
+	// `handle_errors` (or an enclosing subroute's errors) could shape the
+	// refusal, the handler returns it as an error, as without `body`.
+	// Default: `none`.
+	Body string `json:"body,omitempty"`
+
+	// Adds up to this fraction of the wait, uniformly at random, to the
+	// wait of a refusal: `Retry-After`, `RateLimit`'s `t`,
+	// `X-RateLimit-Reset` and `{http.ratelimit.retry_after}` all carry the
+	// same jittered wait, so refused clients do not all come back in the
+	// same second. Never shortens the wait. 0-1. Default: `0`.
+	Jitter float64 `json:"jitter,omitempty"`
+
+	// How much of the client's address `{http.ratelimit.client_network}`
+	// keeps, the recommended key of per-client limits (see
+	// ClientNetwork). Default: `32` bits of IPv4, `64` of IPv6.
+	ClientNetwork *ClientNetwork `json:"client_network,omitempty"`
+
 	store  limiter.Store       // the quotas: Redis or in-process (a limiter.ZoneMemory)
 	local  *limiter.ZoneMemory // the `local` fallback, nil when no zone uses it
 	client *redispool.Client
@@ -108,6 +132,9 @@ type Handler struct {
 	onError     failureMode
 	headers     headerMode
 	status      int
+	network     ClientNetwork // ClientNetwork or its defaults
+	// setsNetwork: a template reads {http.ratelimit.client_network}
+	setsNetwork bool
 
 	hashTag   template
 	policyAll string // RateLimit-Policy when every zone applies

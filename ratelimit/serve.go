@@ -33,6 +33,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if !ok {
 		repl = caddy.NewReplacer()
 	}
+	h.setClientNetwork(r, repl)
 	var buf [4]zoneDecision
 	ds, err := h.collect(r, repl, buf[:0])
 	if err != nil {
@@ -264,6 +265,10 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, repl *caddy.Rep
 	repl.Set("http.ratelimit.retry_after", retry)
 	h.logRefusal("rate limit exceeded", d)
 	if h.direct.Writes(r) { // a fifth cheaper than Caddy's error path
+		if h.Body == bodyProblem {
+			d.zone.problem.write(w, h.status, retry)
+			return nil
+		}
 		w.WriteHeader(h.status)
 		return nil
 	}

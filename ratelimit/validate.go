@@ -68,6 +68,15 @@ func (h *Handler) check() error {
 	case h.Timeout < 0:
 		return onField("timeout", fmt.Errorf("invalid timeout %s: must be > 0", time.Duration(h.Timeout)))
 	}
+	if h.Body != "" && h.Body != bodyNone && h.Body != bodyProblem {
+		return onField("body", fmt.Errorf("invalid body %q: must be problem or none", h.Body))
+	}
+	if !(h.Jitter >= 0 && h.Jitter <= 1) { // NaN too
+		return onField("jitter", fmt.Errorf("invalid jitter %v: must be a fraction of the wait, 0-1", h.Jitter))
+	}
+	if h.ClientNetwork != nil {
+		return onField("client_network", h.ClientNetwork.check())
+	}
 	return nil
 }
 

@@ -138,6 +138,7 @@ type Zone struct {
 	nameAny  any    // Name, boxed once for the replacer
 	// errRefused is the error of a request the zone refuses.
 	errRefused error
+	problem    problemBody // the body of its refusals (handler `body problem`)
 	counters   zoneCounters
 	inputs     inputCounters // invalid inputs, by kind
 	once       []field       // what the key (plan key, hash tag) reads: sent once
@@ -166,8 +167,8 @@ func (z *Zone) window() time.Duration {
 
 // provision loads the zone's matchers and precomputes what each request
 // needs (the zone is valid: see Handler.validate). instances divides the
-// quota of the local fallback.
-func (z *Zone) provision(ctx caddy.Context, def failureMode, instances int) error {
+// quota of the local fallback; status is the handler's refusal status.
+func (z *Zone) provision(ctx caddy.Context, def failureMode, instances, status int) error {
 	if z.MatchRaw != nil {
 		mods, err := ctx.LoadModule(z, "MatchRaw")
 		if err != nil {
@@ -203,6 +204,7 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances int) erro
 	z.limitStr = strconv.FormatInt(z.Events, 10)
 	z.nameAny = z.Name
 	z.errRefused = fmt.Errorf("rate limit exceeded in zone %q", z.Name)
+	z.problem = newProblemBody(z.Name, status)
 	z.refusals = new(zoneRefusals)
 	z.counters = newZoneCounters(z.Name)
 	z.inputs = newInputCounters(z.Name)

@@ -19,6 +19,9 @@ type PostgresStore struct {
 	// idemPruned is when expired idempotency records were last pruned
 	// (Unix nanoseconds; postgres_idempotency.go).
 	idemPruned atomic.Int64
+	// searchWalk, when set (by tests), replaces the steps of searchWalks
+	// by two of this many links.
+	searchWalk int
 }
 
 // OpenPostgres applies the pending migrations and returns a store on pool.

@@ -10,98 +10,187 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ListLinks implements LinkLister with one statement per page, on the
-// indexes of migrations/006_link_list.up.sql:
+// ListLinks implements LinkLister on the indexes of
+// migrations/006_link_list.up.sql and 010_link_tags.up.sql:
 //
 //   - created / -created walk the (created_at, code) index from the cursor
 //     (status=revoked walks the partial index of revoked links), filtering
-//     as they go, or, when the planner expects few matches, collect the
-//     matches of q or tag from their GIN index and sort them;
+//     as they go; with a tag they walk the tag's own creation order
+//     (shortener_link_tags, kept by a trigger) joined to its links;
 //   - q is ILIKE '%q%' (with % _ \ escaped) over the code, long URL and
-//     title, served by the trigram index;
-//   - tag is tags @> {tag}, served by the GIN index on tags;
-//   - clicks / -clicks sort every matching link by its total from
-//     shortener_link_click_totals (a link without a row has 0): no index
-//     serves that order, so its pages cost a sort of the matches.
+//     title; sorted by creation it is a bounded walk, then the trigram
+//     index (postgres_search.go);
+//   - clicks / -clicks walk the totals in order, then the links never
+//     clicked by code (postgres_list_clicks.go); with q they sort every
+//     match by its total (a link without a row in
+//     shortener_link_click_totals has 0), tag as tags @> {tag} on the GIN
+//     index.
 func (s *PostgresStore) ListLinks(ctx context.Context, q ListQuery) (ListPage, error) {
 	q = q.normalized()
 	cur, err := decodeCursor(q.Sort, q.Cursor)
 	if err != nil {
 		return ListPage{}, err
 	}
-	sql, args, err := listSQL(q, cur)
+	switch {
+	case q.Q != "" && !q.byClicks():
+		return s.searchLinks(ctx, q)
+	case q.Q == "" && q.byClicks():
+		return s.listByClicks(ctx, q, cur)
+	}
+	st, err := newListStmt(q, cur)
 	if err != nil {
 		return ListPage{}, err
 	}
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return ListPage{}, fmt.Errorf("listing links: %w", err)
+	if q.Q != "" {
+		st.where = append(st.where, st.matchQ("l", q.Q))
 	}
-	links, err := pgx.CollectRows(rows, scanListedLink)
+	links, err := s.queryLinks(ctx, st.page(q.Limit+1), st.args)
 	if err != nil {
-		return ListPage{}, fmt.Errorf("listing links: %w", err)
+		return ListPage{}, err
 	}
 	return pageOf(q, links), nil
 }
 
-// listSQL builds the statement of one page: limit+1 rows, the last one
-// only telling that there is a next page.
-func listSQL(q ListQuery, cur *listCursor) (string, []any, error) {
-	var where []string
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
+// queryLinks runs a statement selecting listedColumns.
+func (s *PostgresStore) queryLinks(ctx context.Context, sql string, args []any) ([]ListedLink, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing links: %w", err)
 	}
-	live := func() string {
-		return "l.revoked_at IS NULL AND (l.expires_at IS NULL OR l.expires_at > " + arg(q.Now) + ")"
+	links, err := pgx.CollectRows(rows, scanListedLink)
+	if err != nil {
+		return nil, fmt.Errorf("listing links: %w", err)
 	}
-	const spent = "l.max_clicks > 0 AND l.clicks_served >= l.max_clicks"
-	switch q.Status {
-	case StatusActive:
-		where = append(where, live()+" AND NOT ("+spent+") AND (l.valid_from IS NULL OR l.valid_from <= "+arg(q.Now)+")")
-	case StatusExpired:
-		where = append(where, "l.revoked_at IS NULL AND l.expires_at <= "+arg(q.Now))
-	case StatusRevoked:
-		where = append(where, "l.revoked_at IS NOT NULL")
-	case StatusExhausted:
-		where = append(where, live()+" AND "+spent)
-	case StatusScheduled:
-		where = append(where, live()+" AND NOT ("+spent+") AND l.valid_from > "+arg(q.Now))
-	case StatusAll:
-	default:
-		return "", nil, fmt.Errorf("listing links: unknown status %q", q.Status)
-	}
-	if q.Q != "" {
-		where = append(where, `shortener_link_search_text(l.code, l.long_url, l.title) COLLATE "default" ILIKE `+arg("%"+escapeLike(q.Q)+"%"))
-	}
-	if q.Tag != "" {
-		where = append(where, "l.tags @> ARRAY["+arg(q.Tag)+"::text]")
-	}
-	key := "l.created_at"
-	if q.byClicks() {
-		key = "COALESCE(t.people + t.bots, 0)"
-	}
-	op, dir := ">", "ASC"
+	return links, nil
+}
+
+// listStmt is one listing's statement under construction: its arguments,
+// the rows it reads and their conditions, and its order.
+type listStmt struct {
+	args  []any
+	where []string
+	from  string // the FROM items before join
+	join  string // the click totals' join (clickTotals), "" when from has them
+	// key and code are the sort key's columns (key "": by code alone); dir
+	// is ASC or DESC and op the keyset comparison that continues in that
+	// direction.
+	key, code, dir, op string
+}
+
+// newListStmt builds the statement of q's status, tag, order and cursor;
+// q's search is left to the caller.
+func newListStmt(q ListQuery, cur *listCursor) (*listStmt, error) {
+	st := &listStmt{from: "shortener_links l", join: clickTotals, key: "l.created_at", code: "l.code", dir: "ASC", op: ">"}
 	if q.descending() {
-		op, dir = "<", "DESC"
+		st.dir, st.op = "DESC", "<"
+	}
+	cond, err := st.status(q)
+	if err != nil {
+		return nil, err
+	}
+	if cond != "" {
+		st.where = append(st.where, cond)
+	}
+	switch {
+	case q.byClicks():
+		st.key = "COALESCE(t.people + t.bots, 0)"
+		if q.Tag != "" {
+			st.where = append(st.where, st.hasTag(q.Tag))
+		}
+	case q.Tag != "":
+		st.from = "shortener_link_tags g JOIN shortener_links l ON l.code = g.code"
+		st.key, st.code = "g.created_at", "g.code"
+		st.where = append(st.where, "g.tag = "+st.arg(q.Tag))
 	}
 	if cur != nil {
 		var k any = cur.Key
 		if !q.byClicks() {
 			k = time.UnixMicro(cur.Key).UTC()
 		}
-		where = append(where, "("+key+", l.code) "+op+" ("+arg(k)+", "+arg(cur.Code)+")")
+		st.where = append(st.where, st.after(k, cur.Code))
 	}
-	sql := `SELECT l.code, l.long_url, l.created_at, l.expires_at, l.revoked_at, l.title, l.tags, l.notes,
-		l.redirect_status, l.valid_from, l.max_clicks, l.forward_query, l.clicks_served, l.version,
-		COALESCE(t.people + t.bots, 0)
-		FROM shortener_links l LEFT JOIN shortener_link_click_totals t ON t.code = (l.code COLLATE "default")`
-	if len(where) > 0 {
-		sql += " WHERE " + strings.Join(where, " AND ")
+	return st, nil
+}
+
+// arg adds an argument and returns its placeholder.
+func (st *listStmt) arg(v any) string {
+	st.args = append(st.args, v)
+	return "$" + strconv.Itoa(len(st.args))
+}
+
+// status is the condition of q's status on the link l ("" for all).
+func (st *listStmt) status(q ListQuery) (string, error) {
+	live := func() string {
+		return "l.revoked_at IS NULL AND (l.expires_at IS NULL OR l.expires_at > " + st.arg(q.Now) + ")"
 	}
-	sql += " ORDER BY " + key + " " + dir + ", l.code " + dir + " LIMIT " + arg(q.Limit+1)
-	return sql, args, nil
+	const spent = "l.max_clicks > 0 AND l.clicks_served >= l.max_clicks"
+	switch q.Status {
+	case StatusActive:
+		return live() + " AND NOT (" + spent + ") AND (l.valid_from IS NULL OR l.valid_from <= " + st.arg(q.Now) + ")", nil
+	case StatusExpired:
+		return "l.revoked_at IS NULL AND l.expires_at <= " + st.arg(q.Now), nil
+	case StatusRevoked:
+		return "l.revoked_at IS NOT NULL", nil
+	case StatusExhausted:
+		return live() + " AND " + spent, nil
+	case StatusScheduled:
+		return live() + " AND NOT (" + spent + ") AND l.valid_from > " + st.arg(q.Now), nil
+	case StatusAll:
+		return "", nil
+	}
+	return "", fmt.Errorf("listing links: unknown status %q", q.Status)
+}
+
+// after is the keyset condition: rows after (key, code) in the order.
+func (st *listStmt) after(key any, code string) string {
+	if st.key == "" {
+		return st.code + " " + st.op + " " + st.arg(code)
+	}
+	return "(" + st.key + ", " + st.code + ") " + st.op + " (" + st.arg(key) + ", " + st.arg(code) + ")"
+}
+
+// hasTag is the condition of the link l carrying tag, on the GIN index.
+func (st *listStmt) hasTag(tag string) string {
+	return "l.tags @> ARRAY[" + st.arg(tag) + "::text]"
+}
+
+// matchQ is the search condition on the link (or link-shaped row) alias:
+// its code, long URL or title contains s, case-insensitively.
+func (st *listStmt) matchQ(alias, s string) string {
+	return `shortener_link_search_text(` + alias + `.code, ` + alias + `.long_url, ` + alias + `.title) COLLATE "default" ILIKE ` +
+		st.arg("%"+escapeLike(s)+"%")
+}
+
+// conditions joins where into a WHERE clause ("" when empty).
+func conditions(where []string) string {
+	if len(where) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(where, " AND ")
+}
+
+// order is the ORDER BY of the statement's sort key, ties by code.
+func (st *listStmt) order() string {
+	if st.key == "" {
+		return " ORDER BY " + st.code + " " + st.dir
+	}
+	return " ORDER BY " + st.key + " " + st.dir + ", " + st.code + " " + st.dir
+}
+
+// listedColumns are the columns scanListedLink reads, from the link l and
+// its click totals t.
+const listedColumns = `l.code, l.long_url, l.created_at, l.expires_at, l.revoked_at, l.title, l.tags, l.notes,
+	l.redirect_status, l.valid_from, l.max_clicks, l.forward_query, l.clicks_served, l.version,
+	COALESCE(t.people + t.bots, 0)`
+
+// clickTotals joins a link l to its click totals t.
+const clickTotals = ` LEFT JOIN shortener_link_click_totals t ON t.code = (l.code COLLATE "default")`
+
+// page is the statement of the first n links in order: a page of limit+1
+// rows, the last one only telling that there is a next page.
+func (st *listStmt) page(n int) string {
+	return "SELECT " + listedColumns + " FROM " + st.from + st.join + conditions(st.where) + st.order() +
+		" LIMIT " + st.arg(n)
 }
 
 // escapeLike quotes the LIKE wildcards % and _ and the escape character \.

@@ -16,10 +16,7 @@ import (
 // filters, click totals (kept through retention) and bad cursors.
 func testLinkLister(t *testing.T, ctx context.Context, s Store, base time.Time) {
 	t.Helper()
-	ll, ok := s.(LinkLister)
-	if !ok {
-		t.Fatalf("%T does not implement LinkLister", s)
-	}
+	ll := implementing[LinkLister](t, s)
 	now := base.Add(10 * time.Hour)
 	links := listFixture(base, now)
 	for _, l := range links {
@@ -47,19 +44,80 @@ func testLinkLister(t *testing.T, ctx context.Context, s Store, base time.Time) 
 			}
 		}
 	}
-	for _, q := range []ListQuery{
-		{Q: "EXAMPLE.ORG"}, {Q: "über"}, {Q: "ÜBER"}, {Q: "50%"}, {Q: "a_b"}, {Q: `x\y`}, {Q: "alp"},
-		{Q: "nowhere-at-all"}, {Q: "-1https"}, {Tag: "blue"}, {Tag: "Blue"}, {Tag: "blue", Q: "beta"},
-		{Tag: "red", Status: StatusAll}, {Q: "gone", Status: StatusRevoked},
-	} {
-		q.Now, q.Limit = now, 2
-		want := expectListing(links, clicks, q)
-		if got := walkListing(t, ctx, ll, q); !slices.Equal(got, want) {
-			t.Errorf("q=%q tag=%q status=%q: %q, want %q", q.Q, q.Tag, q.Status, got, want)
+	checkSearches(t, ctx, ll, links, clicks, now)
+	if ps, ok := s.(*PostgresStore); ok {
+		// Short walks, so that pages also take the steps after the walk
+		// (postgres_search.go): where it stopped, then the trigram index.
+		for _, walk := range []int{1, 2, 3, 5} {
+			ps.searchWalk = walk
+			checkSearches(t, ctx, ll, links, clicks, now)
 		}
+		ps.searchWalk = 0
 	}
 	checkListedLinks(t, ctx, ll, s, sink, clicks, now)
 	checkBadCursors(t, ctx, ll, now)
+	checkTagEdits(t, ctx, s, links, clicks, now)
+}
+
+// checkSearches walks q and tag listings of the fixture, two links a page,
+// in every order.
+func checkSearches(t *testing.T, ctx context.Context, ll LinkLister, links []Link, clicks map[string]int64, now time.Time) {
+	t.Helper()
+	for _, q := range []ListQuery{
+		{Q: "EXAMPLE.ORG"}, {Q: "über"}, {Q: "ÜBER"}, {Q: "50%"}, {Q: "a_b"}, {Q: `x\y`}, {Q: "alp"},
+		{Q: "nowhere-at-all"}, {Q: "-1https"}, {Tag: "blue"}, {Tag: "Blue"}, {Tag: "blue", Q: "beta"},
+		{Tag: "red", Status: StatusAll}, {Q: "gone", Status: StatusRevoked}, {Q: "example", Status: StatusAll},
+		{Q: "https", Tag: "red", Status: StatusAll}, {Q: "example.net", Status: StatusExpired},
+	} {
+		for _, sort := range []string{SortCreatedDesc, SortCreated, SortClicksDesc, SortClicks} {
+			q.Now, q.Limit, q.Sort = now, 2, sort
+			want := expectListing(links, clicks, q)
+			if got := walkListing(t, ctx, ll, q); !slices.Equal(got, want) {
+				t.Errorf("q=%q tag=%q status=%q sort=%s: %q, want %q", q.Q, q.Tag, q.Status, sort, got, want)
+			}
+		}
+	}
+}
+
+// checkTagEdits changes the tags of a fixture link and checks that tag
+// listings follow (PostgreSQL keeps a tag's links in a table of their own).
+func checkTagEdits(t *testing.T, ctx context.Context, s Store, links []Link, clicks map[string]int64, now time.Time) {
+	t.Helper()
+	e := editor(t, s)
+	edit := func(code string, tags []string) {
+		t.Helper()
+		if _, err := e.Edit(ctx, code, Edit{Apply: func(l *Link) error { l.Tags = tags; return nil }, Key: "test", At: now}); err != nil {
+			t.Fatalf("Edit(%s, tags %q): %v", code, tags, err)
+		}
+		for i := range links {
+			if links[i].Code == code {
+				links[i].Tags = tags
+			}
+		}
+	}
+	edit("alpha-1", []string{"red", "green"})
+	edit("tie-b", []string{"blue", "green"})
+	edit("beta-2", nil)
+	for _, tag := range []string{"blue", "red", "green", "Blue"} {
+		for _, sort := range []string{SortCreatedDesc, SortCreated} {
+			q := ListQuery{Tag: tag, Status: StatusAll, Sort: sort, Limit: 1, Now: now}
+			want := expectListing(links, clicks, q)
+			if got := walkListing(t, ctx, implementing[LinkLister](t, s), q); !slices.Equal(got, want) {
+				t.Errorf("after tag edits, tag=%q sort=%s: %q, want %q", tag, sort, got, want)
+			}
+		}
+	}
+}
+
+// implementing returns s as the interface I, or fails the test.
+func implementing[I any](t *testing.T, s Store) I {
+	t.Helper()
+	i, ok := s.(I)
+	if !ok {
+		var want *I
+		t.Fatalf("%T does not implement %T", s, want)
+	}
+	return i
 }
 
 // listFixture: creation times with ties, each status, metadata to search.

@@ -9,20 +9,28 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// explain prints the plans of the default listing, a tag and a q search,
-// to show which index serves each.
+// explain prints the plans of the statements the store runs for the
+// default listing, a rare tag, a search that the walk in creation order
+// answers and the trigram step of a rare term (shortener/postgres_list.go,
+// postgres_search.go), to show which index serves each.
 func explain(ctx context.Context, pool *pgxpool.Pool) {
-	for _, c := range []struct{ name, where string }{
-		{"default list", ""},
-		{"tag=newsletter", `AND l.tags @> ARRAY['newsletter'::text]`},
-		{"tag rare", `AND l.tags @> ARRAY['` + tags[40] + `'::text]`},
-		{"q selective", `AND shortener_link_search_text(l.code, l.long_url, l.title) COLLATE "default" ILIKE '%` + code(4242) + `%'`},
-		{"q broad", `AND shortener_link_search_text(l.code, l.long_url, l.title) COLLATE "default" ILIKE '%https%'`},
+	const live = `l.revoked_at IS NULL AND (l.expires_at IS NULL OR l.expires_at > now())`
+	const text = `shortener_link_search_text(l.code, l.long_url, l.title) COLLATE "default"`
+	const totals = ` LEFT JOIN shortener_link_click_totals t ON t.code = (l.code COLLATE "default")`
+	const row = `l.code, l.long_url, l.title, l.created_at`
+	for _, c := range []struct{ name, sql string }{
+		{"default list", `SELECT l.code, COALESCE(t.people + t.bots, 0) FROM shortener_links l` + totals +
+			` WHERE ` + live + ` ORDER BY l.created_at DESC, l.code DESC LIMIT 51`},
+		{"tag rare", `SELECT l.code, COALESCE(t.people + t.bots, 0) FROM shortener_link_tags g JOIN shortener_links l ON l.code = g.code` +
+			totals + ` WHERE ` + live + ` AND g.tag = '` + tags[40] + `' ORDER BY g.created_at DESC, g.code DESC LIMIT 51`},
+		{"q walk (a domain)", `SELECT l.code, COALESCE(t.people + t.bots, 0) FROM (SELECT ` + row + `, l.created_at AS sort_key
+			FROM shortener_links l WHERE ` + live + ` ORDER BY l.created_at DESC, l.code DESC LIMIT 5000) l` + totals +
+			` WHERE lower(` + text + `) LIKE (SELECT lower('%` + domains[3] + `%' COLLATE "default")) ORDER BY l.sort_key DESC, l.code DESC LIMIT 51`},
+		{"q trigram step (a path word)", `WITH m AS MATERIALIZED (SELECT ` + row + ` FROM shortener_links l WHERE ` + live +
+			` AND ` + text + ` ILIKE '%` + words[7] + `-4242%') SELECT l.code, COALESCE(t.people + t.bots, 0)
+			FROM (SELECT * FROM m l ORDER BY l.created_at DESC, l.code DESC LIMIT 51) l` + totals + ` ORDER BY l.created_at DESC, l.code DESC`},
 	} {
-		rows, err := pool.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) SELECT l.code, COALESCE(t.people + t.bots, 0)
-			FROM shortener_links l LEFT JOIN shortener_link_click_totals t ON t.code = (l.code COLLATE "default")
-			WHERE l.revoked_at IS NULL AND (l.expires_at IS NULL OR l.expires_at > now()) `+c.where+`
-			ORDER BY l.created_at DESC, l.code DESC LIMIT 51`)
+		rows, err := pool.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) `+c.sql)
 		if err != nil {
 			log.Fatal(err)
 		}

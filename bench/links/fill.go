@@ -130,9 +130,10 @@ func fill(ctx context.Context, pool *pgxpool.Pool, from, to int) error {
 	// VACUUM as autovacuum would after a bulk load: it also moves the GIN
 	// indexes' pending lists (fastupdate) into the index proper, which
 	// every query would otherwise scan whole.
-	_, err = pool.Exec(ctx, "VACUUM ANALYZE shortener_links")
-	if err == nil {
-		_, err = pool.Exec(ctx, "VACUUM ANALYZE shortener_link_click_totals")
+	for _, table := range []string{"shortener_links", "shortener_link_tags", "shortener_link_click_totals"} {
+		if _, err := pool.Exec(ctx, "VACUUM ANALYZE "+table); err != nil {
+			return err
+		}
 	}
-	return err
+	return nil
 }

@@ -29,6 +29,8 @@ func main() {
 	dsn := flag.String("dsn", os.Getenv("TEST_DATABASE_URL"), "PostgreSQL URL (a database the program may create a schema in)")
 	total := flag.Int("links", 1_000_000, "links at the last size")
 	samples := flag.Int("samples", 200, "timed queries per measure")
+	keep := flag.Bool("keep", false, "keep the filled schema (its name is printed) to study plans by hand")
+	reuse := flag.String("reuse", "", "measure a schema kept by -keep (filled with -links links) instead of filling one")
 	flag.Parse()
 	if *dsn == "" {
 		log.Fatal("no -dsn and no TEST_DATABASE_URL")
@@ -41,10 +43,16 @@ func main() {
 	}
 	defer admin.Close(ctx)
 	_, _ = admin.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+	if *reuse != "" {
+		schema = *reuse
+	} else if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		log.Fatal(err)
 	}
-	defer admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") //nolint:errcheck
+	if *keep || *reuse != "" {
+		fmt.Printf("schema %s is kept: DROP SCHEMA %s CASCADE when done\n", schema, schema)
+	} else {
+		defer admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") //nolint:errcheck
+	}
 	sdsn := withSearchPath(*dsn, schema)
 	pool, err := pgxpool.New(ctx, sdsn)
 	if err != nil {
@@ -61,7 +69,13 @@ func main() {
 	}
 	defer ex.close()
 	filled := 0
-	for _, size := range []int{100_000, *total} {
+	sizes := []int{100_000, *total}
+	if *reuse != "" {
+		fmt.Printf("## %d links (schema %s as filled before)\n", *total, schema)
+		measureQueries(ctx, store, *samples)
+		sizes = nil
+	}
+	for _, size := range sizes {
 		if size <= filled {
 			continue
 		}

@@ -46,6 +46,13 @@ func measureQueries(ctx context.Context, s *shortener.PostgresStore, samples int
 		cursor = p.NextCursor
 		return q
 	})
+	cursor = ""
+	report("list sort=-clicks, pages 1..n of one walk", func(int) shortener.ListQuery {
+		q := shortener.ListQuery{Sort: shortener.SortClicksDesc, Cursor: cursor}
+		p, _ := page(q)
+		cursor = p.NextCursor
+		return q
+	})
 	report("list, tag=newsletter (1 link in 5)", func(int) shortener.ListQuery { return shortener.ListQuery{Tag: "newsletter"} })
 	report("list, rare tags (1 in 100 to 1 in 600)", func(i int) shortener.ListQuery {
 		return shortener.ListQuery{Tag: tags[10+r.IntN(50)]}
