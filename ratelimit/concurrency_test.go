@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -375,5 +376,74 @@ func TestConcurrencyValidateJSON(t *testing.T) {
 	}
 	if err := (&Handler{Zones: []*Zone{concZone(2, 0)}}).Validate(); err != nil {
 		t.Errorf("Validate(concurrency zone, default lease_ttl) = %v", err)
+	}
+}
+
+// panicking is a next handler that panics, as a buggy module would.
+type panicking struct{}
+
+func (panicking) ServeHTTP(http.ResponseWriter, *http.Request) error { panic("next handler bug") }
+
+// TestConcurrencyEndings: whatever way the next handler ends (an error, a
+// panic), the slot is given back by the time the handler returns.
+func TestConcurrencyEndings(t *testing.T) {
+	h := &Handler{Zones: []*Zone{concZone(1, time.Minute)}}
+	provision(t, h)
+	failing := &statusHandler{err: caddyhttp.Error(http.StatusBadGateway, errors.New("upstream timeout"))}
+	for _, tc := range []struct {
+		name string
+		next caddyhttp.Handler
+	}{
+		{"error", failing},
+		{"panic", panicking{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			func() {
+				defer func() { _ = recover() }()
+				do(h, tc.next, get("/", "X-API-Key", "k"))
+			}()
+			if res := do(h, new(statusHandler), get("/", "X-API-Key", "k")); res.status != http.StatusOK {
+				t.Errorf("after a request ended by %s: status %d, want 200 (slot given back)", tc.name, res.status)
+			}
+		})
+	}
+}
+
+// TestConcurrencyAdmin: the admin API lists a concurrency zone and reads
+// a key's free slots without taking one.
+func TestConcurrencyAdmin(t *testing.T) {
+	z := concZone(2, time.Minute)
+	z.Name = "inflight_" + testenv.RandomID(3)
+	h := &Handler{Zones: []*Zone{z}}
+	provision(t, h)
+	backend := &inFlightBackend{release: make(chan struct{}), marked: true}
+	release := sync.OnceFunc(func() { close(backend.release) })
+	defer release()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		do(h, backend, get("/", "X-API-Key", "k", "X-Hold", "1"))
+	}()
+	backend.waitInFlight(t, 1)
+	admin := func(method, path string) string {
+		rec := httptest.NewRecorder()
+		if err := (AdminAPI{}).serve(rec, httptest.NewRequest(method, path, nil)); err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		return rec.Body.String()
+	}
+	if body := admin("GET", "/ratelimit/zones"); !strings.Contains(body, `"algorithm":"concurrency"`) {
+		t.Errorf("zones = %s, want the concurrency zone", body)
+	}
+	for range 2 { // reading takes no slot
+		body := admin("GET", "/ratelimit/zones/"+z.Name+"/keys/k")
+		if !strings.Contains(body, `"remaining":1`) || !strings.Contains(body, `"allowed":true`) {
+			t.Errorf("key state = %s, want 1 slot free, allowed", body)
+		}
+	}
+	release()
+	<-done
+	if body := admin("GET", "/ratelimit/zones/"+z.Name+"/keys/k"); !strings.Contains(body, `"remaining":2`) {
+		t.Errorf("key state after the request ended = %s, want 2 slots free", body)
 	}
 }
