@@ -220,7 +220,7 @@ func TestConcurrencyAcceptance(t *testing.T) {
 // refresher stops, its requests never end) frees its slots within
 // lease_ttl, while a live instance's long request keeps its slot.
 func TestConcurrencyKilledInstance(t *testing.T) {
-	const ttl = time.Second
+	const ttl = 2 * time.Second // refreshed every ~0.77 s: slack for a loaded machine
 	for _, st := range concStores {
 		t.Run(st.name, func(t *testing.T) {
 			cfg := st.cfg(t)
@@ -329,7 +329,8 @@ func TestConcurrencyHeaders(t *testing.T) {
 func TestConcurrencyReload(t *testing.T) {
 	cfg := sharedRedis(t)
 	cfg.PoolSize = 7 // a client of its own, closed when no config uses it
-	old := concHandler(cfg, 1, time.Second)
+	const ttl = 2 * time.Second
+	old := concHandler(cfg, 1, ttl)
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
 	if err := old.Provision(ctx); err != nil {
@@ -349,10 +350,10 @@ func TestConcurrencyReload(t *testing.T) {
 	if err := old.Cleanup(); err != nil { // the reload
 		t.Fatal(err)
 	}
-	next := concHandler(&redispool.Config{URL: testenv.RedisURL(t), KeyPrefix: cfg.KeyPrefix}, 1, time.Second)
+	next := concHandler(&redispool.Config{URL: testenv.RedisURL(t), KeyPrefix: cfg.KeyPrefix}, 1, ttl)
 	provision(t, next)
 	nextSrv := serve(t, next, &inFlightBackend{})
-	time.Sleep(2500 * time.Millisecond)
+	time.Sleep(ttl * 5 / 2)
 	if status, _ := send(t, context.Background(), nextSrv, key); status != http.StatusTooManyRequests {
 		t.Fatalf("status %d 2.5×lease_ttl after the reload, want 429 (the old request holds the slot)", status)
 	}
