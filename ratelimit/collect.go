@@ -59,6 +59,9 @@ func (h *Handler) zoneDecisionFor(z *Zone, r *http.Request, repl *caddy.Replacer
 	if len(z.CountStatus) > 0 && !over {
 		d.ask.Cost = 0 // checked now, charged after the response
 	}
+	if limit.Algorithm == limiter.Concurrency && cost > 0 {
+		d.ask.Lease = limiter.NewLeaseID()
+	}
 	return d, nil
 }
 
