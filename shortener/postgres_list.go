@@ -157,8 +157,7 @@ func (st *listStmt) hasTag(tag string) string {
 // matchQ is the search condition on the link (or link-shaped row) alias:
 // its code, long URL or title contains s, case-insensitively.
 func (st *listStmt) matchQ(alias, s string) string {
-	return `shortener_link_search_text(` + alias + `.code, ` + alias + `.long_url, ` + alias + `.title) COLLATE "default" ILIKE ` +
-		st.arg("%"+escapeLike(s)+"%")
+	return st.likeQ(alias, "%"+escapeLike(s)+"%")
 }
 
 // conditions joins where into a WHERE clause ("" when empty).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -119,9 +120,52 @@ func (s *PostgresStore) searchIndexed(ctx context.Context, q ListQuery, from *li
 	if tag != "" {
 		st.where = append(st.where, st.hasTag(tag))
 	}
-	st.where = append(st.where, st.matchQ("l", q.Q))
+	if loose, ok := looseLike(q.Q); ok {
+		st.where = append(st.where, st.likeQ("l", loose), st.containsQ("l", q.Q))
+	} else {
+		st.where = append(st.where, st.matchQ("l", q.Q))
+	}
 	matches := "SELECT " + linkRow + " FROM shortener_links l" + conditions(st.where)
 	order := " ORDER BY l.created_at " + st.dir + ", l.code " + st.dir
 	return s.queryLinks(ctx, "WITH m AS MATERIALIZED ("+matches+") SELECT "+listedColumns+
 		" FROM (SELECT * FROM m l"+order+" LIMIT "+st.arg(n)+") l"+clickTotals+order, st.args)
+}
+
+// looseLike returns the ILIKE pattern the trigram index is asked with for
+// the search s: its runs of letters and digits in order, anything between
+// (%), so ok only when one run has three characters or more. Its matches
+// include those of s, which the statement then checks exactly, and its
+// trigrams are those of s without the ones pg_trgm pads at word
+// boundaries ("  1", " 12", "le "): the most common trigrams, whose long
+// posting lists cost most of a scan (on 1,000,000 links, a path's
+// word-number like sale-12345 read 300 index pages in 12-25 ms; loosened,
+// 66-163 pages in 3-8 ms).
+func looseLike(s string) (pattern string, ok bool) {
+	var b strings.Builder
+	b.WriteByte('%')
+	run := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c >= 0x80 {
+			b.WriteByte(c)
+			run++
+			ok = ok || run >= 3
+			continue
+		}
+		if run > 0 {
+			b.WriteByte('%')
+		}
+		run = 0
+	}
+	if run > 0 {
+		b.WriteByte('%')
+	}
+	return b.String(), ok
+}
+
+// likeQ is the condition of the link's searched text matching the ILIKE
+// pattern (served by the trigram index).
+func (st *listStmt) likeQ(alias, pattern string) string {
+	return `shortener_link_search_text(` + alias + `.code, ` + alias + `.long_url, ` + alias + `.title) COLLATE "default" ILIKE ` +
+		st.arg(pattern)
 }

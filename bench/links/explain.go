@@ -27,7 +27,8 @@ func explain(ctx context.Context, pool *pgxpool.Pool) {
 			FROM shortener_links l WHERE ` + live + ` ORDER BY l.created_at DESC, l.code DESC LIMIT 5000) l` + totals +
 			` WHERE lower(` + text + `) LIKE (SELECT lower('%` + domains[3] + `%' COLLATE "default")) ORDER BY l.sort_key DESC, l.code DESC LIMIT 51`},
 		{"q trigram step (a path word)", `WITH m AS MATERIALIZED (SELECT ` + row + ` FROM shortener_links l WHERE ` + live +
-			` AND ` + text + ` ILIKE '%` + words[7] + `-4242%') SELECT l.code, COALESCE(t.people + t.bots, 0)
+			` AND ` + text + ` ILIKE '%` + words[7] + `%4242%' AND lower(` + text + `) LIKE (SELECT lower('%` + words[7] +
+			`-4242%' COLLATE "default"))) SELECT l.code, COALESCE(t.people + t.bots, 0)
 			FROM (SELECT * FROM m l ORDER BY l.created_at DESC, l.code DESC LIMIT 51) l` + totals + ` ORDER BY l.created_at DESC, l.code DESC`},
 	} {
 		rows, err := pool.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) `+c.sql)
