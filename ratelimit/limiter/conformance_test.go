@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/edgekit/caddy-edgekit/internal/testenv"
 )
 
 // conformanceStores are the stores the suite runs on.
@@ -45,6 +46,8 @@ var conformanceChecks = []struct {
 	{"lowered burst", testLoweredBurst, false, false},
 	{"algorithm change", testAlgorithmChange, false, false},
 	{"absorb", testAbsorb, false, true},
+	{"ban escalation", testBanEscalation, true, false},
+	{"ban counts refusals only", testBanRefusalsOnly, false, false},
 }
 
 func TestConformance(t *testing.T) {
