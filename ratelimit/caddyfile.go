@@ -145,7 +145,7 @@ func (h *Handler) unmarshalField(d *caddyfile.Dispenser, name string) error {
 // The subdirectives of one argument, of the handler and of a zone.
 var (
 	handlerArgFields = []string{"timeout", "on_error", "instances", "hash_tag", "headers", "status", "max_keys", "jitter", "body"}
-	zoneArgFields    = []string{"key", "events", "burst", "window", "algorithm", "cost", "on_error", "approximate"}
+	zoneArgFields    = []string{"key", "events", "burst", "window", "algorithm", "cost", "on_error", "approximate", "ban_max"}
 )
 
 // parseZone reads `zone <name> { ... }` at the dispenser's current token.
@@ -212,6 +212,8 @@ func (z *Zone) unmarshalField(d *caddyfile.Dispenser, name string) error {
 		p, err := parsePlans(d)
 		z.Plans = p
 		return err
+	case "ban":
+		return z.unmarshalBan(d)
 	}
 	if !slices.Contains(zoneArgFields, name) {
 		return d.Errf("zone '%s': unrecognized subdirective '%s'", z.Name, name)
@@ -252,6 +254,10 @@ func (z *Zone) unmarshalField(d *caddyfile.Dispenser, name string) error {
 	case "approximate":
 		dur, err := cfparse.PositiveDuration(d, name, v)
 		z.Approximate = caddy.Duration(dur)
+		return err
+	case "ban_max":
+		dur, err := cfparse.PositiveDuration(d, name, v)
+		z.BanMax = caddy.Duration(dur)
 		return err
 	}
 	return nil

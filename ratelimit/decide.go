@@ -223,7 +223,8 @@ func (h *Handler) chargeAfter(ctx context.Context, ds []zoneDecision, status int
 	}
 	// The response is written: the client may be gone, the charge is not.
 	ctx = context.WithoutCancel(ctx)
-	charge := func(i int) limiter.Ask { a := ds[i].ask; a.Cost = ds[i].cost; return a }
+	// The request was served: a charge refused now is no offence (no ban).
+	charge := func(i int) limiter.Ask { a := ds[i].ask; a.Cost, a.Ban = ds[i].cost, limiter.Ban{}; return a }
 	h.decideLocal(ctx, ds, local, charge)
 	if len(store) == 0 {
 		return

@@ -103,6 +103,25 @@ type Zone struct {
 	// bypass. Default: none.
 	Dynamic *DynamicQuota `json:"dynamic,omitempty"`
 
+	// Ban a key its zone keeps refusing: a key refused `ban_after` times
+	// within the zone's window is refused outright for this long, its
+	// quota untouched, `Retry-After` the ban's remainder. Each further ban
+	// of the key doubles, up to `ban_max`. Decided in the same store call
+	// as the quota; with `redis`, every instance sees the ban. A key's
+	// refusals are remembered one window after the first of them, its
+	// bans (which double the next) `ban_max` after the last one ends.
+	// Refusals of `dry_run` zones, of a cost past the quota and requests
+	// refused with 400 never count. At least 1ms, at most 10 years; not
+	// with `approximate`. Default: none (no bans).
+	Ban caddy.Duration `json:"ban,omitempty"`
+
+	// How many refusals within the window set a ban. Default: `1`.
+	BanAfter int64 `json:"ban_after,omitempty"`
+
+	// The longest ban: where doubling stops (at least `ban`, at most 10
+	// years). Default: `24h` (or `ban`, if longer).
+	BanMax caddy.Duration `json:"ban_max,omitempty"`
+
 	// Quotas per plan key, read from a PostgreSQL table and refreshed in
 	// the background. A request whose plan key has a row gets that row's
 	// quota; any other gets the zone's own. Default: none.
@@ -110,6 +129,7 @@ type Zone struct {
 
 	matchers caddyhttp.MatcherSets
 	limit    limiter.Limit // as asked of the store
+	ban      limiter.Ban   // as asked of the store (zero: none, or dry_run)
 	local    limiter.Limit // at events/instances, for the local fallback
 	cost     int64         // when costTmpl is false
 	costTmpl bool
@@ -156,6 +176,7 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances, status i
 	}
 	z.limit = limiter.Limit{Algorithm: alg, Events: z.Events, Window: time.Duration(z.Window), Burst: z.Burst}
 	z.local = localLimit(z.limit, int64(instances))
+	z.ban = z.storeBan()
 
 	z.cost, z.costTmpl = 1, false
 	z.keyExpr = newTemplate(z.Key)

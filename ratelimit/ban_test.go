@@ -1,0 +1,131 @@
+package ratelimit
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
+)
+
+// banHandlers are n handler instances on the shared Redis (each its own
+// client) with one zone: 2 per minute per API key, a ban of 2s after 2
+// refusals, at most 3s.
+func banHandlers(t *testing.T, n int, edit func(z *Zone)) []*Handler {
+	t.Helper()
+	cfg := sharedRedis(t)
+	var hs []*Handler
+	for i := range n {
+		c := *cfg
+		c.PoolSize = 10 + i // a client of its own
+		z := zone("api", 2, time.Minute)
+		z.Algorithm = limiter.FixedWindow
+		z.Ban, z.BanAfter, z.BanMax = caddy.Duration(2*time.Second), 2, caddy.Duration(3*time.Second)
+		if edit != nil {
+			edit(z)
+		}
+		h := &Handler{Zones: []*Zone{z}, Redis: &c, Timeout: caddy.Duration(5 * time.Second), OnError: "closed"}
+		provision(t, h)
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+// banStateExists reports whether the store holds a ban state for key in
+// zone api of h.
+func banStateExists(t *testing.T, h *Handler, key string) bool {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
+	defer c.Close()
+	n, err := c.Exists(context.Background(), limiter.BanKey(limiter.StoreKey(h.prefix, "api", "", key))).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// TestHandlerBanAcrossInstances: the second refusal of a key within the
+// window, on another instance, bans it on both for 2s (Retry-After 2,
+// while its window would free it in up to a minute); another key is not
+// banned; after the ban the quota is as it was (still used up), and the
+// next ban doubles to 4s, capped by ban_max at 3s.
+func TestHandlerBanAcrossInstances(t *testing.T) {
+	hs := banHandlers(t, 3, nil) // each refusal on an instance whose deny cache has not seen the key
+	next := new(statusHandler)
+	key, other := "k-"+testenv.RandomID(6), "o-"+testenv.RandomID(6)
+	send := func(h *Handler, key string) response { return do(h, next, get("/", "X-API-Key", key)) }
+	for range 2 {
+		if r := send(hs[0], key); r.status != http.StatusOK {
+			t.Fatalf("within the quota: status %d", r.status)
+		}
+	}
+	if r := send(hs[0], key); r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "2" {
+		t.Fatalf("first refusal: status %d, Retry-After %q; want 429 for the window's remainder, no ban", r.status, r.header.Get("Retry-After"))
+	}
+	if r := send(hs[1], key); r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") != "2" {
+		t.Fatalf("second refusal: status %d, Retry-After %q; want 429, the 2s ban", r.status, r.header.Get("Retry-After"))
+	}
+	if r := send(hs[1], key); r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") != "2" {
+		t.Fatalf("during the ban: status %d, Retry-After %q; want 429, 2", r.status, r.header.Get("Retry-After"))
+	}
+	if r := send(hs[0], other); r.status != http.StatusOK {
+		t.Fatalf("another key: status %d, want 200", r.status)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	send(hs[1], key) // the window is still used up: offence 1
+	if r := send(hs[2], key); r.header.Get("Retry-After") != "3" {
+		t.Fatalf("second ban: Retry-After %q, want 3 (4s capped by ban_max)", r.header.Get("Retry-After"))
+	}
+}
+
+// TestHandlerBanNeverForDryRunOrBadInput: refusals of a dry_run zone and
+// requests refused with 400 (a key header sent twice) leave no ban state.
+func TestHandlerBanNeverForDryRunOrBadInput(t *testing.T) {
+	dry := banHandlers(t, 1, func(z *Zone) { z.DryRun, z.BanAfter = true, 1 })[0]
+	next := new(statusHandler)
+	key := "d-" + testenv.RandomID(6)
+	for range 5 {
+		if r := do(dry, next, get("/", "X-API-Key", key)); r.status != http.StatusOK {
+			t.Fatalf("dry_run zone: status %d, want 200", r.status)
+		}
+	}
+	if banStateExists(t, dry, key) {
+		t.Error("dry_run refusals left a ban state")
+	}
+
+	h := banHandlers(t, 1, func(z *Zone) { z.BanAfter = 1 })[0]
+	bad := "b-" + testenv.RandomID(6)
+	for range 5 {
+		req := get("/")
+		req.Header.Add("X-API-Key", bad)
+		req.Header.Add("X-API-Key", bad)
+		if r := do(h, next, req); r.status != http.StatusBadRequest {
+			t.Fatalf("key header twice: status %d, want 400", r.status)
+		}
+	}
+	if banStateExists(t, h, bad) {
+		t.Error("requests refused with 400 left a ban state")
+	}
+	if r := do(h, next, get("/", "X-API-Key", bad)); r.status != http.StatusOK {
+		t.Errorf("after bad requests: status %d, want 200 (not banned, quota untouched)", r.status)
+	}
+}
+
+// TestHandlerBanMemory: with the memory store (no redis) the zone
+// bans the same way.
+func TestHandlerBanMemory(t *testing.T) {
+	z := zone("api", 1, time.Minute)
+	z.Ban = caddy.Duration(time.Hour)
+	h := &Handler{Zones: []*Zone{z}}
+	provision(t, h)
+	next := new(statusHandler)
+	do(h, next, get("/", "X-API-Key", "m"))
+	if r := do(h, next, get("/", "X-API-Key", "m")); r.header.Get("Retry-After") != "3600" {
+		t.Fatalf("first refusal: Retry-After %q, want the 1h ban (3600)", r.header.Get("Retry-After"))
+	}
+}
