@@ -46,8 +46,13 @@ func (z *Zone) checkBan() error {
 			return onField("ban", errors.New("ban_after needs ban"))
 		case z.BanMax != 0:
 			return onField("ban_max", errors.New("ban_max needs ban"))
+		case len(z.BanExempt) > 0:
+			return onField("ban_exempt", errors.New("ban_exempt needs ban"))
 		}
 		return nil
+	}
+	if _, err := parseBanExempt(z.BanExempt); err != nil {
+		return onField("ban_exempt", err)
 	}
 	switch {
 	case z.Approximate > 0:

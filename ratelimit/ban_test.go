@@ -129,3 +129,54 @@ func TestHandlerBanMemory(t *testing.T) {
 		t.Fatalf("first refusal: Retry-After %q, want the 1h ban (3600)", r.header.Get("Retry-After"))
 	}
 }
+
+// TestHandlerBanExempt: a client in an exempt network and an exempt key are
+// refused by the quota like anyone, never banned; others are.
+func TestHandlerBanExempt(t *testing.T) {
+	z := zone("api", 1, time.Minute)
+	z.Ban = caddy.Duration(time.Hour)
+	z.BanExempt = []string{"192.0.2.0/24", "partner"} // httptest's client is 192.0.2.1
+	h := &Handler{Zones: []*Zone{z}}
+	provision(t, h)
+	next := new(statusHandler)
+	for _, c := range []struct {
+		key, addr string
+		banned    bool
+	}{
+		{"a", "192.0.2.1:1234", false},
+		{"partner", "198.51.100.7:1234", false},
+		{"b", "[::ffff:192.0.2.9]:1234", false}, // IPv4-mapped: the same network
+		{"c", "198.51.100.7:1234", true},
+	} {
+		for i := range 3 {
+			req := get("/", "X-API-Key", c.key)
+			req.RemoteAddr = c.addr
+			r := do(h, next, req)
+			ra := r.header.Get("Retry-After")
+			if i > 0 && (r.status != http.StatusTooManyRequests || (ra == "3600") != c.banned) {
+				t.Errorf("key %s from %s, request %d: status %d, Retry-After %q; banned want %v", c.key, c.addr, i+1, r.status, ra, c.banned)
+			}
+		}
+	}
+}
+
+func TestParseBanExempt(t *testing.T) {
+	for _, bad := range []string{"key/with/slash", "203.0.113.0/24x", "10.0.0.0/33"} {
+		if _, err := parseBanExempt([]string{bad}); err == nil {
+			t.Errorf("%q accepted: a value with '/' must be a CIDR", bad)
+		}
+	}
+	b, err := parseBanExempt([]string{"10.1.2.3/8", "::ffff:172.16.0.0/108", "2001:db8::1", "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.0.0.0/8", "172.16.0.0/12", "2001:db8::1/128"}
+	if len(b.nets) != len(want) || !b.keys["k"] || len(b.keys) != 1 {
+		t.Fatalf("nets %v keys %v, want %v and k", b.nets, b.keys, want)
+	}
+	for i, p := range b.nets {
+		if p.String() != want[i] {
+			t.Errorf("network %d: %s, want %s", i, p, want[i])
+		}
+	}
+}

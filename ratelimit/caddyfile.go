@@ -214,6 +214,12 @@ func (z *Zone) unmarshalField(d *caddyfile.Dispenser, name string) error {
 		return err
 	case "ban":
 		return z.unmarshalBan(d)
+	case "ban_exempt":
+		z.BanExempt = d.RemainingArgs()
+		if len(z.BanExempt) == 0 {
+			return d.ArgErr()
+		}
+		return nil
 	}
 	if !slices.Contains(zoneArgFields, name) {
 		return d.Errf("zone '%s': unrecognized subdirective '%s'", z.Name, name)

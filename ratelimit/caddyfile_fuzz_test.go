@@ -31,6 +31,7 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n ban 1us after 0\n ban_max 87601h\n approximate 1ms\n }\n}",
 		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n ban 2h\n ban_max 1h\n dry_run\n }\n}",
 		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n ban 1m before -1 extra\n }\n}",
+		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n ban 1m\n ban_exempt 100.64.0.0/10 ::ffff:10.0.0.0/104 fe80::1%eth0 10.0/8 key\n }\n}",
 	} {
 		f.Add(seed)
 	}

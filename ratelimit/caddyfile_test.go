@@ -90,10 +90,12 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			input: `ratelimit {
 				zone a { key k; events 1; window 1s; ban 10m }
 				zone b { key k; events 1; window 1s; ban 1m after 5; ban_max 2h }
+				zone c { key k; events 1; window 1s; ban 1s; ban_exempt 100.64.0.0/10 2001:db8::1 partner-key }
 			}`,
 			want: Handler{Zones: []*Zone{
 				{Name: "a", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Ban: caddy.Duration(10 * time.Minute)},
 				{Name: "b", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Ban: caddy.Duration(time.Minute), BanAfter: 5, BanMax: caddy.Duration(2 * time.Hour)},
+				{Name: "c", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Ban: caddy.Duration(time.Second), BanExempt: []string{"100.64.0.0/10", "2001:db8::1", "partner-key"}},
 			}},
 		},
 		{
@@ -263,6 +265,10 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"ban_max too long", `ratelimit { zone api { key k; events 1; window 1s; ban 1h; ban_max 87601h } }`, "ban_max 87601h0m0s: must be at least the ban"},
 		{"ban_max without ban", `ratelimit { zone api { key k; events 1; window 1s; ban_max 1h } }`, "ban_max needs ban"},
 		{"ban_max bad", `ratelimit { zone api { key k; events 1; window 1s; ban 1m; ban_max never } }`, "invalid ban_max 'never'"},
+		{"ban_exempt no arg", `ratelimit { zone api { key k; events 1; window 1s; ban 1m; ban_exempt } }`, "wrong argument count"},
+		{"ban_exempt without ban", `ratelimit { zone api { key k; events 1; window 1s; ban_exempt 10.0.0.0/8 } }`, "ban_exempt needs ban"},
+		{"ban_exempt bad network", `ratelimit { zone api { key k; events 1; window 1s; ban 1m; ban_exempt 10.0.0.0/33 } }`, "invalid ban_exempt network '10.0.0.0/33'"},
+		{"ban_exempt network typo", `ratelimit { zone api { key k; events 1; window 1s; ban 1m; ban_exempt 10.0.0/8 } }`, "invalid ban_exempt network '10.0.0/8'"},
 		{"ban with approximate", `ratelimit { zone api { key k; events 1; window 1s; ban 1m; approximate 10ms } }`, "ban does not work with approximate"},
 		{"bad timeout", `ratelimit { ` + okZone + ` timeout fast }`, "invalid timeout 'fast'"},
 		{"zero timeout", `ratelimit { ` + okZone + ` timeout 0s }`, "invalid timeout '0s'"},
@@ -351,6 +357,7 @@ func TestCaddyfileAdaptGolden(t *testing.T) {
 			window 1s
 			ban 1m after 3
 			ban_max 1h
+			ban_exempt 100.64.0.0/10 partner-key
 		}
 		redis {
 			url {env.REDIS_URL}

@@ -122,6 +122,13 @@ type Zone struct {
 	// years). Default: `24h` (or `ban`, if longer).
 	BanMax caddy.Duration `json:"ban_max,omitempty"`
 
+	// Neighbours never banned (their refusals are no offences): a network
+	// (a CIDR such as `100.64.0.0/10`, or one IP address) is matched
+	// against Caddy's client IP (so the server's `trusted_proxies`
+	// applies); any other value against the zone's expanded key (a partner's
+	// API key). Needs `ban`. Default: none.
+	BanExempt []string `json:"ban_exempt,omitempty"`
+
 	// Quotas per plan key, read from a PostgreSQL table and refreshed in
 	// the background. A request whose plan key has a row gets that row's
 	// quota; any other gets the zone's own. Default: none.
@@ -130,6 +137,7 @@ type Zone struct {
 	matchers caddyhttp.MatcherSets
 	limit    limiter.Limit // as asked of the store
 	ban      limiter.Ban   // as asked of the store (zero: none, or dry_run)
+	exempt   banExempt     // BanExempt, prepared
 	local    limiter.Limit // at events/instances, for the local fallback
 	cost     int64         // when costTmpl is false
 	costTmpl bool
@@ -177,6 +185,7 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances, status i
 	z.limit = limiter.Limit{Algorithm: alg, Events: z.Events, Window: time.Duration(z.Window), Burst: z.Burst}
 	z.local = localLimit(z.limit, int64(instances))
 	z.ban = z.storeBan()
+	z.exempt, _ = parseBanExempt(z.BanExempt) // validated above
 
 	z.cost, z.costTmpl = 1, false
 	z.keyExpr = newTemplate(z.Key)
