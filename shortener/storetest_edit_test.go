@@ -40,11 +40,7 @@ type storeEditor interface {
 
 func editor(t *testing.T, s Store) storeEditor {
 	t.Helper()
-	e, ok := s.(storeEditor)
-	if !ok {
-		t.Fatalf("%T does not implement LinkEditor", s)
-	}
-	return e
+	return implementing[storeEditor](t, s)
 }
 
 func setURL(u string) func(*Link) error {

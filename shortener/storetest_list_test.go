@@ -16,10 +16,7 @@ import (
 // filters, click totals (kept through retention) and bad cursors.
 func testLinkLister(t *testing.T, ctx context.Context, s Store, base time.Time) {
 	t.Helper()
-	ll, ok := s.(LinkLister)
-	if !ok {
-		t.Fatalf("%T does not implement LinkLister", s)
-	}
+	ll := implementing[LinkLister](t, s)
 	now := base.Add(10 * time.Hour)
 	links := listFixture(base, now)
 	for _, l := range links {
@@ -105,20 +102,22 @@ func checkTagEdits(t *testing.T, ctx context.Context, s Store, links []Link, cli
 		for _, sort := range []string{SortCreatedDesc, SortCreated} {
 			q := ListQuery{Tag: tag, Status: StatusAll, Sort: sort, Limit: 1, Now: now}
 			want := expectListing(links, clicks, q)
-			if got := walkListing(t, ctx, lister(t, s), q); !slices.Equal(got, want) {
+			if got := walkListing(t, ctx, implementing[LinkLister](t, s), q); !slices.Equal(got, want) {
 				t.Errorf("after tag edits, tag=%q sort=%s: %q, want %q", tag, sort, got, want)
 			}
 		}
 	}
 }
 
-func lister(t *testing.T, s Store) LinkLister {
+// implementing returns s as the interface I, or fails the test.
+func implementing[I any](t *testing.T, s Store) I {
 	t.Helper()
-	l, ok := s.(LinkLister)
+	i, ok := s.(I)
 	if !ok {
-		t.Fatalf("%T does not implement LinkLister", s)
+		var want *I
+		t.Fatalf("%T does not implement %T", s, want)
 	}
-	return l
+	return i
 }
 
 // listFixture: creation times with ties, each status, metadata to search.
