@@ -105,6 +105,7 @@ func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
 		if h.deny != nil {
 			h.deny.remember(ds, sent, time.Now())
 		}
+		h.noteBans(ds)
 		return nil
 	}
 	var local []int

@@ -37,7 +37,9 @@ const denyCacheSize = 10000
 // The one thing that frees quota other than time is a reset through the
 // admin API: it must call forgetDenied on this process's handlers; a reset
 // made on another Caddy instance reaches this one's cache only at the
-// cached retry time.
+// cached retry time. A refusal by a ban is remembered for at most
+// banDenyFor, so that a ban lifted through any instance reaches this one
+// within it.
 //
 // Remaining, in the headers of a locally answered request, is the value
 // the store gave with its refusal. Clocks: local monotonic time only; the
@@ -77,12 +79,16 @@ func (c *denyCache) remember(ds []zoneDecision, sent, got time.Time) {
 		if t == nil || d.state != stateStore || d.res.Allowed || d.zone.DryRun || d.res.RetryAfter <= 0 {
 			continue
 		}
+		wait := d.res.RetryAfter
+		if d.res.Banned { // a ban may be lifted: asked again within banDenyFor
+			wait = min(wait, banDenyFor)
+		}
 		t.entries.Set(d.ask.Key, denial{
 			limit: d.ask.Limit,
 			cost:  d.ask.Cost,
 			res:   d.res,
 			got:   got,
-			until: sent.Add(d.res.RetryAfter),
+			until: sent.Add(wait),
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
@@ -159,6 +160,8 @@ type Zone struct {
 	instances int64              // the handler's instances, for the local fallback
 	approx    *approxTable       // approximate: nil when off or not on Redis
 	refusals  *zoneRefusals      // what the refusal logs summed (see refusallog.go)
+	bansSet   prometheus.Counter // caddy_ratelimit_bans_set_total{zone}
+	seen      *bansSeen          // banned keys seen here (log_keys; nil without ban)
 	pos       *cfparse.Positions // where the Caddyfile set each field (nil: JSON)
 }
 
@@ -208,6 +211,10 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances, status i
 	z.errRefused = fmt.Errorf("rate limit exceeded in zone %q", z.Name)
 	z.problem = newProblemBody(z.Name, status)
 	z.refusals = new(zoneRefusals)
+	z.bansSet = bansSetCounter(z.Name)
+	if z.Ban > 0 {
+		z.seen = newBansSeen()
+	}
 	z.counters = newZoneCounters(z.Name)
 	z.inputs = newInputCounters(z.Name)
 	z.once = appendFields(nil, z.Key)

@@ -76,3 +76,47 @@ func testBanRefusalsOnly(t *testing.T, newStore func(t *testing.T) clockedStore)
 		t.Errorf("other zone: %d left, want 5 (nothing charged beside a refusal)", r.Remaining)
 	}
 }
+
+// testBanListLift: a ban in force is listed (key, remainder, level) and
+// lifted; a ban in another zone is not listed.
+func testBanListLift(t *testing.T, newStore func(t *testing.T) clockedStore) {
+	cs := newStore(t)
+	ctx := context.Background()
+	banner := cs.store.(Banner)
+	ban := Ban{Duration: time.Hour, After: 1}
+	l := Limit{Algorithm: FixedWindow, Events: 1, Window: time.Hour}
+	keys := []string{cs.prefix + "p:z:0123", cs.prefix + "p:z:{t}0456", cs.prefix + "p:other:0789"}
+	t.Cleanup(func() { // ban keys of untagged keys lie outside the test prefix
+		for _, k := range keys {
+			_ = banner.LiftBan(context.Background(), k)
+		}
+	})
+	for _, k := range keys {
+		ask1(t, cs.store, Ask{Key: k, Limit: l, Cost: 1, Ban: ban})
+		if r := ask1(t, cs.store, Ask{Key: k, Limit: l, Cost: 1, Ban: ban}); !r.BanSet {
+			t.Fatalf("%s: %+v, want a ban set", k, r)
+		}
+	}
+	bans, err := banner.Bans(ctx, cs.prefix+"p", "z", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bans) != 2 {
+		t.Fatalf("listed %+v, want the 2 bans of zone z", bans)
+	}
+	for _, b := range bans {
+		if (b.Key != keys[0] && b.Key != keys[1]) || b.Level != 1 || b.Left <= 59*time.Minute || b.Left > time.Hour {
+			t.Errorf("listed %+v", b)
+		}
+	}
+	if err := banner.LiftBan(ctx, keys[1]); err != nil {
+		t.Fatal(err)
+	}
+	more := Limit{Algorithm: FixedWindow, Events: 5, Window: time.Hour} // room left: no refusal, no new ban
+	if r := ask1(t, cs.store, Ask{Key: keys[1], Limit: more, Ban: ban}); !r.Allowed {
+		t.Errorf("after the lift: %+v, want allowed", r)
+	}
+	if bans, _ := banner.Bans(ctx, cs.prefix+"p", "z", 10); len(bans) != 1 || bans[0].Key != keys[0] {
+		t.Errorf("after the lift: listed %+v, want only %s", bans, keys[0])
+	}
+}

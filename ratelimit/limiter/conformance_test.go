@@ -48,6 +48,7 @@ var conformanceChecks = []struct {
 	{"absorb", testAbsorb, false, true},
 	{"ban escalation", testBanEscalation, true, false},
 	{"ban counts refusals only", testBanRefusalsOnly, false, false},
+	{"ban list and lift", testBanListLift, false, false},
 }
 
 func TestConformance(t *testing.T) {
