@@ -123,6 +123,9 @@ func liftBan(w http.ResponseWriter, r *http.Request, zone, id string) error {
 			_ = t.e.h.local.LiftBan(ctx, key) // in process: does not fail
 		}
 		t.e.h.forgetDenied(key)
+		if t.z.setHere != nil {
+			t.z.setHere.lifted(key)
+		}
 		handlers = append(handlers, t.e.id)
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"zone": zone, "id": id, "lifted": true, "handlers": handlers})

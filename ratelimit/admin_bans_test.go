@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
@@ -57,6 +58,9 @@ func TestAdminBansListAndLift(t *testing.T) {
 	if got := bansSetTotal(zoneName) - setBefore; got != 1 {
 		t.Errorf("bans_set_total grew by %v, want 1", got)
 	}
+	if got := bansInForceNow(t, zoneName); got != 1 {
+		t.Errorf("bans_in_force %v, want 1", got)
+	}
 	time.Sleep(250 * time.Millisecond) // the quota is back; the ban is not
 	for i, h := range hs {
 		if r := send(h); r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "1" {
@@ -94,6 +98,10 @@ func TestAdminBansListAndLift(t *testing.T) {
 		t.Logf("instance %d: the lift reached it after %s", i, time.Since(lifted).Round(time.Millisecond))
 	}
 
+	if got := bansInForceNow(t, zoneName); got != 0 {
+		t.Errorf("bans_in_force %v after the lift, want 0 (the instance that set it saw the key pass)", got)
+	}
+
 	// Banned again, lifted through the admin API: passes at once.
 	send(hs[1])
 	if r := send(hs[1]); r.header.Get("Retry-After") != "3600" {
@@ -126,4 +134,23 @@ func bansSetTotal(zone string) float64 {
 		panic(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// bansInForceNow collects caddy_ratelimit_bans_in_force for zone.
+func bansInForceNow(t *testing.T, zone string) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 100)
+	bansInForceCollector.Collect(ch)
+	close(ch)
+	n := 0.0
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		if d.GetLabel()[0].GetValue() == zone {
+			n += d.GetGauge().GetValue()
+		}
+	}
+	return n
 }

@@ -31,11 +31,18 @@ func newBansSeen() *bansSeen {
 func (h *Handler) noteBans(ds []zoneDecision) {
 	for i := range ds {
 		d := &ds[i]
+		if d.zone.setHere == nil {
+			continue
+		}
 		if !d.res.Banned {
+			if d.res.Allowed { // a ban this instance set was lifted
+				d.zone.setHere.lifted(d.ask.Key)
+			}
 			continue
 		}
 		if d.res.BanSet {
 			d.zone.bansSet.Inc()
+			d.zone.setHere.set(d.ask.Key, d.res.Now.Add(d.res.RetryAfter))
 		}
 		if h.LogKeys && d.zone.seen != nil {
 			d.zone.seen.keys.Set(d.ask.Key, d.key)

@@ -162,6 +162,7 @@ type Zone struct {
 	refusals  *zoneRefusals      // what the refusal logs summed (see refusallog.go)
 	bansSet   prometheus.Counter // caddy_ratelimit_bans_set_total{zone}
 	seen      *bansSeen          // banned keys seen here (log_keys; nil without ban)
+	setHere   *bansSetHere       // bans set here, for bans_in_force (nil without ban)
 	pos       *cfparse.Positions // where the Caddyfile set each field (nil: JSON)
 }
 
@@ -214,6 +215,7 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances, status i
 	z.bansSet = bansSetCounter(z.Name)
 	if z.Ban > 0 {
 		z.seen = newBansSeen()
+		z.setHere = newBansSetHere()
 	}
 	z.counters = newZoneCounters(z.Name)
 	z.inputs = newInputCounters(z.Name)
