@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,7 +56,7 @@ func banStateExists(t *testing.T, h *Handler, key string) bool {
 // banned; after the ban the quota is as it was (still used up), and the
 // next ban doubles to 4s, capped by ban_max at 3s.
 func TestHandlerBanAcrossInstances(t *testing.T) {
-	hs := banHandlers(t, 3, nil) // each refusal on an instance whose deny cache has not seen the key
+	hs := banHandlers(t, 3, nil)
 	next := new(statusHandler)
 	key, other := "k-"+testenv.RandomID(6), "o-"+testenv.RandomID(6)
 	send := func(h *Handler, key string) response { return do(h, next, get("/", "X-API-Key", key)) }
@@ -178,5 +179,50 @@ func TestParseBanExempt(t *testing.T) {
 		if p.String() != want[i] {
 			t.Errorf("network %d: %s, want %s", i, p, want[i])
 		}
+	}
+}
+
+// countingStore counts the decisions that reach the store.
+type countingStore struct {
+	limiter.Store
+	calls atomic.Int64
+}
+
+func (s *countingStore) Decide(ctx context.Context, asks []limiter.Ask) ([]limiter.Result, error) {
+	s.calls.Add(1)
+	return s.Store.Decide(ctx, asks)
+}
+
+// TestHandlerBanDenyCacheBound: on one instance (its deny cache on), a key
+// hammering past its quota is banned at its 3rd refusal (every offence
+// counted, none lost in the cache), and 200 refusals cost the store the
+// documented bound: the 1 allowed request, `after` = 3 refusals, then at
+// most one call per second while banned.
+func TestHandlerBanDenyCacheBound(t *testing.T) {
+	h := banHandlers(t, 1, func(z *Zone) { z.Events, z.BanAfter, z.Ban, z.BanMax = 1, 3, caddy.Duration(time.Hour), 0 })[0]
+	if h.deny == nil {
+		t.Fatal("no deny cache")
+	}
+	cs := &countingStore{Store: h.store}
+	h.store = cs
+	next := new(statusHandler)
+	key := "h-" + testenv.RandomID(6)
+	start := time.Now()
+	var statuses [3]string
+	for i := range 200 {
+		r := do(h, next, get("/", "X-API-Key", key))
+		if i >= 1 && i <= 3 {
+			statuses[i-1] = r.header.Get("Retry-After")
+		}
+	}
+	elapsed := time.Since(start)
+	if statuses[2] != "3600" || statuses[1] == "3600" {
+		t.Errorf("Retry-After of refusals 1-3: %q, want the ban at the 3rd", statuses)
+	}
+	bound := int64(1+3) + int64(elapsed/banDenyFor) + 1
+	if got := cs.calls.Load(); got > bound {
+		t.Errorf("%d store calls for 200 requests in %s, want at most %d", got, elapsed, bound)
+	} else {
+		t.Logf("200 requests in %s: %d store calls (bound %d)", elapsed.Round(time.Millisecond), got, bound)
 	}
 }
