@@ -39,8 +39,12 @@ func (d *zoneDecision) localLimit() limiter.Limit {
 }
 
 // policyItem is a zone's RateLimit-Policy item under limit l:
-// `"<zone>";q=<events>;w=<window seconds>`.
+// `"<zone>";q=<events>;w=<window seconds>`, or for a concurrency zone
+// `"<zone>";q=<events>;qu="concurrent-requests"`.
 func policyItem(quoted string, l limiter.Limit) string {
+	if l.Algorithm == limiter.Concurrency {
+		return quoted + ";q=" + strconv.FormatInt(l.Events, 10) + `;qu="concurrent-requests"`
+	}
 	return quoted + ";q=" + strconv.FormatInt(l.Events, 10) + ";w=" + strconv.FormatInt(ceilSeconds(l.Window), 10)
 }
 

@@ -57,6 +57,8 @@ func (z *Zone) checkBan() error {
 	switch {
 	case z.Approximate > 0:
 		return onField("ban", errors.New("ban does not work with approximate (its refusals are decided in process)"))
+	case z.Algorithm == limiter.Concurrency:
+		return onField("ban", errors.New("ban does not work with a concurrency zone (it has no window to count refusals in)"))
 	case z.BanAfter < 0:
 		return onField("ban", fmt.Errorf("invalid ban after '%d': must be a positive integer", z.BanAfter))
 	case z.BanMax != 0 && z.BanMax < z.Ban:

@@ -55,7 +55,7 @@ func (z *Zone) checkBounds() error {
 	if z.Dynamic != nil && *z.Dynamic != (DynamicQuota{}) {
 		return nil
 	}
-	l := limiter.Limit{Algorithm: cmp.Or(z.Algorithm, DefaultAlgorithm), Events: z.Events, Window: time.Duration(z.Window), Burst: z.Burst}
+	l := limiter.Limit{Algorithm: cmp.Or(z.Algorithm, DefaultAlgorithm), Events: z.Events, Window: z.window(), Burst: z.Burst}
 	if err := limiter.CheckLimit(l); err != nil {
 		return err
 	}

@@ -32,7 +32,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        key          <template>
 //	        events       <n>
 //	        window       <duration>
-//	        algorithm    token_bucket|sliding_window|fixed_window|sliding_log|leaky_bucket
+//	        algorithm    token_bucket|sliding_window|fixed_window|sliding_log|leaky_bucket|concurrency
+//	        lease_ttl    <duration>
 //	        burst        <n>
 //	        cost         <n|template>
 //	        match        { <request matchers> }
@@ -145,7 +146,7 @@ func (h *Handler) unmarshalField(d *caddyfile.Dispenser, name string) error {
 // The subdirectives of one argument, of the handler and of a zone.
 var (
 	handlerArgFields = []string{"timeout", "on_error", "instances", "hash_tag", "headers", "status", "max_keys", "jitter", "body"}
-	zoneArgFields    = []string{"key", "events", "burst", "window", "algorithm", "cost", "on_error", "approximate", "ban_max"}
+	zoneArgFields    = []string{"key", "events", "burst", "window", "algorithm", "cost", "on_error", "approximate", "lease_ttl", "ban_max"}
 )
 
 // parseZone reads `zone <name> { ... }` at the dispenser's current token.
@@ -260,6 +261,10 @@ func (z *Zone) unmarshalField(d *caddyfile.Dispenser, name string) error {
 	case "approximate":
 		dur, err := cfparse.PositiveDuration(d, name, v)
 		z.Approximate = caddy.Duration(dur)
+		return err
+	case "lease_ttl":
+		dur, err := cfparse.PositiveDuration(d, name, v)
+		z.LeaseTTL = caddy.Duration(dur)
 		return err
 	case "ban_max":
 		dur, err := cfparse.PositiveDuration(d, name, v)

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
@@ -10,9 +11,10 @@ import (
 )
 
 // FuzzUnmarshalCaddyfile: no input panics the parser; a handler it accepts
-// survives Validate and a JSON round trip (what Caddy does with it); a ban
-// Validate accepts is one the stores accept (never a store error per
-// request).
+// survives Validate and a JSON round trip (what Caddy does with it), its
+// concurrency zones hold a lease_ttl within bounds and nothing they refuse
+// (see checkConcurrency), and a ban Validate accepts is one the stores
+// accept (never a store error per request).
 func FuzzUnmarshalCaddyfile(f *testing.F) {
 	for _, seed := range []string{
 		"ratelimit",
@@ -24,6 +26,8 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 		"ratelimit {\n timeout\n status 99 100\n headers nope\n instances 0\n}",
 		"ratelimit {\n zone {\n key {\n }\n}",
 		"ratelimit {\n redis {\n url\n }\n unknown\n}",
+		"ratelimit {\n zone c {\n key {client_ip}\n events 4\n algorithm concurrency\n lease_ttl 30s\n }\n}",
+		"ratelimit {\n zone c {\n key k\n events 4\n algorithm concurrency\n window 1m\n count_status 401\n approximate 1s\n }\n}",
 		"ratelimit {\n zone a {\n key {http.ratelimit.client_network}\n events 1\n window 1s\n }\n client_network 24 56\n jitter 0.5\n body problem\n}",
 		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n }\n client_network 33 -1\n jitter NaN\n body html\n}",
 		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n }\n jitter +Inf\n}",
@@ -55,5 +59,20 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatalf("accepted config does not unmarshal: %v\n%s", err, b)
 		}
+		for _, z := range h.Zones {
+			if z.Algorithm == limiter.Concurrency && !acceptableConcurrency(z) {
+				t.Fatalf("accepted concurrency zone %+v", z)
+			}
+		}
 	})
+}
+
+// acceptableConcurrency is what a concurrency zone the parser accepted
+// must be: a lease_ttl of 1s to 24h (or the default), no window, burst,
+// cost, count_status or approximate, and a quota the stores accept.
+func acceptableConcurrency(z *Zone) bool {
+	ttl := time.Duration(z.LeaseTTL)
+	return (ttl == 0 || ttl >= time.Second && ttl <= 24*time.Hour) &&
+		z.Window == 0 && z.Burst == 0 && z.Cost == "" && len(z.CountStatus) == 0 && z.Approximate == 0 &&
+		(z.Events == 0 || limiter.CheckLimit(limiter.Limit{Algorithm: limiter.Concurrency, Events: z.Events, Window: z.window()}) == nil)
 }

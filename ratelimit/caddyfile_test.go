@@ -269,6 +269,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"ban_exempt without ban", `ratelimit { zone api { key k; events 1; window 1s; ban_exempt 10.0.0.0/8 } }`, "ban_exempt needs ban"},
 		{"ban_exempt bad network", `ratelimit { zone api { key k; events 1; window 1s; ban 1m; ban_exempt 10.0.0.0/33 } }`, "invalid ban_exempt network '10.0.0.0/33'"},
 		{"ban_exempt network typo", `ratelimit { zone api { key k; events 1; window 1s; ban 1m; ban_exempt 10.0.0/8 } }`, "invalid ban_exempt network '10.0.0/8'"},
+		{"ban with concurrency", `ratelimit { zone api { key k; events 1; algorithm concurrency; ban 1m } }`, "ban does not work with a concurrency zone"},
 		{"ban with approximate", `ratelimit { zone api { key k; events 1; window 1s; ban 1m; approximate 10ms } }`, "ban does not work with approximate"},
 		{"bad timeout", `ratelimit { ` + okZone + ` timeout fast }`, "invalid timeout 'fast'"},
 		{"zero timeout", `ratelimit { ` + okZone + ` timeout 0s }`, "invalid timeout '0s'"},
@@ -296,6 +297,18 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"body bad", `ratelimit { ` + okZone + ` body html }`, `invalid body "html": must be problem or none`},
 		{"redis without url", `ratelimit { ` + okZone + ` redis }`, "redis block needs 'url' or 'addresses'"},
 		{"redis unknown", `ratelimit { ` + okZone + ` redis { url redis://x; bogus } }`, "unrecognized redis subdirective 'bogus'"},
+		{"concurrency approximate", `ratelimit { zone c { key k; events 4; algorithm concurrency; approximate 1s } }`, "approximate does not apply to concurrency zones"},
+		{"concurrency count_status", `ratelimit { zone c { key k; events 4; algorithm concurrency; count_status 401 } }`, "count_status does not apply to concurrency zones"},
+		{"concurrency window", `ratelimit { zone c { key k; events 4; window 1m; algorithm concurrency } }`, "window does not apply to concurrency zones"},
+		{"concurrency burst", `ratelimit { zone c { key k; events 4; burst 2; algorithm concurrency } }`, "burst does not apply to concurrency zones"},
+		{"concurrency cost", `ratelimit { zone c { key k; events 4; cost 2; algorithm concurrency } }`, "cost does not apply to concurrency zones"},
+		{"concurrency dynamic window", `ratelimit { zone c { key k; events 4; window {vars.w}; algorithm concurrency } }`, "window does not apply to concurrency zones"},
+		{"concurrency no events", `ratelimit { zone c { key k; algorithm concurrency } }`, "events is required"},
+		{"lease_ttl short", `ratelimit { zone c { key k; events 4; algorithm concurrency; lease_ttl 500ms } }`, "invalid lease_ttl 500ms"},
+		{"lease_ttl long", `ratelimit { zone c { key k; events 4; algorithm concurrency; lease_ttl 25h } }`, "invalid lease_ttl 25h0m0s"},
+		{"lease_ttl zero", `ratelimit { zone c { key k; events 4; algorithm concurrency; lease_ttl 0s } }`, "invalid lease_ttl '0s'"},
+		{"lease_ttl no arg", `ratelimit { zone c { key k; events 4; algorithm concurrency; lease_ttl } }`, "wrong argument count"},
+		{"lease_ttl on a bucket", `ratelimit { zone api { key k; events 1; window 1s; lease_ttl 1m } }`, "lease_ttl applies to concurrency zones only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

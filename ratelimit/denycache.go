@@ -86,7 +86,8 @@ func (c *denyCache) remember(ds []zoneDecision, sent, got time.Time) {
 	for i := range ds {
 		d := &ds[i]
 		t := c.tables[d.zone]
-		if t == nil || d.state != stateStore || d.res.Allowed || d.zone.DryRun || d.res.RetryAfter <= 0 {
+		if t == nil || d.state != stateStore || d.res.Allowed || d.zone.DryRun || d.res.RetryAfter <= 0 ||
+			d.ask.Limit.Algorithm == limiter.Concurrency { // a slot comes back when a request ends
 			continue
 		}
 		if d.ask.Ban.Duration > 0 && !d.res.Banned {
@@ -110,7 +111,7 @@ func (c *denyCache) remember(ds []zoneDecision, sent, got time.Time) {
 // one (same quota, a cost at least as large, not yet expired).
 func (c *denyCache) lookup(d *zoneDecision, now time.Time) (limiter.Result, bool) {
 	t := c.tables[d.zone]
-	if t == nil || d.zone.DryRun {
+	if t == nil || d.zone.DryRun || d.ask.Limit.Algorithm == limiter.Concurrency {
 		return limiter.Result{}, false
 	}
 	e, ok := t.entries.GetIfPresent(d.ask.Key)

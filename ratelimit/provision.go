@@ -49,6 +49,10 @@ func (h *Handler) provisionSettings(ctx caddy.Context) error {
 	if h.now == nil {
 		h.now = time.Now
 	}
+	if h.refresher == nil { // set by tests
+		h.refresher = processRefresher
+	}
+	h.holds = new(leaseHolds)
 	h.breaker = &breaker{now: h.now}
 	h.warn, h.overloaded = new(warnLimiter), new(warnLimiter)
 	if err := initMetrics(ctx.GetMetricsRegistry()); err != nil {
@@ -79,6 +83,7 @@ func (h *Handler) provisionZones(ctx caddy.Context) error {
 		if err := z.provision(ctx, h.onError, max(h.Instances, 1), h.status); err != nil {
 			return err
 		}
+		h.concurrency = h.concurrency || z.limit.Algorithm == limiter.Concurrency
 	}
 	h.policyAll = policyHeader(h.Zones)
 	h.hashTag = newTemplate(h.HashTag)
@@ -172,7 +177,8 @@ func (h *Handler) cleanupOps() {
 
 // Cleanup releases the Redis client, the plans, the brake and the zones'
 // in-process state (which goes only when no newer config uses it). A
-// second call releases nothing more.
+// second call releases nothing more. The Redis client goes when the last
+// request holding a concurrency lease has given it back.
 func (h *Handler) Cleanup() error {
 	h.flushRefusals()
 	h.cleanupOps()
@@ -181,5 +187,5 @@ func (h *Handler) Cleanup() error {
 	for _, z := range h.Zones {
 		errs = append(errs, z.cleanup())
 	}
-	return errors.Join(append(errs, h.client.Release())...)
+	return errors.Join(append(errs, h.holds.close(h.client.Release, h.logger))...)
 }

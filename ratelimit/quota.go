@@ -98,7 +98,12 @@ func (q *zoneQuota) limitFor(r *http.Request, repl *caddy.Replacer) (limiter.Lim
 }
 
 // planLimit is the zone's limit under plan p.
+// A concurrency zone takes only events from the plan (its window is the
+// zone's lease TTL).
 func (q *zoneQuota) planLimit(p plan) limiter.Limit {
+	if q.base.Algorithm == limiter.Concurrency {
+		return limiter.Limit{Algorithm: q.base.Algorithm, Events: p.events, Window: q.base.Window}
+	}
 	return limiter.Limit{Algorithm: q.base.Algorithm, Events: p.events, Window: p.window, Burst: p.burst}
 }
 

@@ -120,13 +120,19 @@ type Handler struct {
 	// inProcess: store is the memory store (no timeout needed)
 	inProcess bool
 	// approx: some zone is approximate (decided in process, synced)
-	approx  bool
-	prefix  string
-	timeout time.Duration
-	onError failureMode
-	headers headerMode
-	status  int
-	network ClientNetwork // ClientNetwork or its defaults
+	approx bool
+	// concurrency: some zone is a concurrency zone (requests hold leases);
+	// refresher keeps their leases alive, holds keeps the Redis client
+	// until the last is given back (see leases.go)
+	concurrency bool
+	refresher   *leaseRefresher
+	holds       *leaseHolds
+	prefix      string
+	timeout     time.Duration
+	onError     failureMode
+	headers     headerMode
+	status      int
+	network     ClientNetwork // ClientNetwork or its defaults
 	// setsNetwork: a template reads {http.ratelimit.client_network}
 	setsNetwork bool
 

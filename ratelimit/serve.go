@@ -21,7 +21,8 @@ import (
 //     the deny cache, else on the store, all or nothing (decide.go);
 //  3. respond: a store failure's or an overload's answer, a refusal, or
 //     headers, the leaky bucket's wait and the next handler, charging
-//     count_status zones after its response.
+//     count_status zones after its response; the leases of concurrency
+//     zones are given back when the handler returns (leases.go).
 //
 // Only collect and decide write the request's zoneDecisions (collect.go,
 // decide.go); respond reads them.
@@ -42,6 +43,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return next.ServeHTTP(w, r)
 	}
 	storeErr := h.decideAll(r.Context(), ds)
+	if h.concurrency {
+		if rl := h.takeLeases(ds); rl != nil {
+			defer h.giveBack(rl)
+		}
+	}
 	if done, err := h.answerFailure(w, repl, ds, storeErr); done {
 		return err
 	}

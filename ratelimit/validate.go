@@ -102,6 +102,9 @@ func (z *Zone) check() error {
 	if err := z.checkQuota(); err != nil {
 		return err
 	}
+	if err := z.checkConcurrency(); err != nil {
+		return err
+	}
 	if err := z.checkBounds(); err != nil {
 		return err
 	}
@@ -137,14 +140,14 @@ func (z *Zone) checkQuota() error {
 		return errors.New("events is required")
 	case z.Events < 0:
 		return onField("events", fmt.Errorf("invalid events '%d': must be a positive integer", z.Events))
-	case z.Window == 0 && !dynWindow:
+	case z.Window == 0 && !dynWindow && z.Algorithm != limiter.Concurrency:
 		return errors.New("window is required")
 	case z.Window < 0:
 		return onField("window", fmt.Errorf("invalid window %s: must be positive", time.Duration(z.Window)))
 	case z.Burst < 0:
 		return onField("burst", fmt.Errorf("invalid burst '%d': must be a non-negative integer", z.Burst))
 	case z.Algorithm != "" && !validAlgorithm(z.Algorithm):
-		return onField("algorithm", fmt.Errorf("unknown algorithm '%s': must be token_bucket, sliding_window, fixed_window, sliding_log or leaky_bucket", z.Algorithm))
+		return onField("algorithm", fmt.Errorf("unknown algorithm '%s': must be token_bucket, sliding_window, fixed_window, sliding_log, leaky_bucket or concurrency", z.Algorithm))
 	}
 	if c := string(z.Cost); c != "" && !isTemplate(c) {
 		if _, err := parseCost(c); err != nil {
@@ -164,10 +167,39 @@ func (z *Zone) checkQuota() error {
 	return nil
 }
 
-// validAlgorithm reports whether name is one of the five algorithms.
+// checkConcurrency checks what a concurrency zone takes (events and
+// lease_ttl) and what it does not; lease_ttl belongs to such zones only.
+func (z *Zone) checkConcurrency() error {
+	if z.Algorithm != limiter.Concurrency {
+		if z.LeaseTTL != 0 {
+			return onField("lease_ttl", errors.New("lease_ttl applies to concurrency zones only"))
+		}
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"window", z.Window != 0 || z.Dynamic != nil && z.Dynamic.Window != ""},
+		{"burst", z.Burst != 0 || z.Dynamic != nil && z.Dynamic.Burst != ""},
+		{"cost", z.Cost != ""},
+		{"count_status", len(z.CountStatus) > 0},
+		{"approximate", z.Approximate != 0},
+	} {
+		if f.set {
+			return onField(f.name, fmt.Errorf("%s does not apply to concurrency zones (a request holds one slot while in flight; see lease_ttl)", f.name))
+		}
+	}
+	if ttl := time.Duration(z.LeaseTTL); ttl != 0 && (ttl < limiter.MinLeaseTTL || ttl > limiter.MaxLeaseTTL) {
+		return onField("lease_ttl", fmt.Errorf("invalid lease_ttl %s: must be at least %s and at most %s", ttl, limiter.MinLeaseTTL, limiter.MaxLeaseTTL))
+	}
+	return nil
+}
+
+// validAlgorithm reports whether name is one of the algorithms.
 func validAlgorithm(name string) bool {
 	switch name {
-	case limiter.TokenBucket, limiter.SlidingWindow, limiter.FixedWindow, limiter.SlidingLog, limiter.LeakyBucket:
+	case limiter.TokenBucket, limiter.SlidingWindow, limiter.FixedWindow, limiter.SlidingLog, limiter.LeakyBucket, limiter.Concurrency:
 		return true
 	}
 	return false

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"slices"
@@ -34,17 +35,32 @@ type Zone struct {
 	Key string `json:"key"`
 
 	// The quota: how many units (requests at cost 1) a key may take per
-	// window. Required, > 0, at most 2^50 (sliding_log: 10000), unless
+	// window; `concurrency`: how many requests of a key may be in flight
+	// at once. Required, > 0, at most 2^50 (sliding_log: 10000), unless
 	// `dynamic` sets it.
 	Events int64 `json:"events,omitempty"`
 
 	// The length of the window over which `events` are allowed: at least
-	// 1ms, at most 10 years (87600h). Required, unless `dynamic` sets it.
+	// 1ms, at most 10 years (87600h). Required, unless `dynamic` sets it;
+	// not for `concurrency` zones (see `lease_ttl`).
 	Window caddy.Duration `json:"window,omitempty"`
 
-	// `token_bucket`, `sliding_window`, `fixed_window`, `sliding_log` or
-	// `leaky_bucket`. Default: `token_bucket`.
+	// `token_bucket`, `sliding_window`, `fixed_window`, `sliding_log`,
+	// `leaky_bucket` or `concurrency`. A `concurrency` zone admits at most
+	// `events` requests of a key in flight: each admitted request holds a
+	// lease, given back when its response ends however it ends (completed,
+	// client gone, handler error, upstream timeout, a proxied WebSocket or
+	// stream closed). Such zones never enter the deny cache, and take no
+	// `window`, `burst`, `cost`, `count_status` or `approximate`.
+	// Default: `token_bucket`.
 	Algorithm string `json:"algorithm,omitempty"`
+
+	// concurrency: how long a lease lives unless refreshed. Leases are
+	// refreshed every third of it while their request lives (also across
+	// a config reload), so a long request keeps its slot and the slots of
+	// a crashed instance are free again within `lease_ttl`. At least 1s,
+	// at most 24h. Default: `1m`.
+	LeaseTTL caddy.Duration `json:"lease_ttl,omitempty"`
 
 	// token_bucket: the bucket's capacity (default: `events`); it refills
 	// in burst × window / events, at most 10 years. leaky_bucket: how many
@@ -113,7 +129,7 @@ type Zone struct {
 	// bans (which double the next) `ban_max` after the last one ends.
 	// Refusals of `dry_run` zones, of a cost past the quota and requests
 	// refused with 400 never count. At least 1ms, at most 10 years; not
-	// with `approximate`. Default: none (no bans).
+	// with `approximate` nor on a `concurrency` zone. Default: none (no bans).
 	Ban caddy.Duration `json:"ban,omitempty"`
 
 	// How many refusals within the window set a ban. Default: `1`.
@@ -169,6 +185,18 @@ type Zone struct {
 // DefaultAlgorithm is a zone's algorithm when none is set.
 const DefaultAlgorithm = limiter.TokenBucket
 
+// DefaultLeaseTTL is a concurrency zone's lease_ttl when none is set.
+const DefaultLeaseTTL = time.Minute
+
+// window is the Window of the zone's limit: its window, or a concurrency
+// zone's lease TTL.
+func (z *Zone) window() time.Duration {
+	if z.Algorithm == limiter.Concurrency {
+		return cmp.Or(time.Duration(z.LeaseTTL), DefaultLeaseTTL)
+	}
+	return time.Duration(z.Window)
+}
+
 // provision loads the zone's matchers and precomputes what each request
 // needs (the zone is valid: see Handler.validate). instances divides the
 // quota of the local fallback; status is the handler's refusal status.
@@ -186,7 +214,7 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances, status i
 	if alg == "" {
 		alg = DefaultAlgorithm
 	}
-	z.limit = limiter.Limit{Algorithm: alg, Events: z.Events, Window: time.Duration(z.Window), Burst: z.Burst}
+	z.limit = limiter.Limit{Algorithm: alg, Events: z.Events, Window: z.window(), Burst: z.Burst}
 	z.local = localLimit(z.limit, int64(instances))
 	z.ban = z.storeBan()
 	z.exempt, _ = parseBanExempt(z.BanExempt) // validated above

@@ -12,7 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 DUR=${BENCH_DURATION:-10s}
 CONNS=${BENCH_CONNECTIONS:-64}
-CASES=${BENCH_CASES:-"1 2 3 4 5 6 7 8 9 10 11 12"}
+CASES=${BENCH_CASES:-"1 2 3 4 5 6 7 8 9 10 11 12 14"}
 RATE_DUR=${BENCH_RATE_DURATION:-5s}
 ROUNDS=${BENCH_ROUNDS:-1}
 
@@ -162,6 +162,20 @@ case_config() {
 		}
 	}
 	respond 200" ;;
+  14) NAME="ratelimit redis, concurrency + token bucket"; site "	ratelimit {
+		$RL_REDIS
+		zone inflight {
+			key {client_ip}
+			events 1000000
+			algorithm concurrency
+		}
+		zone z {
+			key {client_ip}
+			events 1000000000
+			window 1s
+		}
+	}
+	respond 200" ;;
   6) NAME="baseline static redir"; site "	redir /bench01 https://example.com/landing 302" ;;
   7) NAME="shortener L1 hit"; site "	shortener {
 		store embedded $W/links-$1.db
@@ -300,8 +314,9 @@ for c in 4 11; do
   echo "exactness ($NAME): quota $QUOTA, requests $total, allowed $((total - non2xx)), refused $non2xx; Redis client commands: $((after - before)) ($(awk -v a=$((after-before)) -v t="$total" 'BEGIN{printf "%.3f", a/t}') per request)"
 done
 
-# Redis commands per decision (allowed) and per redirect (redis hit)
-for c in 3 11 8; do
+# Redis commands per decision (allowed) and per redirect (redis hit); case
+# 14 gives its leases back in batched script calls
+for c in 3 11 14 8; do
   [[ " $CASES " == *" $c "* ]] || continue
   case_config "$c"; start_caddy || exit 1; prepare "$c"
   before=$(redis_cmdstats)
@@ -339,7 +354,7 @@ for c in $CASES; do
   [ "$ROUNDS" -gt 1 ] && med=" $(echo ${RATIOS[$c]} | median) | $(echo ${CRATIOS[$c]} | median) |"
   printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |%s\n' "$c" "${NAMES[$c]}" "${RPS[$c]}" "${P50[$c]}" "${P99[$c]}" "$(ratio_of "$c" rps)" "${RP99[$c]:-}" "${CPU[$c]}" "$(ratio_of "$c" cpu)" "$med"
 done
-echo "ratios: cases 2-5 and 11-12 against case 1 (respond), cases 7-10 against case 6 (static redir)"
+echo "ratios: cases 2-5, 11-12 and 14 against case 1 (respond), cases 7-10 against case 6 (static redir)"
 echo "server CPU: Caddy's CPU time per request during the wrk run$([ -n "$REDIS_PID" ] && echo ", plus the local Redis' (pid $REDIS_PID)"); CPU ratio = the baseline's CPU per request / the case's (1.00: costs what the baseline costs)"
 
 # Listing, search and export of links at 100,000 and 1,000,000 links in

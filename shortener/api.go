@@ -403,8 +403,9 @@ func (h *Handler) apiGet(w http.ResponseWriter, r *http.Request, code string) er
 	return nil
 }
 
-// apiStats answers GET <api>/links/<code>/stats?from=&to= (RFC 3339,
-// default the last 30 days) with the link's click counters.
+// apiStats answers GET <api>/links/<code>/stats?from=&to=&granularity=&tz=
+// (RFC 3339, default the last 30 days; day; UTC) with the link's click
+// counters and their timeseries.
 func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) error {
 	if h.clicks == nil {
 		return apiErr(http.StatusNotFound, "click counting is off")
@@ -413,6 +414,10 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	from, to, err := ParseStatsRange(r.URL.Query(), h.now())
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	spec, err := parseSeriesSpec(r.URL.Query())
 	if err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
@@ -428,7 +433,8 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 		h.logger.Warn("shortener api: reading click stats failed", zap.Error(err))
 		return apiErr(http.StatusServiceUnavailable, "click counters unavailable")
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, StatsAnswer{ClickStats: st, Granularity: spec.granularity, TZ: spec.loc.String(),
+		Timeseries: spec.series(st.Hourly, from, to)})
 	return nil
 }
 

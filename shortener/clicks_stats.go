@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// ClickStats is the answer of `GET <api>/links/<code>/stats`.
+// ClickStats are a link's counters over a window, as the click sinks
+// read them (the API adds the timeseries: StatsAnswer).
 type ClickStats struct {
 	Code      string           `json:"code"`
 	Total     int64            `json:"total"`

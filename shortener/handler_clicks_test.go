@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -213,15 +214,31 @@ func TestClicksCountedAndStatsAPI(t *testing.T) {
 		}
 	}
 
-	var st ClickStats
+	var st StatsAnswer
 	getJSON(t, h, "/api/links/"+code+"/stats", http.StatusOK, &st)
 	want := ClickStats{
 		Code: code, Total: 7, People: 4, Bots: 3,
 		Hourly:    []HourlyClicks{{Hour: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), People: 4, Bots: 3}},
 		Referrers: []ReferrerClicks{{Host: "news.example.com", Count: 2}, {Host: "blog.example.org", Count: 1}},
 	}
-	if !statsEqual(st, want) {
+	series := st.Timeseries
+	if st.Granularity != GranularityDay || st.TZ != "UTC" || len(series) != 31 || series[0].Start.After(now.Add(-DefaultStatsWindow)) {
+		t.Errorf("default series: %s in %s, %d points from %v, want 31 days in UTC", st.Granularity, st.TZ, len(series), series[0].Start)
+	}
+	if last := series[len(series)-1]; last.Start != time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC) || last.Clicks != 7 || last.People != 4 || last.Bots != 3 {
+		t.Errorf("default series ends with %+v, want 2026-11-29 with the 7 clicks", last)
+	}
+	if !statsEqual(st.ClickStats, want) {
 		t.Errorf("stats = %+v, want %+v", st, want)
+	}
+	// The same hour in a zone half an hour off UTC, by hour and by week.
+	getJSON(t, h, "/api/links/"+code+"/stats?from=2026-11-29T09:00:00Z&to=2026-11-29T12:00:00Z&granularity=hour&tz=Asia/Kolkata", http.StatusOK, &st)
+	if got := seriesString(st.Timeseries); got != "2026-11-29T14:30:00+05:30 0 0 0, 2026-11-29T15:30:00+05:30 7 4 3, 2026-11-29T16:30:00+05:30 0 0 0" {
+		t.Errorf("hourly series in Asia/Kolkata = %s", got)
+	}
+	getJSON(t, h, "/api/links/"+code+"/stats?granularity=week&tz=America/New_York&from=2026-11-20T00:00:00Z&to=2026-12-01T00:00:00Z", http.StatusOK, &st)
+	if got := seriesString(st.Timeseries); got != "2026-11-16T00:00:00-05:00 0 0 0, 2026-11-23T00:00:00-05:00 7 4 3, 2026-11-30T00:00:00-05:00 0 0 0" {
+		t.Errorf("weekly series in America/New_York = %s", got)
 	}
 	// The raw JSON has the documented shape.
 	w := serve(t, h, "GET", "/api/links/"+code+"/stats", "", auth()...)
@@ -257,6 +274,15 @@ func TestClicksCountedAndStatsAPI(t *testing.T) {
 	waitCodeTotal(t, s, code, 7)
 }
 
+// seriesString is "start clicks people bots, ..." with start in RFC 3339.
+func seriesString(points []SeriesPoint) string {
+	var out []string
+	for _, p := range points {
+		out = append(out, fmt.Sprintf("%s %d %d %d", p.Start.Format(time.RFC3339), p.Clicks, p.People, p.Bots))
+	}
+	return strings.Join(out, ", ")
+}
+
 func statsEqual(a, b ClickStats) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
@@ -278,6 +304,12 @@ func TestClicksStatsAPIErrors(t *testing.T) {
 		{"GET", "/api/links/" + code + "/stats?from=2026-11-02T00:00:00Z&from=2026-11-03T00:00:00Z", auth(), 400, "from given 2 times"},
 		{"GET", "/api/links/" + code + "/stats?from=2026-11-29T12:00:00Z&to=2026-11-29T11:00:00Z", auth(), 400, "from is after to"},
 		{"GET", "/api/links/" + code + "/stats?from=2024-01-01T00:00:00Z", auth(), 400, "longer than 366 days"},
+		{"GET", "/api/links/" + code + "/stats?granularity=year", auth(), 400, "granularity must be one of hour, day, week, month"},
+		{"GET", "/api/links/" + code + "/stats?granularity=day&granularity=hour", auth(), 400, "granularity given 2 times"},
+		{"GET", "/api/links/" + code + "/stats?tz=Mars/Olympus", auth(), 400, `tz: unknown time zone "Mars/Olympus"`},
+		{"GET", "/api/links/" + code + "/stats?tz=Local", auth(), 400, "tz must be an IANA time zone name"},
+		{"GET", "/api/links/" + code + "/stats?tz=../../etc/passwd", auth(), 400, "tz must be an IANA time zone name"},
+		{"GET", "/api/links/" + code + "/stats?tz=" + strings.Repeat("A", 65), auth(), 400, "tz must be an IANA time zone name"},
 		{"GET", "/api/links/nosuch1/stats", auth(), 404, "link not found"},
 		{"GET", "/api/links/bad!code/stats", auth(), 404, "link not found"},
 		{"GET", "/api/links//stats", auth(), 404, "link not found"},

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The arithmetic of the five algorithms, shared by the memory store and
+// The arithmetic of the algorithms, shared by the memory store and
 // mirrored line by line in scripts/decide.lua, so that both stores decide a
 // given trace identically. Time is an integer count of microseconds since
 // the Unix epoch (what Redis TIME gives); fractional state (tokens, the
@@ -20,6 +20,7 @@ const (
 	codeFixedWindow   = 3
 	codeSlidingLog    = 4
 	codeLeakyBucket   = 5
+	codeConcurrency   = 6
 )
 
 // maxRetrySteps bounds the loops that nudge a computed retry time forward
@@ -36,9 +37,10 @@ type params struct {
 	code     int
 	events   int64
 	burst    int64
-	windowUs int64 // whole milliseconds, in microseconds
+	windowUs int64 // whole milliseconds, in microseconds (concurrency: the lease TTL)
 	cost     int64
 	ban      banParams
+	lease    string // concurrency: the lease id
 }
 
 // need is what must be left for the Ask to pass: its cost, or one unit for
@@ -54,6 +56,7 @@ func paramsOf(a Ask) (params, error) {
 		burst:    a.Limit.Burst,
 		windowUs: int64(a.Limit.Window/time.Millisecond) * 1000,
 		cost:     a.Cost,
+		lease:    a.Lease,
 	}
 	var ok bool
 	if p.code, ok = algorithmCode(a.Limit.Algorithm); !ok {

@@ -43,6 +43,14 @@ const (
 	// sliding_window.
 	MaxSlidingLogEvents = 10_000
 
+	// MinLeaseTTL and MaxLeaseTTL bound a concurrency zone's lease_ttl:
+	// 1s to 24h. Leases are refreshed every third of it.
+	MinLeaseTTL = time.Second
+	MaxLeaseTTL = 24 * time.Hour
+
+	// MaxLeaseIDLen bounds a lease id (see NewLeaseID).
+	MaxLeaseIDLen = 64
+
 	// maxStoreCost is the largest cost a store accepts: 2^51, past every
 	// quota's largest cost (a leaky bucket's burst + 1), so that the
 	// handler can ask the store to refuse any cost past the quota.
@@ -69,6 +77,8 @@ func algorithmCode(name string) (int, bool) {
 		return codeSlidingLog, true
 	case LeakyBucket:
 		return codeLeakyBucket, true
+	case Concurrency:
+		return codeConcurrency, true
 	}
 	return 0, false
 }
@@ -125,6 +135,8 @@ func CheckLimit(l Limit) error {
 	}
 	w := l.Window.Truncate(time.Millisecond) // what the stores use
 	switch {
+	case l.Algorithm == Concurrency && (w < MinLeaseTTL || w > MaxLeaseTTL):
+		return fmt.Errorf("lease_ttl %s: must be at least %s and at most %s", l.Window, MinLeaseTTL, MaxLeaseTTL)
 	case l.Algorithm == SlidingLog && l.Events > MaxSlidingLogEvents:
 		return fmt.Errorf("events %d: sliding_log keeps one entry per unit, must be at most %d", l.Events, MaxSlidingLogEvents)
 	case l.BucketBurst() && !fits(l.Burst, w, l.Events, MaxRefill):
@@ -155,6 +167,9 @@ func checkParams(p params) error {
 		return fmt.Errorf("cost %d past 2^51", p.cost)
 	case p.windowUs > MaxWindow.Microseconds():
 		return fmt.Errorf("window %dµs past %s", p.windowUs, MaxWindow)
+	}
+	if p.code == codeConcurrency {
+		return checkLease(p)
 	}
 	w := time.Duration(p.windowUs) * time.Microsecond
 	var units int64 // the state's life, in windows per events

@@ -31,13 +31,16 @@ var conformanceStores = []struct {
 	{"cluster one slot", realCluster(true), false, true},
 }
 
-// conformanceChecks are the checks every store passes.
-var conformanceChecks = []struct {
+// conformanceCheck is one check of the suite.
+type conformanceCheck struct {
 	name  string
 	check func(t *testing.T, newStore func(t *testing.T) clockedStore)
 	clock bool // needs a clocked store
 	redis bool // needs a RedisStore
-}{
+}
+
+// conformanceChecks are the checks every store passes.
+var conformanceChecks = []conformanceCheck{
 	{"boundary trace", testBoundaryTrace, true, false},
 	{"retry after exact", testRetryAfterExact, true, false},
 	{"leaky bucket queue", testLeakyQueue, true, false},

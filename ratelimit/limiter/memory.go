@@ -46,6 +46,7 @@ type memoryEntry struct {
 	log      requestLog
 	queue    virtualQueue
 	bans     banState // code codeBan
+	leases   leaseSet
 }
 
 // memoryOrder numbers the memory stores (see MemoryStore.order).
@@ -173,6 +174,7 @@ func (e *memoryEntry) clear(code int) {
 	e.code = code
 	e.ok = false
 	e.log.times, e.log.head = e.log.times[:0], 0
+	clear(e.leases)
 }
 
 // decide decides p for the entry (nil: no state).
@@ -213,6 +215,14 @@ func (e *memoryEntry) decide(now int64, p params) decision {
 			st = e.queue
 		}
 		d, _ = decideLeakyBucket(st, ok, now, p)
+	case codeConcurrency:
+		var st leaseSet
+		if ok {
+			st = e.leases
+			st.trim(now)
+		}
+		d = st.decide(p)
+		d.expireAt = max(st.latest(now), now+p.windowUs)
 	}
 	return d
 }
@@ -231,6 +241,11 @@ func (e *memoryEntry) take(now int64, p params, d decision) {
 		e.log.take(now, p.cost)
 	case codeLeakyBucket:
 		_, e.queue = decideLeakyBucket(e.queue, ok, now, p)
+	case codeConcurrency:
+		if e.leases == nil {
+			e.leases = leaseSet{}
+		}
+		e.leases.take(now, p)
 	}
 	e.ok = true
 	e.expireAt = d.expireAt

@@ -124,6 +124,9 @@ func (e *memoryEntry) usedShare(now int64) float64 {
 	case codeLeakyBucket:
 		interval := float64(w) / events
 		used = (e.queue.tat - float64(now)) / (float64(p.burst+1) * interval)
+	case codeConcurrency:
+		e.leases.trim(now)
+		used = float64(len(e.leases)) / events
 	}
 	return min(max(used, 0), 1)
 }

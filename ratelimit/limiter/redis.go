@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,7 +14,24 @@ import (
 )
 
 //go:embed scripts/decide.lua
-var decideLua string
+var decideMain string
+
+//go:embed scripts/concurrency.lua
+var concurrencyLua string
+
+// decideLua is decide.lua with its sections kept in files of their own
+// included where it names them.
+var decideLua = includeLua(decideMain, "concurrency.lua", concurrencyLua)
+
+// includeLua replaces the line "-- #include <name>" of script with text,
+// set apart by blank lines.
+func includeLua(script, name, text string) string {
+	marker := "-- #include " + name + "\n"
+	if !strings.Contains(script, marker) {
+		panic("decide.lua does not include " + name)
+	}
+	return strings.Replace(script, marker, "\n"+text+"\n", 1)
+}
 
 // decideScript decides (and charges, or refunds) every zone of one request
 // in one atomic call; run with EVALSHA, EVAL on NOSCRIPT.
@@ -40,14 +58,17 @@ const refundTimeout = time.Second
 // The script calls of concurrent requests leave in pipelines (see
 // coalescer): under load, one round trip decides many requests.
 type RedisStore struct {
-	c  redis.UniversalClient
-	co *coalescer
+	c   redis.UniversalClient
+	co  *coalescer
+	rel *releaser // concurrency leases given back
 }
 
 // NewRedisStore returns a store deciding on c (a Client, a failover client
 // or a ClusterClient).
 func NewRedisStore(c redis.UniversalClient) *RedisStore {
-	return &RedisStore{c: c, co: newCoalescer(c)}
+	s := &RedisStore{c: c, co: newCoalescer(c)}
+	s.rel = &releaser{send: s.releaseNow}
+	return s
 }
 
 // eval decides one request: keys and args are its part of the script's
@@ -268,6 +289,10 @@ func appendScriptArgs(keys []string, args []any, asks []Ask, ps []params) ([]str
 	for i := range asks {
 		keys = append(keys, asks[i].Key)
 		p := ps[i]
+		if p.code == codeConcurrency {
+			args = append(args, p.code, p.events, p.windowUs/1000, p.lease, p.cost)
+			continue
+		}
 		args = append(args, p.ban.scriptCode(p.code), p.events, p.windowUs/1000, p.burst, p.cost)
 	}
 	return keys, args

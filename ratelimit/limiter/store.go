@@ -25,6 +25,10 @@ const (
 	FixedWindow   = "fixed_window"
 	SlidingLog    = "sliding_log"
 	LeakyBucket   = "leaky_bucket"
+	// Concurrency: at most Events requests of a key in flight, each
+	// holding a lease for Window (the lease TTL) unless refreshed (see
+	// Leaser).
+	Concurrency = "concurrency"
 )
 
 // Limit is the quota one zone applies to one key.
@@ -61,11 +65,15 @@ type Ask struct {
 	// unit is left; charges nothing). A cost larger than the capacity
 	// (Events, token_bucket Burst, leaky_bucket Burst+1: see MaxCost) is
 	// always refused, with RetryAfter = Window; up to 2^51 is accepted.
+	// concurrency: 1 takes the lease Lease, 0 checks; no more.
 	Cost int64
 	// Ban: repeated refusals of this Ask's key set a ban (see Ban). Zero:
 	// refusals never ban. Leave it zero for refusals that must not count
 	// (dry_run zones, a cost past the quota).
 	Ban Ban
+	// Lease is the id of the lease a concurrency Ask of cost 1 takes (see
+	// NewLeaseID): 1 to MaxLeaseIDLen bytes. Unused by the others.
+	Lease string
 }
 
 // Result is the outcome of one Ask.
@@ -80,7 +88,8 @@ type Result struct {
 	RetryAfter time.Duration
 	// Reset: time until the quota is fully available again (token bucket:
 	// full refill; windows: end of the current window; sliding log: oldest
-	// entry leaves; leaky bucket: queue drained).
+	// entry leaves; leaky bucket: queue drained; concurrency: 0, a slot
+	// comes back when a request ends).
 	Reset time.Duration
 	// Delay: leaky_bucket only; how long the handler must hold an allowed
 	// request before passing it on (its turn in the queue).
@@ -116,4 +125,21 @@ type Resetter interface {
 	// Reset deletes the state of keys (full store keys, see StoreKey).
 	// Absent keys are not an error.
 	Reset(ctx context.Context, keys ...string) error
+}
+
+// Lease is one concurrency lease a request holds.
+type Lease struct {
+	Key string        // the full store key of the zone's key
+	ID  string        // the lease id (Ask.Lease)
+	TTL time.Duration // the zone's lease TTL (its Limit.Window)
+}
+
+// Leaser is implemented by stores that hold concurrency leases.
+type Leaser interface {
+	// Refresh sets each lease still held to expire TTL from now (the
+	// store's clock) and reports, per lease, whether it was still held (a
+	// lease that expired or was released is not taken again).
+	Refresh(ctx context.Context, leases []Lease) ([]bool, error)
+	// Release gives the leases back; absent leases are not an error.
+	Release(ctx context.Context, leases []Lease) error
 }

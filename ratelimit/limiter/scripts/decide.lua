@@ -4,7 +4,7 @@
 -- memory store and Redis agree on every trace. Lua 5.1.
 --
 -- KEYS: the asks' keys, request after request. A key holds a string
---       "<algorithm code> <field> ...", or a sorted set for sliding_log.
+--       "<algorithm code> <field> ...", or a sorted set (sliding_log, concurrency).
 -- ARGV[1]: 'd' (decide and, for each request whose asks all pass, charge
 --          them), 'r' (refund asks charged by an earlier 'd' on this slot:
 --          Redis Cluster, when another slot refused) or 'a' (absorb the
@@ -15,7 +15,7 @@
 -- ARGV[2]: 'r' only: the Redis TIME (µs) of the charging call.
 -- ARGV[3...]: per request: n, its number of asks, then per ask: algorithm
 --          code (with its ban, if any: see bans), events, window (ms),
---          burst, cost.
+--          burst, cost (concurrency: see its file).
 -- Reply ('d', 'a'): {now_us, then per ask of every request: allowed (0/1;
 -- refused by a ban: 2 in force, 3 set by this refusal), remaining,
 -- retry_us, reset_us, delay_us}.
@@ -48,8 +48,8 @@ local function num(x)
   return string.format('%.17g', x)
 end
 
--- Fields after the code, per algorithm code (sliding_log keeps none).
-local FIELDS = {2, 3, 2, 0, 1}
+-- Fields after the code, per algorithm code (sorted sets keep none).
+local FIELDS = {2, 3, 2, 0, 1, 0}
 
 -- cache: key -> state entry {code, field1, field2, field3, exp = expiry
 -- (µs; false: keep the key's TTL), dirty = written by this call}, or
@@ -412,7 +412,7 @@ local function leaky_bucket_refund(key, code, events, w, burst, cost)
     save(key, code, false, v[2] - cost * (w / events))
   end
 end
-
+-- #include concurrency.lua
 -- absorb (approximate zones) ------------------------------------------------
 -- Each charges cost units whatever is left: a token bucket goes below 0,
 -- a window counts past events. No counterpart in algorithm*.go: the memory
@@ -446,8 +446,8 @@ end
 
 -- dispatch ------------------------------------------------------------------
 
-local decide = {token_bucket, sliding_window, fixed_window, sliding_log, leaky_bucket}
-local refund = {token_bucket_refund, window_refund, window_refund, sliding_log_refund, leaky_bucket_refund}
+local decide = {token_bucket, sliding_window, fixed_window, sliding_log, leaky_bucket, concurrency}
+local refund = {token_bucket_refund, window_refund, window_refund, sliding_log_refund, leaky_bucket_refund, concurrency_refund}
 local force = {token_bucket_force, sliding_window_force, fixed_window_force}
 
 -- bans ------------------------------------------------------------------------
@@ -574,7 +574,7 @@ while a <= #ARGV do
     local code, ban = ask_code(ARGV[b])
     local events = tonumber(ARGV[b + 1])
     local w = tonumber(ARGV[b + 2]) * 1000
-    local burst = tonumber(ARGV[b + 3])
+    local burst = code == CONCURRENCY and ARGV[b + 3] or tonumber(ARGV[b + 3]) -- concurrency: the lease id
     local cost = tonumber(ARGV[b + 4])
     if mode == 'r' then
       if cost > 0 then
