@@ -403,9 +403,9 @@ func (h *Handler) apiGet(w http.ResponseWriter, r *http.Request, code string) er
 	return nil
 }
 
-// apiStats answers GET <api>/links/<code>/stats?from=&to=&granularity=&tz=
-// (RFC 3339, default the last 30 days; day; UTC) with the link's click
-// counters and their timeseries.
+// apiStats answers GET <api>/links/<code>/stats?from=&to=&granularity=&tz=&format=
+// (RFC 3339, default the last 30 days; day; UTC; json) with the link's
+// click counters and their timeseries, or the timeseries alone as CSV.
 func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) error {
 	if h.clicks == nil {
 		return apiErr(http.StatusNotFound, "click counting is off")
@@ -421,6 +421,10 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 	if err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
+	format, err := statsFormat(r.URL.Query())
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
 	if _, err := h.store.Get(ctx, code); errors.Is(err, ErrNotFound) {
@@ -433,8 +437,11 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 		h.logger.Warn("shortener api: reading click stats failed", zap.Error(err))
 		return apiErr(http.StatusServiceUnavailable, "click counters unavailable")
 	}
-	writeJSON(w, http.StatusOK, StatsAnswer{ClickStats: st, Granularity: spec.granularity, TZ: spec.loc.String(),
-		Timeseries: spec.series(st.Hourly, from, to)})
+	series := spec.series(st.Hourly, from, to)
+	if format == "csv" {
+		return writeSeriesCSV(w, code, series)
+	}
+	writeJSON(w, http.StatusOK, StatsAnswer{ClickStats: st, Granularity: spec.granularity, TZ: spec.loc.String(), Timeseries: series})
 	return nil
 }
 

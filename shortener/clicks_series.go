@@ -1,8 +1,11 @@
 package shortener
 
 import (
+	"encoding/csv"
 	"fmt"
+	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 	_ "time/tzdata" // tz works on hosts without a zoneinfo database (containers)
 )
@@ -162,4 +165,34 @@ func (s seriesSpec) series(hourly []HourlyClicks, from, to time.Time) []SeriesPo
 		points[i].Clicks += h.People + h.Bots
 	}
 	return points
+}
+
+// statsFormat reads the format query parameter of the stats: json (the
+// default) or csv.
+func statsFormat(q url.Values) (string, error) {
+	f, err := singleParam(q, "format")
+	switch {
+	case err != nil:
+		return "", err
+	case f == "" || f == "json":
+		return "json", nil
+	case f == "csv":
+		return f, nil
+	}
+	return "", fmt.Errorf("%w: format must be json or csv", ErrBadStatsRange)
+}
+
+// writeSeriesCSV writes the timeseries as CSV: a header, then one row per
+// bucket (start in RFC 3339 in the series' zone).
+func writeSeriesCSV(w http.ResponseWriter, code string, points []SeriesPoint) error {
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+code+`-clicks.csv"`)
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"start", "clicks", "people", "bots"})
+	for _, p := range points {
+		_ = cw.Write([]string{p.Start.Format(time.RFC3339), strconv.FormatInt(p.Clicks, 10),
+			strconv.FormatInt(p.People, 10), strconv.FormatInt(p.Bots, 10)})
+	}
+	cw.Flush()
+	return cw.Error()
 }

@@ -240,8 +240,15 @@ func TestClicksCountedAndStatsAPI(t *testing.T) {
 	if got := seriesString(st.Timeseries); got != "2026-11-16T00:00:00-05:00 0 0 0, 2026-11-23T00:00:00-05:00 7 4 3, 2026-11-30T00:00:00-05:00 0 0 0" {
 		t.Errorf("weekly series in America/New_York = %s", got)
 	}
+	// The same series as CSV.
+	w := serve(t, h, "GET", "/api/links/"+code+"/stats?from=2026-11-29T09:00:00Z&to=2026-11-29T11:00:00Z&granularity=hour&format=csv", "", auth()...)
+	if want := "start,clicks,people,bots\n2026-11-29T09:00:00Z,0,0,0\n2026-11-29T10:00:00Z,7,4,3\n"; w.Code != http.StatusOK ||
+		w.Body.String() != want || w.Header().Get("Content-Type") != "text/csv; charset=utf-8" ||
+		w.Header().Get("Content-Disposition") != `attachment; filename="`+code+`-clicks.csv"` {
+		t.Errorf("stats as CSV = %d %q %v, want 200 %q", w.Code, w.Body, w.Header(), want)
+	}
 	// The raw JSON has the documented shape.
-	w := serve(t, h, "GET", "/api/links/"+code+"/stats", "", auth()...)
+	w = serve(t, h, "GET", "/api/links/"+code+"/stats", "", auth()...)
 	for _, k := range []string{`"code":`, `"total":7`, `"people":4`, `"bots":3`, `"hourly":[{"hour":"2026-11-29T10:00:00Z","people":4,"bots":3}]`,
 		`"referrers":[{"host":"news.example.com","count":2},{"host":"blog.example.org","count":1}]`} {
 		if !strings.Contains(w.Body.String(), k) {
@@ -307,6 +314,7 @@ func TestClicksStatsAPIErrors(t *testing.T) {
 		{"GET", "/api/links/" + code + "/stats?granularity=year", auth(), 400, "granularity must be one of hour, day, week, month"},
 		{"GET", "/api/links/" + code + "/stats?granularity=day&granularity=hour", auth(), 400, "granularity given 2 times"},
 		{"GET", "/api/links/" + code + "/stats?tz=Mars/Olympus", auth(), 400, `tz: unknown time zone "Mars/Olympus"`},
+		{"GET", "/api/links/" + code + "/stats?format=xml", auth(), 400, "format must be json or csv"},
 		{"GET", "/api/links/" + code + "/stats?tz=Local", auth(), 400, "tz must be an IANA time zone name"},
 		{"GET", "/api/links/" + code + "/stats?tz=../../etc/passwd", auth(), 400, "tz must be an IANA time zone name"},
 		{"GET", "/api/links/" + code + "/stats?tz=" + strings.Repeat("A", 65), auth(), 400, "tz must be an IANA time zone name"},

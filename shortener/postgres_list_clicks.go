@@ -5,7 +5,7 @@ import (
 )
 
 // listByClicks answers a page sorted by click total without a q search
-// (q keeps the sort of its matches: listSQL), in up to two statements on
+// (with q, ListLinks sorts the matches), in up to two statements on
 // the indexes of migrations/011_click_totals_order.up.sql: the clicked
 // links by their total, then the links never clicked (total 0) by code.
 // Descending, the clicked links come first; ascending, last. Each
