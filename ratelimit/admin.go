@@ -23,6 +23,8 @@ func init() {
 //	GET    /ratelimit/zones                      the loaded zones and their config
 //	GET    /ratelimit/zones/<zone>/keys/<key>    a key's state, read without charging it
 //	DELETE /ratelimit/zones/<zone>/keys/<key>    reset the key: its full quota is back
+//	GET    /ratelimit/zones/<zone>/bans          the zone's bans in force
+//	DELETE /ratelimit/zones/<zone>/bans/<id>     lift one (id: from the list)
 //	GET    /ratelimit/brake                      the brake of each store
 //	PUT    /ratelimit/brake {"factor": 0.1, "ttl": "10m"}
 //	DELETE /ratelimit/brake
@@ -61,6 +63,9 @@ func (a AdminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		return writeJSON(w, http.StatusOK, zoneInfos())
+	case strings.HasPrefix(path, "zones/") && isBansPath(path):
+		zone, rest, _ := strings.Cut(strings.TrimPrefix(path, "zones/"), "/bans")
+		return serveBans(w, r, zone, rest)
 	case strings.HasPrefix(path, "zones/"):
 		zone, key, ok := strings.Cut(strings.TrimPrefix(path, "zones/"), "/keys/")
 		if !ok || zone == "" || strings.Contains(zone, "/") {

@@ -146,7 +146,7 @@ func (h *Handler) unmarshalField(d *caddyfile.Dispenser, name string) error {
 // The subdirectives of one argument, of the handler and of a zone.
 var (
 	handlerArgFields = []string{"timeout", "on_error", "instances", "hash_tag", "headers", "status", "max_keys", "jitter", "body"}
-	zoneArgFields    = []string{"key", "events", "burst", "window", "algorithm", "cost", "on_error", "approximate", "lease_ttl"}
+	zoneArgFields    = []string{"key", "events", "burst", "window", "algorithm", "cost", "on_error", "approximate", "lease_ttl", "ban_max"}
 )
 
 // parseZone reads `zone <name> { ... }` at the dispenser's current token.
@@ -213,6 +213,14 @@ func (z *Zone) unmarshalField(d *caddyfile.Dispenser, name string) error {
 		p, err := parsePlans(d)
 		z.Plans = p
 		return err
+	case "ban":
+		return z.unmarshalBan(d)
+	case "ban_exempt":
+		z.BanExempt = d.RemainingArgs()
+		if len(z.BanExempt) == 0 {
+			return d.ArgErr()
+		}
+		return nil
 	}
 	if !slices.Contains(zoneArgFields, name) {
 		return d.Errf("zone '%s': unrecognized subdirective '%s'", z.Name, name)
@@ -257,6 +265,10 @@ func (z *Zone) unmarshalField(d *caddyfile.Dispenser, name string) error {
 	case "lease_ttl":
 		dur, err := cfparse.PositiveDuration(d, name, v)
 		z.LeaseTTL = caddy.Duration(dur)
+		return err
+	case "ban_max":
+		dur, err := cfparse.PositiveDuration(d, name, v)
+		z.BanMax = caddy.Duration(dur)
 		return err
 	}
 	return nil

@@ -11,9 +11,10 @@ import (
 )
 
 // FuzzUnmarshalCaddyfile: no input panics the parser; a handler it accepts
-// survives Validate and a JSON round trip (what Caddy does with it), and
-// its concurrency zones hold a lease_ttl within bounds and nothing they
-// refuse (see checkConcurrency).
+// survives Validate and a JSON round trip (what Caddy does with it), its
+// concurrency zones hold a lease_ttl within bounds and nothing they refuse
+// (see checkConcurrency), and a ban Validate accepts is one the stores
+// accept (never a store error per request).
 func FuzzUnmarshalCaddyfile(f *testing.F) {
 	for _, seed := range []string{
 		"ratelimit",
@@ -30,6 +31,11 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 		"ratelimit {\n zone a {\n key {http.ratelimit.client_network}\n events 1\n window 1s\n }\n client_network 24 56\n jitter 0.5\n body problem\n}",
 		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n }\n client_network 33 -1\n jitter NaN\n body html\n}",
 		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n }\n jitter +Inf\n}",
+		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n ban 10m after 5\n ban_max 2h\n }\n}",
+		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n ban 1us after 0\n ban_max 87601h\n approximate 1ms\n }\n}",
+		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n ban 2h\n ban_max 1h\n dry_run\n }\n}",
+		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n ban 1m before -1 extra\n }\n}",
+		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n ban 1m\n ban_exempt 100.64.0.0/10 ::ffff:10.0.0.0/104 fe80::1%eth0 10.0/8 key\n }\n}",
 	} {
 		f.Add(seed)
 	}
@@ -38,7 +44,13 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 		if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(input)); err != nil {
 			return
 		}
-		_ = h.Validate()
+		if h.Validate() == nil {
+			for _, z := range h.Zones {
+				if err := limiter.CheckBan(z.limiterBan()); err != nil {
+					t.Fatalf("zone %q: valid config, ban the store refuses: %v", z.Name, err)
+				}
+			}
+		}
 		b, err := json.Marshal(h)
 		if err != nil {
 			t.Fatalf("accepted config does not marshal: %v", err)

@@ -86,6 +86,19 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			}}},
 		},
 		{
+			name: "ban",
+			input: `ratelimit {
+				zone a { key k; events 1; window 1s; ban 10m }
+				zone b { key k; events 1; window 1s; ban 1m after 5; ban_max 2h }
+				zone c { key k; events 1; window 1s; ban 1s; ban_exempt 100.64.0.0/10 2001:db8::1 partner-key }
+			}`,
+			want: Handler{Zones: []*Zone{
+				{Name: "a", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Ban: caddy.Duration(10 * time.Minute)},
+				{Name: "b", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Ban: caddy.Duration(time.Minute), BanAfter: 5, BanMax: caddy.Duration(2 * time.Hour)},
+				{Name: "c", Key: "k", Events: 1, Window: caddy.Duration(time.Second), Ban: caddy.Duration(time.Second), BanExempt: []string{"100.64.0.0/10", "2001:db8::1", "partner-key"}},
+			}},
+		},
+		{
 			name: "every algorithm and a numeric cost",
 			input: `ratelimit {
 				zone a { key k; events 1; window 1s; algorithm token_bucket; cost 0 }
@@ -237,6 +250,27 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"count_status out of range", `ratelimit { zone api { key k; events 1; window 1s; count_status 999 } }`, "invalid count_status '999'"},
 		{"zone on_error bad", `ratelimit { zone api { key k; events 1; window 1s; on_error maybe } }`, `invalid on_error "maybe"`},
 		{"dry_run with arg", `ratelimit { zone api { key k; events 1; window 1s; dry_run yes } }`, "wrong argument count"},
+		{"ban no arg", `ratelimit { zone api { key k; events 1; window 1s; ban } }`, "wrong argument count"},
+		{"ban two args", `ratelimit { zone api { key k; events 1; window 1s; ban 1m 5 } }`, "wrong argument count"},
+		{"ban after without n", `ratelimit { zone api { key k; events 1; window 1s; ban 1m after } }`, "wrong argument count"},
+		{"ban bad keyword", `ratelimit { zone api { key k; events 1; window 1s; ban 1m before 5 } }`, "wrong argument count"},
+		{"ban bad duration", `ratelimit { zone api { key k; events 1; window 1s; ban soon } }`, "invalid ban 'soon'"},
+		{"ban zero", `ratelimit { zone api { key k; events 1; window 1s; ban 0s } }`, "invalid ban '0s'"},
+		{"ban after word", `ratelimit { zone api { key k; events 1; window 1s; ban 1m after many } }`, "invalid ban after 'many'"},
+		{"ban after zero", `ratelimit { zone api { key k; events 1; window 1s; ban 1m after 0 } }`, "invalid ban after '0'"},
+		{"ban after negative", `ratelimit { zone api { key k; events 1; window 1s; ban 1m after -2 } }`, "invalid ban after '-2'"},
+		{"ban too short", `ratelimit { zone api { key k; events 1; window 1s; ban 1us } }`, "must be at least 1ms"},
+		{"ban too long", `ratelimit { zone api { key k; events 1; window 1s; ban 87601h; ban_max 87601h } }`, "at most 87600h0m0s"},
+		{"ban_max below ban", `ratelimit { zone api { key k; events 1; window 1s; ban 1h; ban_max 1m } }`, "invalid ban_max 1m0s: must be at least ban (1h0m0s)"},
+		{"ban_max too long", `ratelimit { zone api { key k; events 1; window 1s; ban 1h; ban_max 87601h } }`, "ban_max 87601h0m0s: must be at least the ban"},
+		{"ban_max without ban", `ratelimit { zone api { key k; events 1; window 1s; ban_max 1h } }`, "ban_max needs ban"},
+		{"ban_max bad", `ratelimit { zone api { key k; events 1; window 1s; ban 1m; ban_max never } }`, "invalid ban_max 'never'"},
+		{"ban_exempt no arg", `ratelimit { zone api { key k; events 1; window 1s; ban 1m; ban_exempt } }`, "wrong argument count"},
+		{"ban_exempt without ban", `ratelimit { zone api { key k; events 1; window 1s; ban_exempt 10.0.0.0/8 } }`, "ban_exempt needs ban"},
+		{"ban_exempt bad network", `ratelimit { zone api { key k; events 1; window 1s; ban 1m; ban_exempt 10.0.0.0/33 } }`, "invalid ban_exempt network '10.0.0.0/33'"},
+		{"ban_exempt network typo", `ratelimit { zone api { key k; events 1; window 1s; ban 1m; ban_exempt 10.0.0/8 } }`, "invalid ban_exempt network '10.0.0/8'"},
+		{"ban with concurrency", `ratelimit { zone api { key k; events 1; algorithm concurrency; ban 1m } }`, "ban does not work with a concurrency zone"},
+		{"ban with approximate", `ratelimit { zone api { key k; events 1; window 1s; ban 1m; approximate 10ms } }`, "ban does not work with approximate"},
 		{"bad timeout", `ratelimit { ` + okZone + ` timeout fast }`, "invalid timeout 'fast'"},
 		{"zero timeout", `ratelimit { ` + okZone + ` timeout 0s }`, "invalid timeout '0s'"},
 		{"timeout no arg", `ratelimit { ` + okZone + ` timeout }`, "wrong argument count"},
@@ -329,6 +363,14 @@ func TestCaddyfileAdaptGolden(t *testing.T) {
 			window 1h
 			algorithm sliding_window
 			dry_run
+		}
+		zone hammering {
+			key {http.ratelimit.client_network}
+			events 50
+			window 1s
+			ban 1m after 3
+			ban_max 1h
+			ban_exempt 100.64.0.0/10 partner-key
 		}
 		redis {
 			url {env.REDIS_URL}

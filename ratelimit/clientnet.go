@@ -99,6 +99,17 @@ func (h *Handler) setClientNetwork(r *http.Request, repl *caddy.Replacer) {
 	if !h.setsNetwork {
 		return
 	}
+	val := ""
+	if p, ok := h.network.mask(clientIP(r)); ok {
+		val = p.String()
+	}
+	repl.Set(placeholderClientNetwork, val)
+}
+
+// clientIP is Caddy's client IP for r (so the server's `trusted_proxies`
+// applies), or the connection's address when no Caddy server set one
+// (tests).
+func clientIP(r *http.Request) string {
 	addr, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
 	if addr == "" {
 		addr = r.RemoteAddr
@@ -106,9 +117,5 @@ func (h *Handler) setClientNetwork(r *http.Request, repl *caddy.Replacer) {
 			addr = host
 		}
 	}
-	val := ""
-	if p, ok := h.network.mask(addr); ok {
-		val = p.String()
-	}
-	repl.Set(placeholderClientNetwork, val)
+	return addr
 }

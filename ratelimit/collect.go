@@ -59,6 +59,10 @@ func (h *Handler) zoneDecisionFor(z *Zone, r *http.Request, repl *caddy.Replacer
 	if len(z.CountStatus) > 0 && !over {
 		d.ask.Cost = 0 // checked now, charged after the response
 	}
+	// A cost past the quota is bad input: never an offence.
+	if !over && z.ban.Duration > 0 && !z.exempt.exempt(r, d.key) {
+		d.ask.Ban = z.ban
+	}
 	if limit.Algorithm == limiter.Concurrency && cost > 0 {
 		d.ask.Lease = limiter.NewLeaseID()
 	}

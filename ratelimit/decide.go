@@ -105,6 +105,7 @@ func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
 		if h.deny != nil {
 			h.deny.remember(ds, sent, time.Now())
 		}
+		h.noteBans(ds)
 		return nil
 	}
 	var local []int
@@ -223,7 +224,8 @@ func (h *Handler) chargeAfter(ctx context.Context, ds []zoneDecision, status int
 	}
 	// The response is written: the client may be gone, the charge is not.
 	ctx = context.WithoutCancel(ctx)
-	charge := func(i int) limiter.Ask { a := ds[i].ask; a.Cost = ds[i].cost; return a }
+	// The request was served: a charge refused now is no offence (no ban).
+	charge := func(i int) limiter.Ask { a := ds[i].ask; a.Cost, a.Ban = ds[i].cost, limiter.Ban{}; return a }
 	h.decideLocal(ctx, ds, local, charge)
 	if len(store) == 0 {
 		return

@@ -37,7 +37,19 @@ const denyCacheSize = 10000
 // The one thing that frees quota other than time is a reset through the
 // admin API: it must call forgetDenied on this process's handlers; a reset
 // made on another Caddy instance reaches this one's cache only at the
-// cached retry time.
+// cached retry time. A refusal by a ban is remembered for at most
+// banDenyFor, so that a ban lifted through any instance reaches this one
+// within it.
+//
+// Bans: every refusal of a zone with `ban` must count as an offence, in
+// the store's one count shared by all instances. So a refusal that is an
+// offence towards a ban (not yet banned) is not remembered: the key's next
+// request goes to the store, which counts it. The bound: per key and
+// window, at most `after` refusals reach the store before the ban is set
+// (the after-th sets it); then, while banned, one request per instance
+// per banDenyFor. A key refused fewer than `after` times per window
+// costs a store call per refusal, as without the cache. Keys exempt from
+// bans (ban_exempt) are remembered as in any zone.
 //
 // Remaining, in the headers of a locally answered request, is the value
 // the store gave with its refusal. Clocks: local monotonic time only; the
@@ -78,12 +90,19 @@ func (c *denyCache) remember(ds []zoneDecision, sent, got time.Time) {
 			d.ask.Limit.Algorithm == limiter.Concurrency { // a slot comes back when a request ends
 			continue
 		}
+		if d.ask.Ban.Duration > 0 && !d.res.Banned {
+			continue // an offence towards a ban: the next refusal must reach the store to count
+		}
+		wait := d.res.RetryAfter
+		if d.res.Banned { // a ban may be lifted: asked again within banDenyFor
+			wait = min(wait, banDenyFor)
+		}
 		t.entries.Set(d.ask.Key, denial{
 			limit: d.ask.Limit,
 			cost:  d.ask.Cost,
 			res:   d.res,
 			got:   got,
-			until: sent.Add(d.res.RetryAfter),
+			until: sent.Add(wait),
 		})
 	}
 }

@@ -31,6 +31,7 @@ var metrics = struct {
 	storeDuration prometheus.Histogram
 	storeErrors   prometheus.Counter
 	inputs        *prometheus.CounterVec
+	bansSet       *prometheus.CounterVec
 }{}
 
 func initMetrics(registry *prometheus.Registry) error {
@@ -61,13 +62,19 @@ func initMetrics(registry *prometheus.Registry) error {
 			Name:      "invalid_input_total",
 			Help:      "Requests whose rate limit input was out of bounds or ambiguous, per zone and kind (never a store failure).",
 		}, []string{"zone", "kind"})
+		metrics.bansSet = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns,
+			Subsystem: sub,
+			Name:      "bans_set_total",
+			Help:      "Bans set per zone by this instance's requests (a key refused ban_after times within the window).",
+		}, []string{"zone"})
 	})
 	if registry == nil {
 		return nil
 	}
 	// Several ratelimit handlers in one config share the registry; the
 	// second registration of the same collector is not an error.
-	for _, c := range []prometheus.Collector{metrics.decisions, metrics.storeDuration, metrics.storeErrors, metrics.inputs} {
+	for _, c := range []prometheus.Collector{metrics.decisions, metrics.storeDuration, metrics.storeErrors, metrics.inputs, metrics.bansSet} {
 		if err := registry.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) || are.ExistingCollector != c {

@@ -148,6 +148,9 @@ func (h *Handler) provisionOps(ctx caddy.Context) error {
 	if err := registerBrakeGauge(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
+	if err := registerBansInForce(ctx.GetMetricsRegistry()); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	e := &loadedHandler{h: h}
 	switch {
 	case h.inProcess:

@@ -114,6 +114,9 @@ func (z *Zone) check() error {
 	case z.Approximate > 0 && !approxAlgorithm(z.Algorithm):
 		return onField("approximate", fmt.Errorf("approximate works with token_bucket, sliding_window and fixed_window, not %s", z.Algorithm))
 	}
+	if err := z.checkBan(); err != nil {
+		return err
+	}
 	for _, s := range z.CountStatus {
 		if s < 100 || s > 599 {
 			return onField("count_status", fmt.Errorf("invalid count_status '%d': must be an HTTP status (100-599)", s))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
@@ -119,6 +120,32 @@ type Zone struct {
 	// bypass. Default: none.
 	Dynamic *DynamicQuota `json:"dynamic,omitempty"`
 
+	// Ban a key its zone keeps refusing: a key refused `ban_after` times
+	// within the zone's window is refused outright for this long, its
+	// quota untouched, `Retry-After` the ban's remainder. Each further ban
+	// of the key doubles, up to `ban_max`. Decided in the same store call
+	// as the quota; with `redis`, every instance sees the ban. A key's
+	// refusals are remembered one window after the first of them, its
+	// bans (which double the next) `ban_max` after the last one ends.
+	// Refusals of `dry_run` zones, of a cost past the quota and requests
+	// refused with 400 never count. At least 1ms, at most 10 years; not
+	// with `approximate` nor on a `concurrency` zone. Default: none (no bans).
+	Ban caddy.Duration `json:"ban,omitempty"`
+
+	// How many refusals within the window set a ban. Default: `1`.
+	BanAfter int64 `json:"ban_after,omitempty"`
+
+	// The longest ban: where doubling stops (at least `ban`, at most 10
+	// years). Default: `24h` (or `ban`, if longer).
+	BanMax caddy.Duration `json:"ban_max,omitempty"`
+
+	// Neighbours never banned (their refusals are no offences): a network
+	// (a CIDR such as `100.64.0.0/10`, or one IP address) is matched
+	// against Caddy's client IP (so the server's `trusted_proxies`
+	// applies); any other value against the zone's expanded key (a partner's
+	// API key). Needs `ban`. Default: none.
+	BanExempt []string `json:"ban_exempt,omitempty"`
+
 	// Quotas per plan key, read from a PostgreSQL table and refreshed in
 	// the background. A request whose plan key has a row gets that row's
 	// quota; any other gets the zone's own. Default: none.
@@ -126,6 +153,8 @@ type Zone struct {
 
 	matchers caddyhttp.MatcherSets
 	limit    limiter.Limit // as asked of the store
+	ban      limiter.Ban   // as asked of the store (zero: none, or dry_run)
+	exempt   banExempt     // BanExempt, prepared
 	local    limiter.Limit // at events/instances, for the local fallback
 	cost     int64         // when costTmpl is false
 	costTmpl bool
@@ -147,6 +176,9 @@ type Zone struct {
 	instances int64              // the handler's instances, for the local fallback
 	approx    *approxTable       // approximate: nil when off or not on Redis
 	refusals  *zoneRefusals      // what the refusal logs summed (see refusallog.go)
+	bansSet   prometheus.Counter // caddy_ratelimit_bans_set_total{zone}
+	seen      *bansSeen          // banned keys seen here (log_keys; nil without ban)
+	setHere   *bansSetHere       // bans set here, for bans_in_force (nil without ban)
 	pos       *cfparse.Positions // where the Caddyfile set each field (nil: JSON)
 }
 
@@ -184,6 +216,8 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances, status i
 	}
 	z.limit = limiter.Limit{Algorithm: alg, Events: z.Events, Window: z.window(), Burst: z.Burst}
 	z.local = localLimit(z.limit, int64(instances))
+	z.ban = z.storeBan()
+	z.exempt, _ = parseBanExempt(z.BanExempt) // validated above
 
 	z.cost, z.costTmpl = 1, false
 	z.keyExpr = newTemplate(z.Key)
@@ -206,6 +240,11 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances, status i
 	z.errRefused = fmt.Errorf("rate limit exceeded in zone %q", z.Name)
 	z.problem = newProblemBody(z.Name, status)
 	z.refusals = new(zoneRefusals)
+	z.bansSet = bansSetCounter(z.Name)
+	if z.Ban > 0 {
+		z.seen = newBansSeen()
+		z.setHere = newBansSetHere()
+	}
 	z.counters = newZoneCounters(z.Name)
 	z.inputs = newInputCounters(z.Name)
 	z.once = appendFields(nil, z.Key)

@@ -39,6 +39,7 @@ type params struct {
 	burst    int64
 	windowUs int64 // whole milliseconds, in microseconds (concurrency: the lease TTL)
 	cost     int64
+	ban      banParams
 	lease    string // concurrency: the lease id
 }
 
@@ -64,6 +65,10 @@ func paramsOf(a Ask) (params, error) {
 	if err := checkParams(p); err != nil {
 		return p, fmt.Errorf("%w: %w", ErrInvalidAsk, err)
 	}
+	var err error
+	if p.ban, err = banParamsOf(a.Ban); err != nil {
+		return p, fmt.Errorf("%w: %w", ErrInvalidAsk, err)
+	}
 	return p, nil
 }
 
@@ -75,6 +80,7 @@ type decision struct {
 	resetUs   int64 // until the quota is fully available again
 	delayUs   int64 // leaky_bucket: the allowed request's wait in the queue
 	expireAt  int64 // allowed: when the written state may be forgotten
+	ban       int8  // refused: banNone, banInForce or banSet
 }
 
 // result converts a decision taken at now (µs) into a Result.
@@ -87,6 +93,8 @@ func (d decision) result(now int64) Result {
 		Reset:      time.Duration(max(d.resetUs, 0)) * time.Microsecond,
 		Delay:      time.Duration(d.delayUs) * time.Microsecond,
 		Now:        time.UnixMicro(now),
+		Banned:     d.ban != banNone,
+		BanSet:     d.ban == banSet,
 	}
 }
 

@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/edgekit/caddy-edgekit/internal/testenv"
 )
 
 // conformanceStores are the stores the suite runs on.
@@ -48,6 +49,9 @@ var conformanceChecks = []conformanceCheck{
 	{"lowered burst", testLoweredBurst, false, false},
 	{"algorithm change", testAlgorithmChange, false, false},
 	{"absorb", testAbsorb, false, true},
+	{"ban escalation", testBanEscalation, true, false},
+	{"ban counts refusals only", testBanRefusalsOnly, false, false},
+	{"ban list and lift", testBanListLift, false, false},
 }
 
 func TestConformance(t *testing.T) {

@@ -45,6 +45,7 @@ type memoryEntry struct {
 	counters windowCounters
 	log      requestLog
 	queue    virtualQueue
+	bans     banState // code codeBan
 	leases   leaseSet
 }
 
@@ -119,9 +120,14 @@ func decideOn(parts []*MemoryStore, asks []Ask, ps []params, now int64) []Result
 	all := true
 	for i := range asks {
 		e := parts[i].lookup(asks[i].Key, ps[i].code, now)
-		d := e.decide(now, ps[i])
 		if e != nil {
-			e.busy = true
+			e.busy = true // before decideBanned may add an entry
+		}
+		var d decision
+		if ps[i].ban.on() {
+			d = parts[i].decideBanned(asks[i].Key, e, now, ps[i])
+		} else {
+			d = e.decide(now, ps[i])
 		}
 		entries = append(entries, e)
 		decisions = append(decisions, d)

@@ -96,6 +96,9 @@ func (e *memoryEntry) usedShare(now int64) float64 {
 	if !e.ok || now >= e.expireAt {
 		return 0
 	}
+	if e.code == codeBan {
+		return e.banShare(now)
+	}
 	p := e.p
 	events, w := float64(p.events), p.windowUs
 	var used float64

@@ -19,9 +19,18 @@ var decideMain string
 //go:embed scripts/concurrency.lua
 var concurrencyLua string
 
+//go:embed scripts/absorb.lua
+var absorbLua string
+
+//go:embed scripts/bans.lua
+var bansLua string
+
 // decideLua is decide.lua with its sections kept in files of their own
 // included where it names them.
-var decideLua = includeLua(decideMain, "concurrency.lua", concurrencyLua)
+var decideLua = includeLua(includeLua(includeLua(decideMain,
+	"concurrency.lua", concurrencyLua),
+	"absorb.lua", absorbLua),
+	"bans.lua", bansLua)
 
 // includeLua replaces the line "-- #include <name>" of script with text,
 // set apart by blank lines.
@@ -293,7 +302,7 @@ func appendScriptArgs(keys []string, args []any, asks []Ask, ps []params) ([]str
 			args = append(args, p.code, p.events, p.windowUs/1000, p.lease, p.cost)
 			continue
 		}
-		args = append(args, p.code, p.events, p.windowUs/1000, p.burst, p.cost)
+		args = append(args, p.ban.scriptCode(p.code), p.events, p.windowUs/1000, p.burst, p.cost)
 	}
 	return keys, args
 }
@@ -324,7 +333,8 @@ func decodeReply(v any, n int) ([]Result, int64, error) {
 }
 
 // decodeResults converts one request's part of the reply: per ask allowed,
-// remaining, retry_us, reset_us, delay_us, decided at now (µs).
+// remaining, retry_us, reset_us, delay_us, decided at now (µs). The
+// verdict is 0 (refused), 1 (allowed), or a ban's (banInForce, banSet).
 func decodeResults(now int64, vals []any, n int) ([]Result, error) {
 	if len(vals) != 5*n {
 		return nil, fmt.Errorf("ratelimit script: %d reply values for %d asks", len(vals), n)
@@ -339,10 +349,13 @@ func decodeResults(now int64, vals []any, n int) ([]Result, error) {
 			}
 			f[j] = x
 		}
-		if f[0] != 0 && f[0] != 1 {
+		if f[0] < 0 || f[0] > banSet {
 			return nil, fmt.Errorf("ratelimit script: unexpected verdict %d", f[0])
 		}
 		d := decision{allowed: f[0] == 1, remaining: f[1], retryUs: f[2], resetUs: f[3], delayUs: f[4]}
+		if f[0] >= banInForce {
+			d.ban = int8(f[0])
+		}
 		results[i] = d.result(now)
 	}
 	return results, nil

@@ -13,7 +13,8 @@ import (
 
 // TestRedisScriptMatchesMemory drives the memory store and the script with
 // the same random trace — every algorithm, several keys, several asks per
-// decision, costs 0 to 3, odd limits — and requires identical results.
+// decision, costs 0 to 3, odd limits, half the zones with a ban — and
+// requires identical results.
 func TestRedisScriptMatchesMemory(t *testing.T) {
 	for seed := range uint64(3) {
 		t.Run("seed"+strconv.FormatUint(seed, 10), func(t *testing.T) {
@@ -22,6 +23,7 @@ func TestRedisScriptMatchesMemory(t *testing.T) {
 			type zone struct {
 				name  string
 				limit Limit
+				ban   Ban
 			}
 			var zones []zone
 			for i, alg := range allAlgorithms {
@@ -32,10 +34,16 @@ func TestRedisScriptMatchesMemory(t *testing.T) {
 						Window:    time.Duration(1+rng.IntN(3000)) * time.Millisecond,
 						Burst:     int64(rng.IntN(6)),
 					}
-					zones = append(zones, zone{name: alg + strconv.Itoa(i*2+j), limit: l})
+					z := zone{name: alg + strconv.Itoa(i*2+j), limit: l}
+					if j == 1 {
+						d := time.Duration(1+rng.IntN(400)) * time.Millisecond
+						z.ban = Ban{Duration: d, After: int64(rng.IntN(3)), Max: d * time.Duration(1+rng.IntN(4))}
+					}
+					zones = append(zones, z)
 				}
 			}
 			outcomes := map[bool]int{}
+			bansSet := 0
 			now := traceBase.Add(time.Duration(rng.IntN(1_000_000)) * time.Microsecond)
 			for step := range 300 {
 				now = now.Add(time.Duration(rng.ExpFloat64() * 30_000 * float64(time.Microsecond)))
@@ -48,6 +56,7 @@ func TestRedisScriptMatchesMemory(t *testing.T) {
 						Key:   "k:" + z.name + ":" + strconv.Itoa(rng.IntN(2)),
 						Limit: z.limit,
 						Cost:  int64(rng.IntN(4)),
+						Ban:   z.ban,
 					})
 				}
 				want, err := mem.store.Decide(context.Background(), asks)
@@ -60,6 +69,9 @@ func TestRedisScriptMatchesMemory(t *testing.T) {
 				}
 				for i := range asks {
 					outcomes[want[i].Allowed]++
+					if want[i].BanSet {
+						bansSet++
+					}
 					if got[i] != want[i] {
 						t.Fatalf("step %d ask %d %+v:\n script %+v\n memory %+v", step, i, asks[i], got[i], want[i])
 					}
@@ -68,6 +80,10 @@ func TestRedisScriptMatchesMemory(t *testing.T) {
 			if outcomes[true] < 60 || outcomes[false] < 60 {
 				t.Errorf("trace decided %d allowed and %d refused asks: too one-sided to compare", outcomes[true], outcomes[false])
 			}
+			if bansSet < 5 {
+				t.Errorf("trace set %d bans: too few to compare", bansSet)
+			}
+			t.Logf("%d allowed, %d refused, %d bans set", outcomes[true], outcomes[false], bansSet)
 		})
 	}
 }
@@ -79,7 +95,7 @@ func TestRedisDecodeReply(t *testing.T) {
 		[]any{int64(1)},
 		[]any{int64(1), int64(1), int64(2), int64(3), int64(4)},
 		[]any{int64(1), int64(1), int64(2), int64(3), int64(4), "5"},
-		[]any{int64(1), int64(2), int64(2), int64(3), int64(4), int64(5)},
+		[]any{int64(1), int64(4), int64(2), int64(3), int64(4), int64(5)}, // verdicts: 0-3
 	}
 	for _, v := range bad {
 		if _, _, err := decodeReply(v, 1); err == nil {
@@ -102,7 +118,7 @@ func TestRedisDecodeReply(t *testing.T) {
 // its own call, in order: the memory store deciding the same requests one
 // after another at the same instant gives identical results. Requests of
 // a batch share keys, so later ones see what earlier ones charged (or,
-// refused, did not charge).
+// refused, did not charge), and the bans their refusals set.
 func TestRedisScriptBatchMatchesMemory(t *testing.T) {
 	for seed := range uint64(3) {
 		t.Run("seed"+strconv.FormatUint(seed, 10), func(t *testing.T) {
@@ -110,17 +126,25 @@ func TestRedisScriptBatchMatchesMemory(t *testing.T) {
 			mem, lua := newMemoryClocked(t), newMiniredisClocked(t)
 			c := lua.store.(*RedisStore).c
 			var limits []Limit
+			var bans []Ban // every other limit has one
 			for _, alg := range allAlgorithms {
-				for range 2 {
+				for j := range 2 {
 					limits = append(limits, Limit{
 						Algorithm: alg,
 						Events:    int64(1 + rng.IntN(10)),
 						Window:    time.Duration(1+rng.IntN(2000)) * time.Millisecond,
 						Burst:     int64(rng.IntN(5)),
 					})
+					var b Ban
+					if j == 1 {
+						b = Ban{Duration: time.Duration(1+rng.IntN(300)) * time.Millisecond, After: int64(1 + rng.IntN(3))}
+						b.Max = b.Duration * 3
+					}
+					bans = append(bans, b)
 				}
 			}
 			outcomes := map[bool]int{}
+			bansSet := 0
 			now := traceBase
 			for step := range 150 {
 				now = now.Add(time.Duration(rng.ExpFloat64() * 60_000 * float64(time.Microsecond)))
@@ -135,6 +159,7 @@ func TestRedisScriptBatchMatchesMemory(t *testing.T) {
 							Key:   "b:" + strconv.Itoa(li) + ":" + strconv.Itoa(rng.IntN(2)),
 							Limit: limits[li],
 							Cost:  int64(rng.IntN(3)),
+							Ban:   bans[li],
 						})
 					}
 					ps := make([]params, len(asks))
@@ -167,6 +192,9 @@ func TestRedisScriptBatchMatchesMemory(t *testing.T) {
 					}
 					for i := range asks {
 						outcomes[want[i].Allowed]++
+						if want[i].BanSet {
+							bansSet++
+						}
 						if got[i] != want[i] {
 							t.Fatalf("step %d request %d of %d, ask %d %+v:\n script %+v\n memory %+v", step, r, len(reqs), i, asks[i], got[i], want[i])
 						}
@@ -176,6 +204,10 @@ func TestRedisScriptBatchMatchesMemory(t *testing.T) {
 			if outcomes[true] < 60 || outcomes[false] < 60 {
 				t.Errorf("trace decided %d allowed and %d refused asks: too one-sided to compare", outcomes[true], outcomes[false])
 			}
+			if bansSet < 5 {
+				t.Errorf("trace set %d bans: too few to compare", bansSet)
+			}
+			t.Logf("%d allowed, %d refused, %d bans set", outcomes[true], outcomes[false], bansSet)
 		})
 	}
 }

@@ -67,6 +67,10 @@ type Ask struct {
 	// always refused, with RetryAfter = Window; up to 2^51 is accepted.
 	// concurrency: 1 takes the lease Lease, 0 checks; no more.
 	Cost int64
+	// Ban: repeated refusals of this Ask's key set a ban (see Ban). Zero:
+	// refusals never ban. Leave it zero for refusals that must not count
+	// (dry_run zones, a cost past the quota).
+	Ban Ban
 	// Lease is the id of the lease a concurrency Ask of cost 1 takes (see
 	// NewLeaseID): 1 to MaxLeaseIDLen bytes. Unused by the others.
 	Lease string
@@ -96,6 +100,11 @@ type Result struct {
 	// Left is Remaining before it is floored at 0: below 0 for a key in
 	// debt (an approximate zone's units charged past the quota).
 	Left int64
+
+	// Banned: refused by a ban (Ask.Ban): one in force, or one this very
+	// refusal set (BanSet). RetryAfter is then the ban's remainder.
+	Banned bool
+	BanSet bool
 }
 
 // Store decides quotas. Implementations: the Redis store (one atomic Lua call

@@ -14,9 +14,11 @@
 --          answered as a cost 0 check sees the state after).
 -- ARGV[2]: 'r' only: the Redis TIME (µs) of the charging call.
 -- ARGV[3...]: per request: n, its number of asks, then per ask: algorithm
---          code, events, window (ms), burst, cost (concurrency: see its file).
--- Reply ('d', 'a'): {now_us, then per ask of every request: allowed (0/1),
--- remaining, retry_us, reset_us, delay_us}.
+--          code (with its ban, if any: see bans), events, window (ms),
+--          burst, cost (concurrency: see its file).
+-- Reply ('d', 'a'): {now_us, then per ask of every request: allowed (0/1;
+-- refused by a ban: 2 in force, 3 set by this refusal), remaining,
+-- retry_us, reset_us, delay_us}.
 --
 -- State strings are read once per call (GET) into a table and written once
 -- at the end (SET ... PX), however many requests of the call share the
@@ -411,42 +413,15 @@ local function leaky_bucket_refund(key, code, events, w, burst, cost)
   end
 end
 -- #include concurrency.lua
--- absorb (approximate zones) ------------------------------------------------
--- Each charges cost units whatever is left: a token bucket goes below 0,
--- a window counts past events. No counterpart in algorithm*.go: the memory
--- store has no approximate mode.
-
-local function token_bucket_force(key, code, events, w, burst, cost)
-  local capacity, rate, tokens, ts = token_state(key, code, events, w, burst)
-  local after = token_level(tokens, ts, now, capacity, rate) - cost
-  save(key, code, now + ceil((capacity - after) / rate) + SECOND, after, now)
-end
-
-local function fixed_window_force(key, code, events, w, burst, cost)
-  local start = window_start(now, w)
-  local v = load(key, code)
-  local count = 0
-  if v and v[2] == start then
-    count = v[3]
-  end
-  save(key, code, start + w, start, count + cost)
-end
-
-local function sliding_window_force(key, code, events, w, burst, cost)
-  local v = load(key, code)
-  local ok, sw, sc, sp = false, 0, 0, 0
-  if v then
-    ok, sw, sc, sp = true, v[2], v[3], v[4]
-  end
-  local start, cur, prev = sliding_counts(ok, sw, sc, sp, now, w)
-  save(key, code, start + 2 * w, start, cur + cost, prev)
-end
+-- #include absorb.lua
 
 -- dispatch ------------------------------------------------------------------
 
 local decide = {token_bucket, sliding_window, fixed_window, sliding_log, leaky_bucket, concurrency}
 local refund = {token_bucket_refund, window_refund, window_refund, sliding_log_refund, leaky_bucket_refund, concurrency_refund}
 local force = {token_bucket_force, sliding_window_force, fixed_window_force}
+
+-- #include bans.lua
 
 local mode = ARGV[1]
 local at = tonumber(ARGV[2])
@@ -464,7 +439,7 @@ while a <= #ARGV do
   for i = 0, n - 1 do
     local b = a + 1 + i * 5
     local key = KEYS[k + i]
-    local code = tonumber(ARGV[b])
+    local code, ban = ask_code(ARGV[b])
     local events = tonumber(ARGV[b + 1])
     local w = tonumber(ARGV[b + 2]) * 1000
     local burst = code == CONCURRENCY and ARGV[b + 3] or tonumber(ARGV[b + 3]) -- concurrency: the lease id
@@ -479,9 +454,14 @@ while a <= #ARGV do
       end
       answer(decide[code](key, code, events, w, burst, 0))
     else
-      local r, write = decide[code](key, code, events, w, burst, cost)
+      local r, write
+      if ban then
+        r, write = decide_banned(key, code, events, w, burst, cost, ban)
+      else
+        r, write = decide[code](key, code, events, w, burst, cost)
+      end
       answer(r)
-      if r[1] == 0 then
+      if r[1] ~= 1 then
         all = false
       elseif cost > 0 then
         nw = nw + 1
@@ -497,4 +477,5 @@ while a <= #ARGV do
   a, k = a + 1 + n * 5, k + n
 end
 flush()
+ban_flush()
 return reply
