@@ -47,10 +47,15 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// banPatterns are the SCAN patterns of a zone's ban keys: with a hash tag,
-// and without (see BanKey).
+// banPatterns are the SCAN patterns of a zone's ban keys (see BanKey): a
+// prefix holding a hash tag gives every key of the zone one, so each ban
+// key is the key + ":ban"; otherwise keys without a hash tag have theirs
+// put around them, and keys with one (after the zone) keep it.
 func banPatterns(prefix, zone string) []string {
 	p := globEscape(prefix + ":" + zone + ":")
+	if strings.IndexByte(prefix, '}') >= 0 {
+		return []string{p + "*:ban"}
+	}
 	return []string{"{" + p + "*}:ban", p + "{*:ban"}
 }
 
