@@ -9,10 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddytest"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 )
@@ -45,10 +43,9 @@ func TestPlansExampleE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, port := testenv.FreePort(t), testenv.FreePort(t)
 	site := string(example)
 	for old, repl := range map[string]string{
-		"api.example.com {":            fmt.Sprintf("http://localhost:%d {", port),
+		"api.example.com {":            "http://localhost:$PORT {",
 		"redis {env.REDIS_URL}":        "redis {\n\t\t\turl {env.REDIS_URL}\n\t\t\tkey_prefix " + prefix + "\n\t\t}\n\t\ttimeout 2s",
 		"reverse_proxy localhost:9000": `respond "ok"`,
 		"\t\t\t\trefresh 30s\n":        "\t\t\t\trefresh 200ms\n",
@@ -58,18 +55,7 @@ func TestPlansExampleE2E(t *testing.T) {
 		}
 		site = strings.ReplaceAll(site, old, repl)
 	}
-	config := fmt.Sprintf("{\n\tadmin localhost:%d\n\thttp_port %d\n\thttps_port %d\n\tauto_https off\n\tskip_install_trust\n}\n\n",
-		admin, port, testenv.FreePort(t)) + site
-
-	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
-		AdminPort:          admin,
-		LoadRequestTimeout: 10 * time.Second,
-		TestRequestTimeout: 10 * time.Second,
-	})
-	tester.InitServer(config, "caddyfile")
-	if t.Failed() {
-		return
-	}
+	tester, port, admin := startCaddyAdmin(t, "", site)
 	base := fmt.Sprintf("http://localhost:%d", port)
 	call := func(method, url, apiKey, body string) (*http.Response, string) {
 		t.Helper()

@@ -264,10 +264,17 @@ var allAlgorithms = []string{limiter.TokenBucket, limiter.SlidingWindow, limiter
 // port. It returns the tester and the port.
 func startCaddy(t *testing.T, globals, sites string) (*caddytest.Tester, int) {
 	t.Helper()
-	admin, port := testenv.FreePort(t), testenv.FreePort(t)
+	tester, port, _ := startCaddyAdmin(t, globals, sites)
+	return tester, port
+}
+
+// startCaddyAdmin is startCaddy that also returns the admin API's port.
+func startCaddyAdmin(t *testing.T, globals, sites string) (tester *caddytest.Tester, port, admin int) {
+	t.Helper()
+	admin, port = testenv.FreePort(t), testenv.FreePort(t)
 	config := fmt.Sprintf("{\n\tadmin localhost:%d\n\thttp_port %d\n\thttps_port %d\n\tauto_https off\n\tskip_install_trust\n%s}\n\n",
 		admin, port, testenv.FreePort(t), globals) + strings.ReplaceAll(sites, "$PORT", strconv.Itoa(port))
-	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
+	tester = caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
 		AdminPort:          admin,
 		LoadRequestTimeout: 10 * time.Second,
 		TestRequestTimeout: 10 * time.Second,
@@ -276,5 +283,5 @@ func startCaddy(t *testing.T, globals, sites string) (*caddytest.Tester, int) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	return tester, port
+	return tester, port, admin
 }

@@ -13,14 +13,16 @@ import (
 // BenchmarkBatchCreate is POST <api>/links/batch of 1,000 links with random
 // codes and no metadata, through the handler into each store (no Redis):
 // links/s is the creation rate.
-func BenchmarkBatchCreate(b *testing.B) {
+func BenchmarkBatchCreate(b *testing.B) { onBenchStores(b, benchBatchCreate) }
+
+// onBenchStores runs bench on a PostgreSQL store of its own and on an
+// embedded one, as the sub-benchmarks postgres and embedded.
+func onBenchStores(b *testing.B, bench func(b *testing.B, s Store)) {
 	b.Run("postgres", func(b *testing.B) {
 		s, _ := openPostgresOwn(b, testenv.Postgres(b), pgpool.Settings{})
-		benchBatchCreate(b, s)
+		bench(b, s)
 	})
-	b.Run("embedded", func(b *testing.B) {
-		benchBatchCreate(b, openTestEmbeddedB(b))
-	})
+	b.Run("embedded", func(b *testing.B) { bench(b, openTestEmbeddedB(b)) })
 }
 
 func benchBatchCreate(b *testing.B, s Store) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -36,11 +35,7 @@ func FuzzAPIPatch(f *testing.F) {
 	} {
 		f.Add(seed.body, seed.ifMatch)
 	}
-	s, err := OpenEmbedded(filepath.Join(f.TempDir(), "fuzz.db"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { s.Close() })
+	s := openFuzzEmbedded(f)
 	h := newHandler(f, s, nil)
 	code := create(f, h, `{"long_url":"https://example.com/fuzz","title":"t"}`).Code
 	f.Fuzz(func(t *testing.T, body, ifMatch string) {

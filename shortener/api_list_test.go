@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -196,11 +195,7 @@ func FuzzAPIList(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	s, err := OpenEmbedded(filepath.Join(f.TempDir(), "shortener.db"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { s.Close() })
+	s := openFuzzEmbedded(f)
 	h := newHandler(f, s, withReadKey)
 	for i := range 5 {
 		create(f, h, fmt.Sprintf(`{"long_url":"https://example.com/%d","title":"Sale %d","tags":["print"]}`, i, i))

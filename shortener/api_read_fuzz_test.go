@@ -3,7 +3,6 @@ package shortener
 import (
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"testing"
 )
 
@@ -19,11 +18,7 @@ func FuzzAPIReadQueries(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	s, err := OpenEmbedded(filepath.Join(f.TempDir(), "shortener.db"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { s.Close() })
+	s := openFuzzEmbedded(f)
 	h := newHandler(f, s, withReadKey)
 	code := create(f, h, `{"long_url":"https://example.com/0","title":"=1+2"}`).Code
 	for i := range 3 {

@@ -7,22 +7,13 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-
-	"github.com/edgekit/caddy-edgekit/internal/pgpool"
-	"github.com/edgekit/caddy-edgekit/internal/testenv"
 )
 
 // BenchmarkRedirectMaxClicks is an L1 hit of a link with max_clicks: the
 // redirect pays the store's counter (one UPDATE in PostgreSQL, one write
 // transaction in the embedded store) on top of BenchmarkRedirectL1Hit.
 // max_clicks is at its bound, so the link does not run out.
-func BenchmarkRedirectMaxClicks(b *testing.B) {
-	b.Run("postgres", func(b *testing.B) {
-		s, _ := openPostgresOwn(b, testenv.Postgres(b), pgpool.Settings{})
-		benchMaxClicks(b, s)
-	})
-	b.Run("embedded", func(b *testing.B) { benchMaxClicks(b, openTestEmbeddedB(b)) })
-}
+func BenchmarkRedirectMaxClicks(b *testing.B) { onBenchStores(b, benchMaxClicks) }
 
 func benchMaxClicks(b *testing.B, s Store) {
 	err := s.Create(context.Background(), Link{Code: "limited", LongURL: "https://example.com/some/long/path", MaxClicks: maxMaxClicks})

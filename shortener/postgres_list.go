@@ -33,7 +33,7 @@ func (s *PostgresStore) ListLinks(ctx context.Context, q ListQuery) (ListPage, e
 	}
 	switch {
 	case q.Q != "" && !q.byClicks():
-		return s.searchLinks(ctx, q)
+		return s.searchLinks(ctx, q, cur)
 	case q.Q == "" && q.byClicks():
 		return s.listByClicks(ctx, q, cur)
 	}

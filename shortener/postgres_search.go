@@ -17,7 +17,8 @@ import (
 // fills a page of 50 within the 5,000.
 var searchWalks = []int{500, 4500}
 
-// searchLinks answers a page of q sorted by creation. Its cost is bounded
+// searchLinks answers a page of q sorted by creation, from the cursor from
+// (nil: the top). Its cost is bounded
 // by the page, not by the collection:
 //
 //  1. walk the next 500 links in order from the cursor, keeping those that
@@ -30,11 +31,7 @@ var searchWalks = []int{500, 4500}
 //
 // A term rare among the newest links but frequent among older ones costs
 // the sort of those older matches (docs/performance.md).
-func (s *PostgresStore) searchLinks(ctx context.Context, q ListQuery) (ListPage, error) {
-	from, err := decodeCursor(q.Sort, q.Cursor)
-	if err != nil {
-		return ListPage{}, err
-	}
+func (s *PostgresStore) searchLinks(ctx context.Context, q ListQuery, from *listCursor) (ListPage, error) {
 	var links []ListedLink
 	for _, walk := range s.walks() {
 		found, err := s.walkSearch(ctx, q, from, walk, q.Limit+1-len(links))
