@@ -58,6 +58,9 @@ type approxOwner struct {
 	handler   *Handler
 	store     limiter.Absorber
 	onFailure func(error) // a sync failed (logged at most once a second)
+	// onFirst: a sync found a key exhausted, first in its window (see
+	// events.go); nil: the store is not asked to tell
+	onFirst func(storeKey string, res limiter.Result)
 }
 
 // approxEntry is one key of an approxTable.
@@ -296,6 +299,7 @@ func (t *approxTable) sync(final bool) {
 	defer t.syncMu.Unlock()
 	var asks []limiter.Ask
 	var sent []*approxEntry
+	o := t.owner.Load()
 	t.entries.Range(func(k, v any) bool {
 		e := v.(*approxEntry)
 		e.mu.Lock()
@@ -305,7 +309,7 @@ func (t *approxTable) sync(final bool) {
 			// A negative count (units given back after the sync that sent
 			// them) stays, to offset the next units taken.
 			units := max(e.used, 0)
-			asks = append(asks, limiter.Ask{Key: k.(string), Limit: e.limit, Cost: units})
+			asks = append(asks, limiter.Ask{Key: k.(string), Limit: e.limit, Cost: units, Notify: o.onFirst != nil})
 			e.sending, e.used, e.touched = units, e.used-units, false
 			sent = append(sent, e)
 		case !final && e.sending == 0 && e.inflight == 0:
@@ -321,7 +325,6 @@ func (t *approxTable) sync(final bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), approxSyncTimeout)
 	defer cancel()
-	o := t.owner.Load()
 	results, err := o.store.Absorb(ctx, asks)
 	got := time.Now()
 	t.failing.Store(err != nil)
@@ -332,6 +335,9 @@ func (t *approxTable) sync(final bool) {
 		}
 	}
 	for i, e := range sent {
+		if results != nil && results[i].First && o.onFirst != nil {
+			o.onFirst(asks[i].Key, results[i])
+		}
 		e.mu.Lock()
 		if results == nil || results[i].Now.IsZero() { // not sent: next time
 			e.used += e.sending
@@ -366,6 +372,9 @@ func (h *Handler) provisionApprox() {
 	for i, z := range h.Zones {
 		if z.Approximate > 0 {
 			o := &approxOwner{handler: h, store: a, onFailure: h.approxWarn(z.Name)}
+			if z.notify {
+				o.onFirst = h.approxExceeded(z)
+			}
 			z.approx = h.carried[i].ownApprox(o, func() *approxTable {
 				return newApproxTable(time.Duration(z.Approximate), h.Instances, h.MaxKeys, a, o.onFailure)
 			})

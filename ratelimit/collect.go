@@ -63,6 +63,7 @@ func (h *Handler) zoneDecisionFor(z *Zone, r *http.Request, repl *caddy.Replacer
 	if !over && z.ban.Duration > 0 && !z.exempt.exempt(r, d.key) {
 		d.ask.Ban = z.ban
 	}
+	d.ask.Notify = z.notify
 	if limit.Algorithm == limiter.Concurrency && cost > 0 {
 		d.ask.Lease = limiter.NewLeaseID()
 	}

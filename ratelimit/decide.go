@@ -106,6 +106,9 @@ func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
 			h.deny.remember(ds, sent, time.Now())
 		}
 		h.noteBans(ds)
+		if h.events != nil {
+			h.emitEvents(ds)
+		}
 		return nil
 	}
 	var local []int

@@ -140,6 +140,7 @@ type Handler struct {
 	policyAll string // RateLimit-Policy when every zone applies
 	breaker   *breaker
 	brake     *brakeCache // nil: no brake (a store set by a test)
+	events    *eventSink  // nil: no event observed (see events.go)
 	warn      *warnLimiter
 	// overloaded rate-limits the warnings of overloaded decisions
 	overloaded *warnLimiter

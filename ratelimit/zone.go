@@ -179,6 +179,7 @@ type Zone struct {
 	bansSet   prometheus.Counter // caddy_ratelimit_bans_set_total{zone}
 	seen      *bansSeen          // banned keys seen here (log_keys; nil without ban)
 	setHere   *bansSetHere       // bans set here, for bans_in_force (nil without ban)
+	notify    bool               // ratelimit_exceeded is observed: the store tells first refusals
 	pos       *cfparse.Positions // where the Caddyfile set each field (nil: JSON)
 }
 

@@ -69,6 +69,8 @@ func paramsOf(a Ask) (params, error) {
 	if p.ban, err = banParamsOf(a.Ban); err != nil {
 		return p, fmt.Errorf("%w: %w", ErrInvalidAsk, err)
 	}
+	// A concurrency zone has no window to tell a first refusal in.
+	p.ban.notify = a.Notify && p.code != codeConcurrency
 	return p, nil
 }
 
@@ -81,6 +83,7 @@ type decision struct {
 	delayUs   int64 // leaky_bucket: the allowed request's wait in the queue
 	expireAt  int64 // allowed: when the written state may be forgotten
 	ban       int8  // refused: banNone, banInForce or banSet
+	first     bool  // refused: the first refusal of the key's window
 }
 
 // result converts a decision taken at now (µs) into a Result.
@@ -95,6 +98,7 @@ func (d decision) result(now int64) Result {
 		Now:        time.UnixMicro(now),
 		Banned:     d.ban != banNone,
 		BanSet:     d.ban == banSet,
+		First:      d.first,
 	}
 }
 

@@ -54,6 +54,8 @@ type banParams struct {
 	us    int64 // the first ban (whole milliseconds, in µs)
 	after int64
 	maxUs int64
+	// notify: refusals are counted (for Result.First) even with no ban
+	notify bool
 }
 
 // banParamsOf converts a checked Ban.
@@ -72,10 +74,15 @@ func banParamsOf(b Ban) (banParams, error) {
 // on reports whether bans are set at all.
 func (b banParams) on() bool { return b.us > 0 }
 
+// counts reports whether refusals are counted in the key's ban state: to
+// set bans, or to tell the first refusal of a window (Ask.Notify).
+func (b banParams) counts() bool { return b.on() || b.notify }
+
 // scriptCode is the algorithm code as the Redis script reads it: the code
-// alone, or followed by the ban's parameters "<code> <ban ms> <after> <max ms>".
+// alone, or followed by the ban's parameters "<code> <ban ms> <after> <max ms>"
+// (a ban of 0 ms: refusals only counted).
 func (b banParams) scriptCode(code int) any {
-	if !b.on() {
+	if !b.counts() {
 		return code
 	}
 	return strings.Join([]string{strconv.Itoa(code), strconv.FormatInt(b.us/1000, 10),
@@ -109,8 +116,9 @@ type banState struct {
 func (st banState) left(now int64) int64 { return st.until - now }
 
 // offend counts a refusal at now, under window windowUs. It returns the
-// new state and the ban it set (µs; 0: none).
-func (st banState) offend(now, windowUs int64, b banParams) (banState, int64) {
+// new state, the ban it set (µs; 0: none) and whether the refusal is the
+// first of its window (or since the last ban).
+func (st banState) offend(now, windowUs int64, b banParams) (banState, int64, bool) {
 	if now >= st.since+windowUs {
 		st.count, st.since = 0, now
 	}
@@ -118,13 +126,14 @@ func (st banState) offend(now, windowUs int64, b banParams) (banState, int64) {
 		st.level = 0
 	}
 	st.count++
-	if st.count < b.after {
-		return st, 0
+	first := st.count == 1
+	if !b.on() || st.count < b.after {
+		return st, 0, first
 	}
 	st.level = min(st.level+1, maxBanLevel)
 	dur := int64(math.Min(float64(b.us)*math.Pow(2, float64(st.level-1)), float64(b.maxUs)))
 	st.count, st.since, st.until = 0, now, now+dur
-	return st, dur
+	return st, dur, first
 }
 
 // expireAt is when the state may be forgotten (µs): one window after the
@@ -144,11 +153,13 @@ func bannedDecision(left int64) decision {
 }
 
 // Ban outcomes of a decision (decision.ban, and the verdict of the
-// script's reply: 0 refused, 1 allowed, then these).
+// script's reply: 0 refused, 1 allowed, then these), and the flag the
+// script adds to the verdict of a refusal that is the first of its window.
 const (
-	banNone    = 0
-	banInForce = 2 // refused by a ban in force
-	banSet     = 3 // refused, and this refusal set a ban
+	banNone      = 0
+	banInForce   = 2 // refused by a ban in force
+	banSet       = 3 // refused, and this refusal set a ban
+	verdictFirst = 4 // added: the first refusal of the key's window
 )
 
 // withBan makes a refusal the one that set a ban of dur µs.

@@ -52,6 +52,10 @@ var conformanceChecks = []conformanceCheck{
 	{"ban escalation", testBanEscalation, true, false},
 	{"ban counts refusals only", testBanRefusalsOnly, false, false},
 	{"ban list and lift", testBanListLift, false, false},
+	{"first refusal", testNotifyFirst, true, false},
+	{"first refusal with a ban", testNotifyBan, true, false},
+	{"first refusal concurrent", testNotifyConcurrent, false, false},
+	{"first refusal absorbed", testNotifyAbsorb, false, true},
 }
 
 func TestConformance(t *testing.T) {

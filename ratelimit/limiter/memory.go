@@ -124,7 +124,7 @@ func decideOn(parts []*MemoryStore, asks []Ask, ps []params, now int64) []Result
 			e.busy = true // before decideBanned may add an entry
 		}
 		var d decision
-		if ps[i].ban.on() {
+		if ps[i].ban.counts() {
 			d = parts[i].decideBanned(asks[i].Key, e, now, ps[i])
 		} else {
 			d = e.decide(now, ps[i])

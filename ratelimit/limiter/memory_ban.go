@@ -5,28 +5,39 @@ package limiter
 const codeBan = -1
 
 // decideBanned decides p for the entry e of key (nil: no state) when the
-// Ask has a ban: refused outright while the key is banned, else decided,
-// a refusal counted as an offence. The store must be locked.
+// Ask counts its refusals (a ban, or Notify): refused outright while the
+// key is banned, else decided, a refusal counted as an offence. The store
+// must be locked.
 func (s *MemoryStore) decideBanned(key string, e *memoryEntry, now int64, p params) decision {
-	b := s.lookup(BanKey(key), codeBan, now)
-	if b != nil && b.ok {
-		if left := b.bans.left(now); left > 0 {
-			return bannedDecision(left)
+	var bkey string // Notify alone reads the ban state only to count a refusal
+	var b *memoryEntry
+	if p.ban.on() {
+		bkey = BanKey(key)
+		b = s.lookup(bkey, codeBan, now)
+		if b != nil && b.ok {
+			if left := b.bans.left(now); left > 0 {
+				return bannedDecision(left)
+			}
 		}
 	}
 	d := e.decide(now, p)
 	if d.allowed {
 		return d
 	}
+	if bkey == "" {
+		bkey = BanKey(key)
+		b = s.lookup(bkey, codeBan, now)
+	}
 	if b == nil {
-		b = s.add(BanKey(key), codeBan, now)
+		b = s.add(bkey, codeBan, now)
 	}
 	var st banState
 	if b.ok {
 		st = b.bans
 	}
-	st, dur := st.offend(now, p.windowUs, p.ban)
+	st, dur, first := st.offend(now, p.windowUs, p.ban)
 	b.bans, b.ok, b.p, b.expireAt = st, true, p, st.expireAt(p.windowUs, p.ban)
+	d.first = first
 	if dur > 0 {
 		return d.withBan(dur)
 	}

@@ -334,7 +334,8 @@ func decodeReply(v any, n int) ([]Result, int64, error) {
 
 // decodeResults converts one request's part of the reply: per ask allowed,
 // remaining, retry_us, reset_us, delay_us, decided at now (µs). The
-// verdict is 0 (refused), 1 (allowed), or a ban's (banInForce, banSet).
+// verdict is 0 (refused), 1 (allowed), or a ban's (banInForce, banSet),
+// plus verdictFirst for the first refusal of a window (0 or banSet).
 func decodeResults(now int64, vals []any, n int) ([]Result, error) {
 	if len(vals) != 5*n {
 		return nil, fmt.Errorf("ratelimit script: %d reply values for %d asks", len(vals), n)
@@ -349,10 +350,14 @@ func decodeResults(now int64, vals []any, n int) ([]Result, error) {
 			}
 			f[j] = x
 		}
+		first := f[0] == verdictFirst || f[0] == verdictFirst+banSet
+		if first {
+			f[0] -= verdictFirst
+		}
 		if f[0] < 0 || f[0] > banSet {
 			return nil, fmt.Errorf("ratelimit script: unexpected verdict %d", f[0])
 		}
-		d := decision{allowed: f[0] == 1, remaining: f[1], retryUs: f[2], resetUs: f[3], delayUs: f[4]}
+		d := decision{allowed: f[0] == 1, remaining: f[1], retryUs: f[2], resetUs: f[3], delayUs: f[4], first: first}
 		if f[0] >= banInForce {
 			d.ban = int8(f[0])
 		}

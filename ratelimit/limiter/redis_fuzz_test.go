@@ -60,6 +60,14 @@ func FuzzDecodeReply(f *testing.F) {
 	}
 	f.Add(append(ok, 1))
 	f.Add(append(ok, 0))
+	for _, verdict := range []int64{4, 5, 6, 7} { // a first refusal (4, 7), or not a verdict
+		first := []byte{1}
+		first = append(first, le(1, 1_800_000_000_000_000)...)
+		for _, v := range []int64{verdict, 0, 1000, 60_000_000, 0} {
+			first = append(first, le(1, v)...)
+		}
+		f.Add(append(first, 1))
+	}
 	f.Add([]byte{2, 1})
 	f.Add([]byte{0, 1})
 	f.Add(append(append([]byte{1}, le(4, 'x')...), 1))
@@ -78,6 +86,9 @@ func FuzzDecodeReply(f *testing.F) {
 			}
 			if !r.Now.Equal(time.UnixMicro(now)) {
 				t.Errorf("Now %v, want the reply's clock %v", r.Now, time.UnixMicro(now))
+			}
+			if r.First && (r.Allowed || r.Banned && !r.BanSet) {
+				t.Errorf("First on %+v: only a refusal, or the one that sets a ban, is first", r)
 			}
 		}
 	})

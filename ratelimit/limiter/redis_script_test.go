@@ -95,7 +95,10 @@ func TestRedisDecodeReply(t *testing.T) {
 		[]any{int64(1)},
 		[]any{int64(1), int64(1), int64(2), int64(3), int64(4)},
 		[]any{int64(1), int64(1), int64(2), int64(3), int64(4), "5"},
-		[]any{int64(1), int64(4), int64(2), int64(3), int64(4), int64(5)}, // verdicts: 0-3
+		// verdicts: 0-3, and 4 or 7 (a first refusal, or one setting a ban)
+		[]any{int64(1), int64(5), int64(2), int64(3), int64(4), int64(5)},
+		[]any{int64(1), int64(6), int64(2), int64(3), int64(4), int64(5)},
+		[]any{int64(1), int64(8), int64(2), int64(3), int64(4), int64(5)},
 	}
 	for _, v := range bad {
 		if _, _, err := decodeReply(v, 1); err == nil {

@@ -71,6 +71,12 @@ type Ask struct {
 	// refusals never ban. Leave it zero for refusals that must not count
 	// (dry_run zones, a cost past the quota).
 	Ban Ban
+	// Notify: the store tells which refusal of this Ask's key is the first
+	// in its window (Result.First), across every instance sharing the store.
+	// It costs the store a read and a write of the key's ban companion (see
+	// BanKey) on a refusal, nothing when allowed; an Ask with a Ban gets
+	// First anyway.
+	Notify bool
 	// Lease is the id of the lease a concurrency Ask of cost 1 takes (see
 	// NewLeaseID): 1 to MaxLeaseIDLen bytes. Unused by the others.
 	Lease string
@@ -105,6 +111,10 @@ type Result struct {
 	// refusal set (BanSet). RetryAfter is then the ban's remainder.
 	Banned bool
 	BanSet bool
+	// First: refused (not by a ban in force), and the first refusal of the
+	// key in its window: since the window began at the key's first refusal,
+	// or since its last ban was set. Reported for Asks with Notify or a Ban.
+	First bool
 }
 
 // Store decides quotas. Implementations: the Redis store (one atomic Lua call

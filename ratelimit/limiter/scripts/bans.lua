@@ -2,7 +2,8 @@
 -- "-- #include bans.lua" (see redis.go).
 -- bans ------------------------------------------------------------------------
 -- Mirrors ban.go. An ask's code may carry its ban: "<code> <ban ms> <after>
--- <max ms>". A key's ban state lives in its companion (ban_key), as
+-- <max ms>" (a ban of 0 ms: refusals are only counted, to tell the first
+-- of a window: Ask.Notify). A key's ban state lives in its companion (ban_key), as
 -- "<count> <since> <until> <level>" (µs), read once per call and written at
 -- the end like the quota states.
 
@@ -53,7 +54,8 @@ local function banned(key)
 end
 
 -- offend counts the refusal r of an ask under window w; it returns r, or
--- the refusal that set a ban.
+-- the refusal that set a ban, its verdict plus 4 when the refusal is the
+-- first of the key's window (or since its last ban).
 local function offend(key, w, ban, r)
   local bkey = ban_key(key)
   local st = ban_load(bkey)
@@ -64,8 +66,12 @@ local function offend(key, w, ban, r)
     st[4] = 0
   end
   st[1] = st[1] + 1
+  local first = 0
+  if st[1] == 1 then
+    first = 4
+  end
   local dur = 0
-  if st[1] >= ban[2] then
+  if ban[1] > 0 and st[1] >= ban[2] then
     st[4] = min(st[4] + 1, 63)
     dur = min(ban[1] * 2 ^ (st[4] - 1), ban[3])
     st[1], st[2], st[3] = 0, now, now + dur
@@ -76,8 +82,9 @@ local function offend(key, w, ban, r)
   end
   st.exp, st.dirty = exp, true
   if dur > 0 then
-    return {3, r[2], dur, max(r[4], dur), 0}
+    return {3 + first, r[2], dur, max(r[4], dur), 0}
   end
+  r[1] = r[1] + first
   return r
 end
 
@@ -90,10 +97,11 @@ local function ban_flush()
   end
 end
 
--- decide_banned decides one ask ('d' mode) of a zone with a ban: refused
--- outright while banned, else decided, a refusal counted as an offence.
+-- decide_banned decides one ask ('d' mode) of a zone that counts its
+-- refusals: refused outright while banned, else decided, a refusal counted
+-- as an offence.
 local function decide_banned(key, code, events, w, burst, cost, ban)
-  local r = banned(key)
+  local r = ban[1] > 0 and banned(key)
   if r then
     return r
   end

@@ -17,7 +17,9 @@
 --          code (with its ban, if any: see bans), events, window (ms),
 --          burst, cost (concurrency: see its file).
 -- Reply ('d', 'a'): {now_us, then per ask of every request: allowed (0/1;
--- refused by a ban: 2 in force, 3 set by this refusal), remaining,
+-- refused by a ban: 2 in force, 3 set by this refusal; a refusal counted
+-- by its ban state (see bans) adds 4 when it is the first of the key's
+-- window), remaining,
 -- retry_us, reset_us, delay_us}.
 --
 -- State strings are read once per call (GET) into a table and written once
@@ -452,7 +454,11 @@ while a <= #ARGV do
       if cost > 0 then
         force[code](key, code, events, w, burst, cost)
       end
-      answer(decide[code](key, code, events, w, burst, 0))
+      local r = decide[code](key, code, events, w, burst, 0)
+      if ban and r[1] == 0 then
+        r = offend(key, w, ban, r)
+      end
+      answer(r)
     else
       local r, write
       if ban then
