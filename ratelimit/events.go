@@ -8,8 +8,9 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
 
-	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
 // Caddy events the handler emits, through Caddy's event system (the
