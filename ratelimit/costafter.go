@@ -57,10 +57,11 @@ func (c *CostAfter) check(alg string) error {
 }
 
 // parseRealCost parses a real cost: ASCII digits only (space around
-// allowed), at most MaxRealCost; ok is false for anything else.
+// allowed, leading zeros too), at most MaxRealCost; ok is false for
+// anything else. It stops at the first digit past the bound.
 func parseRealCost(s string) (n int64, ok bool) {
 	s = strings.TrimSpace(s)
-	if s == "" || len(s) > 20 {
+	if s == "" {
 		return 0, false
 	}
 	for i := 0; i < len(s); i++ {
