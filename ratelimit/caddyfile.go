@@ -36,6 +36,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        lease_ttl    <duration>
 //	        burst        <n>
 //	        cost         <n|template>
+//	        cost_after   <template> [fallback <n>]
 //	        match        { <request matchers> }
 //	        count_status <code...>
 //	        on_error     open|closed|local
@@ -215,6 +216,8 @@ func (z *Zone) unmarshalField(d *caddyfile.Dispenser, name string) error {
 		return err
 	case "ban":
 		return z.unmarshalBan(d)
+	case "cost_after":
+		return z.unmarshalCostAfter(d)
 	case "ban_exempt":
 		z.BanExempt = d.RemainingArgs()
 		if len(z.BanExempt) == 0 {

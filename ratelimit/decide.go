@@ -205,12 +205,13 @@ func (h *Handler) rechargeAfterDryRun(ctx context.Context, ds []zoneDecision) {
 	}
 }
 
-// chargeAfter takes the quota of count_status zones whose status counts.
+// chargeAfter takes the quota of count_status zones whose status counts
+// (those with cost_after settle instead: see settle).
 func (h *Handler) chargeAfter(ctx context.Context, ds []zoneDecision, status int) {
 	var store, local []int
 	for i := range ds {
 		d := &ds[i]
-		if len(d.zone.CountStatus) == 0 || d.cost == 0 || !d.zone.counts(status) {
+		if len(d.zone.CountStatus) == 0 || d.cost == 0 || !d.zone.counts(status) || d.zone.costAfter != nil {
 			continue
 		}
 		switch d.state {

@@ -107,10 +107,11 @@ const (
 	inputQuota                          // a placeholder quota invalid or past the bounds: 500
 	inputPlan                           // the plan key names a row skipped at load: the zone's own quota applied
 	inputRepeated                       // a field the key is read from sent more than once: 400
+	inputCostAfter                      // a real cost (cost_after) that is not a non-negative integer: the pre-charge stands
 	numInputKinds
 )
 
-var inputKindNames = [numInputKinds]string{"cost_over_quota", "cost", "quota", "plan", "repeated"}
+var inputKindNames = [numInputKinds]string{"cost_over_quota", "cost", "quota", "plan", "repeated", "cost_after"}
 
 // inputCounters are one zone's invalid input counters, looked up once at
 // provision.

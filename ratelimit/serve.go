@@ -21,8 +21,10 @@ import (
 //     the deny cache, else on the store, all or nothing (decide.go);
 //  3. respond: a store failure's or an overload's answer, a refusal, or
 //     headers, the leaky bucket's wait and the next handler, charging
-//     count_status zones after its response; the leases of concurrency
-//     zones are given back when the handler returns (leases.go).
+//     count_status zones after its response and settling cost_after zones
+//     when it ends (settlement.go); the leases of concurrency zones are
+//     given back when the handler returns (leases.go), with the
+//     settlement when there is one.
 //
 // Only collect and decide write the request's zoneDecisions (collect.go,
 // decide.go); respond reads them.
@@ -43,8 +45,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return next.ServeHTTP(w, r)
 	}
 	storeErr := h.decideAll(r.Context(), ds)
+	var rl *requestLeases
 	if h.concurrency {
-		if rl := h.takeLeases(ds); rl != nil {
+		if rl = h.takeLeases(ds); rl != nil {
 			defer h.giveBack(rl)
 		}
 	}
@@ -57,10 +60,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if err := h.allow(w, r, ds); err != nil {
 		return err
 	}
-	if !hasCountStatus(ds) {
+	if !settlesAfter(ds) {
 		return next.ServeHTTP(w, r)
 	}
-	return h.serveCounted(w, r, ds, next)
+	return h.serveAfter(w, r, repl, ds, rl, next)
 }
 
 // collect appends to ds what r asks of each zone that applies to it, with
@@ -199,11 +202,28 @@ func (h *Handler) allow(w http.ResponseWriter, r *http.Request, ds []zoneDecisio
 	return nil
 }
 
-// serveCounted runs next, then charges the count_status zones whose
-// status the response has.
-func (h *Handler) serveCounted(w http.ResponseWriter, r *http.Request, ds []zoneDecision, next caddyhttp.Handler) error {
+// serveAfter runs next, then charges the count_status zones whose status
+// the response has, and settles the cost_after zones whatever the ending
+// (a deferred call: also when next panics, the real cost then unknown).
+func (h *Handler) serveAfter(w http.ResponseWriter, r *http.Request, repl *caddy.Replacer, ds []zoneDecision, rl *requestLeases, next caddyhttp.Handler) (err error) {
 	rec := caddyhttp.NewResponseRecorder(w, nil, nil)
-	err := next.ServeHTTP(rec, r)
+	ended := false
+	defer func() {
+		if !ended { // panicked: the status is unknown
+			h.settle(r, repl, ds, rl, rec.Header(), 0, false)
+		}
+	}()
+	err = next.ServeHTTP(rec, r)
+	ended = true
+	status := responseStatus(rec, err)
+	h.chargeAfter(r.Context(), ds, status)
+	h.settle(r, repl, ds, rl, rec.Header(), status, err == nil)
+	return err
+}
+
+// responseStatus is the status of a response next wrote into rec,
+// returning err.
+func responseStatus(rec caddyhttp.ResponseRecorder, err error) int {
 	status := rec.Status()
 	var he caddyhttp.HandlerError
 	switch {
@@ -217,14 +237,15 @@ func (h *Handler) serveCounted(w http.ResponseWriter, r *http.Request, ds []zone
 	case status == 0:
 		status = http.StatusOK
 	}
-	h.chargeAfter(r.Context(), ds, status)
-	return err
+	return status
 }
 
-// hasCountStatus reports whether a decided zone counts only some statuses.
-func hasCountStatus(ds []zoneDecision) bool {
+// settlesAfter reports whether a decided zone counts only some statuses
+// or settles its cost after the response.
+func settlesAfter(ds []zoneDecision) bool {
 	for i := range ds {
-		if len(ds[i].zone.CountStatus) > 0 && ds[i].decided() {
+		z := ds[i].zone
+		if (len(z.CountStatus) > 0 || z.costAfter != nil) && ds[i].decided() {
 			return true
 		}
 	}

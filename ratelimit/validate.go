@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"regexp"
@@ -108,6 +109,11 @@ func (z *Zone) check() error {
 	if err := z.checkBounds(); err != nil {
 		return err
 	}
+	if z.CostAfter != nil && z.Algorithm != limiter.Concurrency {
+		if err := z.CostAfter.check(cmp.Or(z.Algorithm, DefaultAlgorithm)); err != nil {
+			return err
+		}
+	}
 	switch {
 	case z.Approximate < 0:
 		return onField("approximate", errors.New("approximate must be > 0"))
@@ -183,6 +189,7 @@ func (z *Zone) checkConcurrency() error {
 		{"window", z.Window != 0 || z.Dynamic != nil && z.Dynamic.Window != ""},
 		{"burst", z.Burst != 0 || z.Dynamic != nil && z.Dynamic.Burst != ""},
 		{"cost", z.Cost != ""},
+		{"cost_after", z.CostAfter != nil},
 		{"count_status", len(z.CountStatus) > 0},
 		{"approximate", z.Approximate != 0},
 	} {

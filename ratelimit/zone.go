@@ -80,6 +80,12 @@ type Zone struct {
 	// Default: `1`.
 	Cost caddyhttp.WeakString `json:"cost,omitempty"`
 
+	// The real cost, known when the response ends: charged then, the
+	// zone's `cost` pre-charged at admission (see CostAfter). Caddyfile:
+	// `cost_after <template> [fallback <n>]`. Default: none (`cost` is
+	// what a request takes).
+	CostAfter *CostAfter `json:"cost_after,omitempty"`
+
 	// The zone applies only to requests matching this matcher set. Default:
 	// every request the handler sees.
 	MatchRaw caddy.ModuleMap `json:"match,omitempty" caddy:"namespace=http.matchers"`
@@ -160,11 +166,13 @@ type Zone struct {
 	costTmpl bool
 	keyExpr  template // Key, prepared
 	costExpr template // Cost, when costTmpl
-	onError  failureMode
-	policy   string // the zone's RateLimit-Policy item
-	quoted   string // `"<name>"`, the RateLimit item's start
-	limitStr string // Events as a string, for X-RateLimit-Limit
-	nameAny  any    // Name, boxed once for the replacer
+	// costAfter: CostAfter, prepared (nil: none)
+	costAfter *costAfterExpr
+	onError   failureMode
+	policy    string // the zone's RateLimit-Policy item
+	quoted    string // `"<name>"`, the RateLimit item's start
+	limitStr  string // Events as a string, for X-RateLimit-Limit
+	nameAny   any    // Name, boxed once for the replacer
 	// errRefused is the error of a request the zone refuses.
 	errRefused error
 	problem    problemBody // the body of its refusals (handler `body problem`)
@@ -229,6 +237,9 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances, status i
 		} else {
 			z.cost, _ = parseCost(c) // validated above
 		}
+	}
+	if z.CostAfter != nil {
+		z.costAfter = newCostAfterExpr(z.CostAfter)
 	}
 	z.onError = def
 	if z.OnError != "" {

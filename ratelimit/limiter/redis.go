@@ -25,12 +25,16 @@ var absorbLua string
 //go:embed scripts/bans.lua
 var bansLua string
 
+//go:embed scripts/settle.lua
+var settleLua string
+
 // decideLua is decide.lua with its sections kept in files of their own
 // included where it names them.
-var decideLua = includeLua(includeLua(includeLua(decideMain,
+var decideLua = includeLua(includeLua(includeLua(includeLua(decideMain,
 	"concurrency.lua", concurrencyLua),
 	"absorb.lua", absorbLua),
-	"bans.lua", bansLua)
+	"bans.lua", bansLua),
+	"settle.lua", settleLua)
 
 // includeLua replaces the line "-- #include <name>" of script with text,
 // set apart by blank lines.

@@ -11,15 +11,16 @@
 --          local counts of `approximate` zones: token_bucket,
 --          sliding_window, fixed_window; each ask is charged its whole
 --          cost even past the quota, into a debt that refills repay, and
---          answered as a cost 0 check sees the state after).
--- ARGV[2]: 'r' only: the Redis TIME (µs) of the charging call.
+--          answered as a cost 0 check sees the state after) or 's'
+--          (settle cost_after zones and give back leases: see settle.lua).
+-- ARGV[2]: 'r', 's': the Redis TIME (µs) of the charging call.
 -- ARGV[3...]: per request: n, its number of asks, then per ask: algorithm
 --          code (with its ban, if any: see bans), events, window (ms),
 --          burst, cost (concurrency: see its file).
--- Reply ('d', 'a'): {now_us, then per ask of every request: allowed (0/1;
--- refused by a ban: 2 in force, 3 set by this refusal; a refusal counted
--- by its ban state (see bans) adds 4 when it is the first of the key's
--- window), remaining,
+-- Reply ('d', 'a'; 's': now_us only): {now_us, then per ask of every
+-- request: allowed (0/1; refused by a ban: 2 in force, 3 set by this
+-- refusal; a refusal counted by its ban state (see bans) adds 4 when it is
+-- the first of the key's window), remaining,
 -- retry_us, reset_us, delay_us}.
 --
 -- State strings are read once per call (GET) into a table and written once
@@ -424,6 +425,7 @@ local refund = {token_bucket_refund, window_refund, window_refund, sliding_log_r
 local force = {token_bucket_force, sliding_window_force, fixed_window_force}
 
 -- #include bans.lua
+-- #include settle.lua
 
 local mode = ARGV[1]
 local at = tonumber(ARGV[2])
@@ -450,6 +452,8 @@ while a <= #ARGV do
       if cost > 0 then
         refund[code](key, code, events, w, burst, cost, at)
       end
+    elseif mode == 's' then
+      settle(key, code, events, w, burst, cost, at)
     elseif mode == 'a' then
       if cost > 0 then
         force[code](key, code, events, w, burst, cost)
