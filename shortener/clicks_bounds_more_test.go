@@ -29,6 +29,7 @@ func FuzzClickRecord(f *testing.F) {
 	f.Add(strings.Repeat("x", 64), "http://"+strings.Repeat("a", 300)+"/", "", int64(-1))
 	f.Add("a\tb", "http://ex\tample/", "curl/8", int64(0))
 	f.Add("Q9", "http://[::1]:80/", "Googlebot", int64(1<<62))
+	deriver := &ClickRecorder{ua: newUAParser()}
 	f.Fuzz(func(t *testing.T, code, ref, ua string, ms int64) {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.URL.Path = "/" + strings.Repeat("p", int(uint8(len(ua)))) + "/" + code
@@ -51,8 +52,8 @@ func FuzzClickRecord(f *testing.F) {
 		if size > maxHeldSize {
 			t.Fatalf("clickSize = %d > %d", size, maxHeldSize)
 		}
-		new(ClickRecorder).derive(&c)
-		if c.Addr.IsValid() || c.UA != "" {
+		deriver.derive(&c)
+		if c.Addr.IsValid() || c.UA != "" || c.Device == "" || clickSize(c) < 0 {
 			t.Fatalf("derive kept the address or user agent: %+v", c)
 		}
 		enc := encodeClicks([]Click{c})

@@ -34,6 +34,13 @@ type Click struct {
 	// are never encoded into the stream nor given to a sink.
 	Addr netip.Addr
 	UA   string
+
+	// Dimensions the writer derives (see derive); "" until then. Device
+	// is one of the Device* values; OS and Browser are the parser's names,
+	// lowercase, or UnknownDim.
+	Device  string
+	OS      string
+	Browser string
 }
 
 // Bot reports whether the click comes from a crawler, link previewer or

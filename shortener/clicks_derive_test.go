@@ -117,3 +117,68 @@ func TestClickAddressAndUserAgentStayInProcess(t *testing.T) {
 		}
 	})
 }
+
+// derive names device, OS and browser from the user agent; bots stay as
+// ClassifyUserAgent calls them; a second look hits the cache alike.
+func TestClickDeriveUserAgent(t *testing.T) {
+	r := &ClickRecorder{ua: newUAParser()}
+	for _, tt := range []struct{ ua, device, os, browser string }{
+		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", DeviceDesktop, "windows", "chrome"},
+		{"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1", DeviceMobile, "ios", "safari"},
+		{"Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.6778.81 Mobile Safari/537.36", DeviceMobile, "android", "chrome"},
+		{"Mozilla/5.0 (iPad; CPU OS 17_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.6 Mobile/15E148 Safari/604.1", DeviceTablet, "ios", "safari"},
+		{"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", DeviceDesktop, "linux", "firefox"},
+		{"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", DeviceBot, UnknownDim, UnknownDim},
+		{"curl/8.5.0", DeviceBot, UnknownDim, UnknownDim},
+		{"", DeviceBot, UnknownDim, UnknownDim},
+		{"SomeApp/1.0", DeviceOther, UnknownDim, UnknownDim},
+	} {
+		for range 2 {
+			c := Click{Code: "abc1234", UA: tt.ua, Class: ClassifyUserAgent(tt.ua), Addr: netip.MustParseAddr(canaryAddr)}
+			r.derive(&c)
+			if c.Device != tt.device || c.OS != tt.os || c.Browser != tt.browser || c.UA != "" || c.Addr.IsValid() {
+				t.Errorf("derive(%.40q) = %q/%q/%q (UA %q, addr %v); want %q/%q/%q, both cleared",
+					tt.ua, c.Device, c.OS, c.Browser, c.UA, c.Addr, tt.device, tt.os, tt.browser)
+			}
+			if clickSize(c) < 0 {
+				t.Errorf("derived click %+v is out of bounds", c)
+			}
+		}
+	}
+}
+
+// Dimensions survive the stream; an entry of the earlier four-field
+// format decodes with none; a hostile dimension is refused.
+func TestClickEncodingDims(t *testing.T) {
+	in := []Click{{Code: "abc1234", At: time.UnixMilli(1764547200000).UTC(), Class: ClassBrowser, Device: DeviceMobile, OS: "ios", Browser: "samsung browser"}}
+	out, err := decodeClicks(encodeClicks(in))
+	if err != nil || len(out) != 1 || out[0] != in[0] {
+		t.Errorf("decode(encode(%+v)) = %+v, %v", in, out, err)
+	}
+	old, err := decodeClicks("abc1234\t1764547200000\t0\texample.com\n")
+	if err != nil || len(old) != 1 || old[0].Device != "" || old[0].Referrer != "example.com" {
+		t.Errorf("four-field entry = %+v, %v", old, err)
+	}
+	for _, bad := range []string{"abc1234\t1\t0\t\tMOBILE\t\t\n", "abc1234\t1\t0\t\t" + strings.Repeat("x", maxDimLen+1) + "\t\t\n"} {
+		if _, err := decodeClicks(bad); err == nil {
+			t.Errorf("decodeClicks(%q) accepted a hostile dimension", bad)
+		}
+	}
+}
+
+// BenchmarkClickDerive measures the writer's derivation of a click from a
+// mix of eight user agents (after the first, each a cache hit).
+func BenchmarkClickDerive(b *testing.B) {
+	r := &ClickRecorder{ua: newUAParser()}
+	uas := []string{
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+		"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
+		"Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.6778.81 Mobile Safari/537.36",
+		"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		c := Click{Code: "abc1234", UA: uas[i%len(uas)]}
+		r.derive(&c)
+	}
+}

@@ -16,7 +16,9 @@ const (
 	// MaxUserAgent is the most of a User-Agent a click holds: its first
 	// 512 bytes (ClassifyRequest cuts longer ones).
 	MaxUserAgent = 512
-	maxClickSize = clickFixedSize + MaxCustomCodeLen + MaxReferrerHost
+	// maxDimLen bounds a derived dimension value (device, OS, browser).
+	maxDimLen    = 32
+	maxClickSize = clickFixedSize + MaxCustomCodeLen + MaxReferrerHost + 3*(maxDimLen+1)
 	maxHeldSize  = clickHeldFixed + MaxCustomCodeLen + MaxReferrerHost + MaxUserAgent
 	// maxBatchBytes bounds a batch (one stream entry, one transaction's
 	// clicks) in encoded bytes: a batch is sealed at batch size clicks or
@@ -30,7 +32,8 @@ const (
 // is dropped as invalid: its encoding could not be decoded, or it would be
 // held or stored unbounded).
 func clickSize(c Click) int64 {
-	if !ValidLookupCode(c.Code) || !validReferrerHost(c.Referrer) || c.Class > ClassOther || len(c.UA) > MaxUserAgent {
+	if !ValidLookupCode(c.Code) || !validReferrerHost(c.Referrer) || c.Class > ClassOther || len(c.UA) > MaxUserAgent ||
+		!validDim(c.Device) || !validDim(c.OS) || !validDim(c.Browser) {
 		return -1
 	}
 	return heldBytes(c)
@@ -42,4 +45,21 @@ func heldBytes(c Click) int64 {
 }
 
 // wireBytes is the encoded size a valid click is counted for.
-func wireBytes(c Click) int64 { return int64(clickFixedSize + len(c.Code) + len(c.Referrer)) }
+func wireBytes(c Click) int64 {
+	return int64(clickFixedSize + len(c.Code) + len(c.Referrer) + 3 + len(c.Device) + len(c.OS) + len(c.Browser))
+}
+
+// validDim reports whether d can be a derived dimension value: "" (not
+// derived) or at most maxDimLen bytes of lowercase letters, digits,
+// spaces and '-', as uaParser gives them.
+func validDim(d string) bool {
+	if len(d) > maxDimLen {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if c := d[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == ' ' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
