@@ -20,14 +20,16 @@ import (
 // FuzzClickRecord feeds hostile paths, Referer and User-Agent values to
 // the classification and the stream encoding. Properties: a stored host is
 // at most MaxReferrerHost bytes of host characters; a click Record accepts
-// encodes within its counted size (at most maxClickSize) and decodes to
-// itself; a click Record refuses is one whose encoding could not come
+// is held for at most maxHeldSize bytes and, derived, keeps no address or
+// user agent, encodes within its counted size (at most maxClickSize) and
+// decodes to itself; a click Record refuses is one whose encoding could not come
 // back; decoding any string never yields an unbounded click.
 func FuzzClickRecord(f *testing.F) {
 	f.Add("abc1234", "https://News.Example.com:8443/a?b", "Mozilla/5.0", int64(1764547200000))
 	f.Add(strings.Repeat("x", 64), "http://"+strings.Repeat("a", 300)+"/", "", int64(-1))
 	f.Add("a\tb", "http://ex\tample/", "curl/8", int64(0))
 	f.Add("Q9", "http://[::1]:80/", "Googlebot", int64(1<<62))
+	deriver := &ClickRecorder{ua: newUAParser()}
 	f.Fuzz(func(t *testing.T, code, ref, ua string, ms int64) {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.URL.Path = "/" + strings.Repeat("p", int(uint8(len(ua)))) + "/" + code
@@ -47,12 +49,16 @@ func FuzzClickRecord(f *testing.F) {
 			}
 			return // Record drops it as invalid
 		}
-		if size > maxClickSize {
-			t.Fatalf("clickSize = %d > %d", size, maxClickSize)
+		if size > maxHeldSize {
+			t.Fatalf("clickSize = %d > %d", size, maxHeldSize)
+		}
+		deriver.derive(&c)
+		if c.Addr.IsValid() || c.UA != "" || c.Device == "" || clickSize(c) < 0 {
+			t.Fatalf("derive kept the address or user agent: %+v", c)
 		}
 		enc := encodeClicks([]Click{c})
-		if int64(len(enc)) > size {
-			t.Fatalf("encoding of %+v is %d bytes, counted %d", c, len(enc), size)
+		if w := wireBytes(c); int64(len(enc)) > w || w > maxClickSize {
+			t.Fatalf("encoding of %+v is %d bytes, counted %d (max %d)", c, len(enc), w, maxClickSize)
 		}
 		got, err := decodeClicks(enc)
 		if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], c) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -329,7 +330,8 @@ func waitMetric(t *testing.T, reg *prometheus.Registry, name, label string, want
 }
 
 // longHost is a referrer host of 248 bytes: a click with it and a 7-byte
-// code counts 64+7+248 = 319 bytes.
+// code is held for 128+7+248 = 383 bytes (plus its user agent's),
+// encoded for 64+7+248 = 319.
 var longHost = strings.Repeat("a", 240) + ".example"
 
 // With the store down, the buffer holds at most clicks_buffer_bytes of
@@ -341,10 +343,10 @@ func TestClickBufferBytesBound(t *testing.T) {
 	sink.fail.Store(true)
 	reg := prometheus.NewRegistry()
 	rec := newTestRecorder(t, ClickConfig{Sink: sink, BufferBytes: MinClicksBufferBytes, BatchSize: 100, Registerer: reg})
-	c := Click{Code: "abc1234", At: time.Now(), Referrer: longHost}
+	c := Click{Code: "abc1234", At: time.Now(), Referrer: longHost, UA: strings.Repeat("u", 100), Addr: netip.MustParseAddr("192.0.2.1")}
 	size := clickSize(c)
-	if size != 319 {
-		t.Fatalf("clickSize = %d, want 319", size)
+	if size != 383+100 {
+		t.Fatalf("clickSize = %d, want 483 (the user agent counts)", size)
 	}
 	const sent = 2000
 	for range sent {
@@ -363,14 +365,15 @@ func TestClickBufferBytesBound(t *testing.T) {
 		{Code: "abc1234", Referrer: "tab\there"},
 		{Code: "ab\ncd"},
 		{Code: "abc1234", Class: ClassOther + 1},
+		{Code: "abc1234", UA: strings.Repeat("u", MaxUserAgent+1)},
 	} {
 		rec.Record(bad)
 	}
 	if v := metricValue(t, reg, "caddy_shortener_clicks_dropped_total", dropBufferFull); v != float64(sent-fit) {
 		t.Errorf("dropped{buffer_full} = %v, want %d", v, sent-fit)
 	}
-	if v := metricValue(t, reg, "caddy_shortener_clicks_dropped_total", dropInvalid); v != 5 {
-		t.Errorf("dropped{invalid} = %v, want 5", v)
+	if v := metricValue(t, reg, "caddy_shortener_clicks_dropped_total", dropInvalid); v != 6 {
+		t.Errorf("dropped{invalid} = %v, want 6", v)
 	}
 	waitMetric(t, reg, "caddy_shortener_clicks_buffered_bytes", "", float64(fit*size))
 	waitMetric(t, reg, "caddy_shortener_clicks_buffered", "", float64(fit))

@@ -2,8 +2,11 @@ package shortener
 
 import (
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // UAClass is the coarse kind of client behind a click.
@@ -23,6 +26,21 @@ type Click struct {
 	At       time.Time
 	Referrer string // host of the Referer header, lowercase; "" if none
 	Class    UAClass
+
+	// Addr (Caddy's client IP, so trusted_proxies applies) and UA (the
+	// User-Agent, at most MaxUserAgent bytes) are held in process only:
+	// the recorder's writer derives the click's dimensions from them and
+	// clears both before the click leaves the process (see derive). They
+	// are never encoded into the stream nor given to a sink.
+	Addr netip.Addr
+	UA   string
+
+	// Dimensions the writer derives (see derive); "" until then. Device
+	// is one of the Device* values; OS and Browser are the parser's names,
+	// lowercase, or UnknownDim.
+	Device  string
+	OS      string
+	Browser string
 }
 
 // Bot reports whether the click comes from a crawler, link previewer or
@@ -65,8 +83,10 @@ func hasFoldPrefixAt(v, lower string) bool {
 }
 
 // ClassifyRequest returns whether r counts as a click and, if so, the click
-// for code at now. It allocates nothing for the common request (at most a
-// copy of the referrer host when the Referer header is long).
+// for code at now, with the client's address and user agent for the
+// writer to derive dimensions from. It allocates nothing for the common
+// request (at most a copy of the referrer host when the Referer header is
+// long, of the user agent's first MaxUserAgent bytes when it is longer).
 func ClassifyRequest(r *http.Request, code string, now time.Time) (Click, bool) {
 	if !CountedRequest(r) {
 		return Click{}, false
@@ -83,7 +103,32 @@ func ClassifyRequest(r *http.Request, code string, now time.Time) (Click, bool) 
 		// memory until the flush (the buffer counts only the code).
 		code = strings.Clone(code)
 	}
-	return Click{Code: code, At: now, Referrer: ReferrerHost(ref), Class: ClassifyUserAgent(ua)}, true
+	c := Click{Code: code, At: now, Referrer: ReferrerHost(ref), Class: ClassifyUserAgent(ua), Addr: clientAddr(r), UA: ua}
+	if len(ua) > MaxUserAgent {
+		// Do not pin a long header until the flush: its start is enough
+		// to tell a device, system and browser.
+		c.UA = strings.Clone(ua[:MaxUserAgent])
+	}
+	return c, true
+}
+
+// clientAddr returns the client's address as Caddy determined it (the
+// client_ip variable: the remote address, or the forwarded one from a
+// trusted proxy), else the request's remote address (a request served
+// outside Caddy's server, as in tests); the zero Addr if neither parses.
+func clientAddr(r *http.Request) netip.Addr {
+	if s, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok {
+		if a, err := netip.ParseAddr(s); err == nil {
+			return a.Unmap().WithZone("")
+		}
+	}
+	if r.RemoteAddr == "" {
+		return netip.Addr{}
+	}
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return ap.Addr().Unmap().WithZone("")
+	}
+	return netip.Addr{}
 }
 
 // botMarkers are lowercase substrings of crawler, previewer and script

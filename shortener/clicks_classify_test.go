@@ -6,11 +6,14 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 func TestCountedRequest(t *testing.T) {
@@ -121,13 +124,51 @@ func TestClassifyRequest(t *testing.T) {
 	r.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0")
 	r.Header.Set("Referer", "https://WWW.Example.com/post/1")
 	c, ok := ClassifyRequest(r, "abc1234", now)
-	want := Click{Code: "abc1234", At: now, Referrer: "www.example.com", Class: ClassBrowser}
+	want := Click{Code: "abc1234", At: now, Referrer: "www.example.com", Class: ClassBrowser,
+		Addr: netip.MustParseAddr("192.0.2.1"), UA: "Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0"}
 	if !ok || c != want {
 		t.Errorf("ClassifyRequest = %+v, %v; want %+v, true", c, ok, want)
 	}
 	r.Method = http.MethodHead
 	if _, ok := ClassifyRequest(r, "abc1234", now); ok {
 		t.Errorf("ClassifyRequest(HEAD) counted")
+	}
+}
+
+// The click's address is Caddy's client IP (so trusted_proxies applies),
+// else the remote address; its user agent is cut to MaxUserAgent bytes,
+// copied so the long header is not pinned.
+func TestClassifyRequestClient(t *testing.T) {
+	long := "Mozilla/5.0 " + strings.Repeat("x", 2*MaxUserAgent)
+	for _, tt := range []struct {
+		name, clientIP, remote, ua string
+		want                       netip.Addr
+		wantUA                     string
+	}{
+		{"client ip var", "203.0.113.7", "10.0.0.1:5555", "curl/8", netip.MustParseAddr("203.0.113.7"), "curl/8"},
+		{"ipv4-mapped var", "::ffff:198.51.100.2", "10.0.0.1:5555", "", netip.MustParseAddr("198.51.100.2"), ""},
+		{"ipv6 zone dropped", "fe80::1%eth0", "10.0.0.1:5555", "x", netip.MustParseAddr("fe80::1"), "x"},
+		{"no var: remote address", "", "[2001:db8::5]:443", "x", netip.MustParseAddr("2001:db8::5"), "x"},
+		{"nothing parses", "", "pipe", "x", netip.Addr{}, "x"},
+		{"long user agent", "", "192.0.2.9:1", long, netip.MustParseAddr("192.0.2.9"), long[:MaxUserAgent]},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/abc1234", nil)
+			r.RemoteAddr = tt.remote
+			r.Header.Set("User-Agent", tt.ua)
+			if tt.clientIP != "" {
+				vars := map[string]any{caddyhttp.ClientIPVarKey: tt.clientIP}
+				r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, vars))
+			}
+			c, ok := ClassifyRequest(r, "abc1234", time.Now())
+			if !ok || c.Addr != tt.want || c.UA != tt.wantUA {
+				t.Errorf("ClassifyRequest: Addr %v, UA %.20q (%d bytes); want %v, %.20q (%d bytes)",
+					c.Addr, c.UA, len(c.UA), tt.want, tt.wantUA, len(tt.wantUA))
+			}
+			if clickSize(c) < 0 {
+				t.Errorf("clickSize refused the classified click")
+			}
+		})
 	}
 }
 

@@ -107,6 +107,7 @@ type ClickRecorder struct {
 	stream   string
 	group    string
 	logger   *zap.Logger
+	ua       *uaParser // the writer's: device, OS and browser
 
 	stop     chan struct{} // closed by Close: flush and stop
 	ctx      context.Context
@@ -154,6 +155,7 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 		stream:   cfg.KeyPrefix + ":clicks",
 		group:    clickGroup,
 		logger:   cfg.Logger,
+		ua:       newUAParser(),
 		stop:     make(chan struct{}),
 		ctx:      ctx,
 		cancel:   cancel,

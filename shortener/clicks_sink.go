@@ -11,6 +11,8 @@ import (
 type ClickBatch struct {
 	ID     string
 	Clicks []Click
+
+	held int64 // bytes its clicks were held for in process (the writer's)
 }
 
 // ClickSink is where click counters live: PostgreSQL or the embedded store.

@@ -1,37 +1,65 @@
 package shortener
 
-// Sizes of click records. A click is counted as clickFixedSize bytes (the
-// Click value held in the buffer; it also covers the encoded time, class
-// and separators, at most 25 bytes) plus its code and referrer, so no
-// click counts more than maxClickSize bytes, in memory or encoded.
+// Sizes of click records. A click held in process (buffered or in the
+// writer's batches) is counted as clickHeldFixed bytes (the Click value in
+// the buffer) plus its code, referrer and user agent. Encoded (a stream
+// entry, a sink's batch) its address and user agent are gone: it counts
+// clickFixedSize bytes (the encoded time, class and separators take at
+// most 25) plus its code and referrer. No click counts more than
+// maxHeldSize bytes in memory nor maxClickSize bytes encoded.
 const (
+	clickHeldFixed = 128
 	clickFixedSize = 64
 	// MaxReferrerHost is the longest referrer host kept (a DNS name's
 	// limit); ReferrerHost gives "" for longer ones.
 	MaxReferrerHost = 253
-	maxClickSize    = clickFixedSize + MaxCustomCodeLen + MaxReferrerHost
+	// MaxUserAgent is the most of a User-Agent a click holds: its first
+	// 512 bytes (ClassifyRequest cuts longer ones).
+	MaxUserAgent = 512
+	// maxDimLen bounds a derived dimension value (device, OS, browser).
+	maxDimLen    = 32
+	maxClickSize = clickFixedSize + MaxCustomCodeLen + MaxReferrerHost + 3*(maxDimLen+1)
+	maxHeldSize  = clickHeldFixed + MaxCustomCodeLen + MaxReferrerHost + MaxUserAgent
 	// maxBatchBytes bounds a batch (one stream entry, one transaction's
-	// clicks) in bytes: a batch is sealed at batch size clicks or at this
-	// size, whichever comes first (500 typical clicks take about 45 KiB).
+	// clicks) in encoded bytes: a batch is sealed at batch size clicks or
+	// at this size, whichever comes first (500 typical clicks take about
+	// 45 KiB).
 	maxBatchBytes = 64 << 10
 )
 
-// clickSize returns the bytes a click is counted for, or -1 when its code
-// or referrer is out of bounds (such a click is dropped as invalid: its
-// encoding could not be decoded, or it would be stored unbounded).
+// clickSize returns the bytes a click held in process is counted for, or
+// -1 when its code, referrer or user agent is out of bounds (such a click
+// is dropped as invalid: its encoding could not be decoded, or it would be
+// held or stored unbounded).
 func clickSize(c Click) int64 {
-	if !ValidLookupCode(c.Code) || !validReferrerHost(c.Referrer) || c.Class > ClassOther {
+	if !ValidLookupCode(c.Code) || !validReferrerHost(c.Referrer) || c.Class > ClassOther || len(c.UA) > MaxUserAgent ||
+		!validDim(c.Device) || !validDim(c.OS) || !validDim(c.Browser) {
 		return -1
 	}
-	return int64(clickFixedSize + len(c.Code) + len(c.Referrer))
+	return heldBytes(c)
 }
 
-// clickBytes is clickSize of a click known to be valid.
-func clickBytes(c Click) int64 { return int64(clickFixedSize + len(c.Code) + len(c.Referrer)) }
+// heldBytes is clickSize of a click known to be valid.
+func heldBytes(c Click) int64 {
+	return int64(clickHeldFixed + len(c.Code) + len(c.Referrer) + len(c.UA))
+}
 
-func batchBytes(clicks []Click) (n int64) {
-	for _, c := range clicks {
-		n += clickBytes(c)
+// wireBytes is the encoded size a valid click is counted for.
+func wireBytes(c Click) int64 {
+	return int64(clickFixedSize + len(c.Code) + len(c.Referrer) + 3 + len(c.Device) + len(c.OS) + len(c.Browser))
+}
+
+// validDim reports whether d can be a derived dimension value: "" (not
+// derived) or at most maxDimLen bytes of lowercase letters, digits,
+// spaces and '-', as uaParser gives them.
+func validDim(d string) bool {
+	if len(d) > maxDimLen {
+		return false
 	}
-	return n
+	for i := 0; i < len(d); i++ {
+		if c := d[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == ' ' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

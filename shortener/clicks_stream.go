@@ -13,8 +13,10 @@ import (
 )
 
 // Stream entry fields: the batch ID, the clicks, one per line as
-// "code \t unix-ms \t class \t referrer", how many, and the running byte
-// offset the append script keeps (scripts/clicks_append.lua).
+// "code \t unix-ms \t class \t referrer \t device \t os \t browser" (an
+// entry of an earlier version may stop after the referrer: its dimensions
+// are then ""), how many, and the running byte offset the append script
+// keeps (scripts/clicks_append.lua).
 const (
 	fieldBatch  = "batch"
 	fieldClicks = "clicks"
@@ -76,6 +78,10 @@ func encodeClicks(clicks []Click) string {
 		sb.WriteByte('0' + byte(c.Class))
 		sb.WriteByte('\t')
 		sb.WriteString(c.Referrer)
+		for _, d := range [...]string{c.Device, c.OS, c.Browser} {
+			sb.WriteByte('\t')
+			sb.WriteString(d)
+		}
 		sb.WriteByte('\n')
 	}
 	return sb.String()
@@ -87,16 +93,21 @@ func decodeClicks(s string) ([]Click, error) {
 		line = strings.TrimSuffix(line, "\n")
 		code, rest, ok1 := strings.Cut(line, "\t")
 		ms, rest, ok2 := strings.Cut(rest, "\t")
-		class, ref, ok3 := strings.Cut(rest, "\t")
+		class, rest, ok3 := strings.Cut(rest, "\t")
+		ref, dims, _ := strings.Cut(rest, "\t")
+		device, dims, _ := strings.Cut(dims, "\t")
+		os, browser, _ := strings.Cut(dims, "\t")
 		if !ok1 || !ok2 || !ok3 || !ValidLookupCode(code) || !validReferrerHost(ref) ||
-			len(class) != 1 || class[0] < '0' || class[0] > '0'+byte(ClassOther) {
+			len(class) != 1 || class[0] < '0' || class[0] > '0'+byte(ClassOther) ||
+			!validDim(device) || !validDim(os) || !validDim(browser) {
 			return nil, fmt.Errorf("malformed click %q", line)
 		}
 		t, err := strconv.ParseInt(ms, 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("malformed click time %q", ms)
 		}
-		out = append(out, Click{Code: code, At: time.UnixMilli(t).UTC(), Referrer: ref, Class: UAClass(class[0] - '0')})
+		out = append(out, Click{Code: code, At: time.UnixMilli(t).UTC(), Referrer: ref, Class: UAClass(class[0] - '0'),
+			Device: device, OS: os, Browser: browser})
 	}
 	return out, nil
 }

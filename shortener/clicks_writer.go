@@ -28,7 +28,7 @@ func (r *ClickRecorder) write() {
 		case <-ticker.C:
 			partial = true
 		case <-r.stop:
-			r.final(nil)
+			r.final()
 			r.report()
 			return
 		}
@@ -38,11 +38,11 @@ func (r *ClickRecorder) write() {
 			// rest as a partial batch if the interval passed.
 			var batches []ClickBatch
 			for len(batches) < maxPipeline && len(r.ch) >= n {
-				batches = append(batches, r.seal(r.take(n)))
+				batches = append(batches, r.take(n))
 			}
 			if partial && len(batches) < maxPipeline {
-				if b := r.take(n); len(b) > 0 {
-					batches = append(batches, r.seal(b))
+				if b := r.take(n); len(b.Clicks) > 0 {
+					batches = append(batches, b)
 				}
 			}
 			if len(batches) == 0 {
@@ -60,19 +60,15 @@ func (r *ClickRecorder) write() {
 }
 
 // final drains the buffer at Close and delivers everything.
-func (r *ClickRecorder) final(cur []Click) {
+func (r *ClickRecorder) final() {
 	for {
 		var batches []ClickBatch
-		if len(cur) > 0 {
-			batches = append(batches, r.seal(cur))
-			cur = nil
-		}
 		for len(batches) < maxPipeline {
 			b := r.take(r.cfg.BatchSize)
-			if len(b) == 0 {
+			if len(b.Clicks) == 0 {
 				break
 			}
-			batches = append(batches, r.seal(b))
+			batches = append(batches, b)
 		}
 		if len(batches) == 0 {
 			return
@@ -84,24 +80,29 @@ func (r *ClickRecorder) final(cur []Click) {
 	}
 }
 
-// take returns up to n buffered clicks, at most maxBatchBytes of them,
-// without waiting.
-func (r *ClickRecorder) take(n int) []Click {
-	var b []Click
+// take returns a batch of up to n buffered clicks, at most maxBatchBytes
+// of them encoded, without waiting: each derived (its dimensions set, its
+// address and user agent cleared) as it leaves the buffer, so nothing
+// after this point sees them. The batch remembers the bytes its clicks
+// were held for.
+func (r *ClickRecorder) take(n int) ClickBatch {
+	var b ClickBatch
 	var size int64
-	for len(b) < n && size <= maxBatchBytes-maxClickSize {
+	for len(b.Clicks) < n && size <= maxBatchBytes-maxClickSize {
 		select {
 		case c := <-r.ch:
-			if b == nil {
-				b = make([]Click, 0, min(n, 1024))
+			if b.Clicks == nil {
+				b.Clicks = make([]Click, 0, min(n, 1024))
 			}
-			b = append(b, c)
-			size += clickBytes(c)
+			b.held += heldBytes(c)
+			r.derive(&c)
+			b.Clicks = append(b.Clicks, c)
+			size += wireBytes(c)
 		default:
-			return b
+			return r.seal(b)
 		}
 	}
-	return b
+	return r.seal(b)
 }
 
 // report moves the gauges by what changed since its last call: the clicks
@@ -127,11 +128,11 @@ func (r *ClickRecorder) lose(batches []ClickBatch) {
 	var size int64
 	for _, b := range batches {
 		n += len(b.Clicks)
-		size += batchBytes(b.Clicks)
+		size += b.held
 	}
-	for b := r.take(4096); len(b) > 0; b = r.take(4096) {
-		n += len(b)
-		size += batchBytes(b)
+	for b := r.take(4096); len(b.Clicks) > 0; b = r.take(4096) {
+		n += len(b.Clicks)
+		size += b.held
 	}
 	r.bytes.Add(-size)
 	r.report()
@@ -140,8 +141,12 @@ func (r *ClickRecorder) lose(batches []ClickBatch) {
 	r.logger.Error("clicks lost at shutdown: could not flush before the deadline", zap.Int("clicks", n))
 }
 
-func (r *ClickRecorder) seal(clicks []Click) ClickBatch {
-	return ClickBatch{ID: r.cfg.InstanceID + "-" + strconv.FormatUint(r.seq.Add(1), 10), Clicks: clicks}
+// seal names a batch; an empty one keeps no ID (it is not sent).
+func (r *ClickRecorder) seal(b ClickBatch) ClickBatch {
+	if len(b.Clicks) > 0 {
+		b.ID = r.cfg.InstanceID + "-" + strconv.FormatUint(r.seq.Add(1), 10)
+	}
+	return b
 }
 
 // deliver sends batches until accepted; false only when Close gave up
@@ -151,7 +156,7 @@ func (r *ClickRecorder) deliver(batches []ClickBatch) bool {
 	var size int64
 	for _, b := range batches {
 		n += len(b.Clicks)
-		size += batchBytes(b.Clicks)
+		size += b.held
 	}
 	r.flying += n
 	ok := r.send(batches)
