@@ -35,7 +35,7 @@ func newEmbeddedClickSink(db *bbolt.DB, referrers int) (*embeddedClickSink, erro
 		referrers = DefaultClicksReferrers
 	}
 	err := db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches} {
+		for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, bucketClicksDaily} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -206,6 +206,18 @@ func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, t
 			st.Hourly = append(st.Hourly, h)
 			st.People += h.People
 			st.Bots += h.Bots
+		}
+		c = tx.Bucket(bucketClicksDaily).Cursor()
+		for k, v := c.Seek(clickKey(code, firstDay.Unix(), "")); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			day := int64(binary.BigEndian.Uint64(k[len(prefix):]))
+			if day >= endDay.Unix() {
+				break
+			}
+			if d := decodeDailyValue(v); d.people+d.bots > 0 {
+				st.Daily = append(st.Daily, DailyClicks{Day: time.Unix(day, 0).UTC(), People: int64(d.people), Bots: int64(d.bots)})
+				st.People += int64(d.people)
+				st.Bots += int64(d.bots)
+			}
 		}
 		hosts := map[string]int64{}
 		c = tx.Bucket(bucketClicksReferrers).Cursor()

@@ -11,11 +11,15 @@ import (
 // ClickStats are a link's counters over a window, as the click sinks
 // read them (the API adds the timeseries: StatsAnswer).
 type ClickStats struct {
-	Code      string           `json:"code"`
-	Total     int64            `json:"total"`
-	People    int64            `json:"people"`
-	Bots      int64            `json:"bots"`
-	Hourly    []HourlyClicks   `json:"hourly"`
+	Code   string         `json:"code"`
+	Total  int64          `json:"total"`
+	People int64          `json:"people"`
+	Bots   int64          `json:"bots"`
+	Hourly []HourlyClicks `json:"hourly"`
+	// Daily are the window's days past clicks_hourly_retention (whole UTC
+	// days overlapping it), counted in Total, People and Bots and in the
+	// timeseries.
+	Daily     []DailyClicks    `json:"-"`
 	Referrers []ReferrerClicks `json:"referrers"`
 	// AllTime counts every click ever counted for the link: kept apart
 	// from the rollups, never pruned by clicks_retention. Total, People
