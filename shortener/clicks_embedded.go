@@ -35,7 +35,7 @@ func newEmbeddedClickSink(db *bbolt.DB, referrers int) (*embeddedClickSink, erro
 		referrers = DefaultClicksReferrers
 	}
 	err := db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, bucketClicksDaily} {
+		for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, bucketClicksDaily, bucketVisitorSalts} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

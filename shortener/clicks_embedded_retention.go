@@ -30,7 +30,8 @@ type embeddedPrunePosition struct {
 // limit keys dated before their cutoff (an hourly counter past the hourly
 // one only is added to its daily rollup first), looking at no more than
 // pruneScan keys, and the next call goes on from there; done when the
-// pass has walked every pruned bucket to its end.
+// pass has walked every pruned bucket to its end. The visitor salts of
+// the days before cut.Today go first.
 func (s *embeddedClickSink) PruneClicks(ctx context.Context, cut clickCutoffs, limit int) (int, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
@@ -43,6 +44,12 @@ func (s *embeddedClickSink) PruneClicks(ctx context.Context, cut clickCutoffs, l
 	var deleted int
 	var done bool
 	err := s.db.Update(func(tx *bbolt.Tx) error {
+		if !cut.Today.IsZero() {
+			today := binary.BigEndian.AppendUint64(nil, uint64(cut.Today.Unix()))
+			if err := deleteSaltsBefore(tx.Bucket(bucketVisitorSalts), today); err != nil {
+				return err
+			}
+		}
 		scanned := 0
 		for p.bucket < len(prunedBuckets) {
 			b := tx.Bucket(prunedBuckets[p.bucket])

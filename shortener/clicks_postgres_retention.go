@@ -41,10 +41,15 @@ var postgresPruneSteps = [...]struct {
 		SELECT ctid FROM shortener_link_referrer_days WHERE day < $1::date LIMIT $2 FOR UPDATE SKIP LOCKED)`, true},
 }
 
-// PruneClicks implements clickPruner: up to limit rows in all, by the
-// steps of postgresPruneSteps.
+// PruneClicks implements clickPruner: the salts of days before cut.Today,
+// then up to limit rows in all, by the steps of postgresPruneSteps.
 func (s *postgresClickSink) PruneClicks(ctx context.Context, cut clickCutoffs, limit int) (int, bool, error) {
 	daily, hourly := cut.Daily.UTC(), cut.Hourly.UTC()
+	if !cut.Today.IsZero() {
+		if _, err := s.pool.Exec(ctx, `DELETE FROM shortener_visitor_salts WHERE day < $1::date`, pgCutoff(cut.Today.UTC())); err != nil {
+			return 0, false, fmt.Errorf("deleting old visitor salts: %w", err)
+		}
+	}
 	var deleted int
 	for _, step := range postgresPruneSteps {
 		if deleted >= limit {

@@ -24,6 +24,9 @@ type clickPruner interface {
 // Daily is never after Hourly.
 type clickCutoffs struct {
 	Hourly, Daily time.Time
+	// Today is the start of the current UTC day: visitor salts of the
+	// days before it are deleted (zero: none).
+	Today time.Time
 }
 
 // pruneTimeout bounds one page of pruning.
@@ -54,7 +57,7 @@ func (r *ClickRecorder) prune(p clickPruner) {
 // counters are kept as long as the rest.
 func (r *ClickRecorder) pruneCutoffs() clickCutoffs {
 	now := r.cfg.now()
-	var c clickCutoffs
+	c := clickCutoffs{Today: dayFloor(now)}
 	if r.cfg.Retention > 0 {
 		c.Daily = dayFloor(now.Add(-r.cfg.Retention))
 	}
