@@ -23,6 +23,9 @@ type Click struct {
 	At       time.Time
 	Referrer string // host of the Referer header, lowercase; "" if none
 	Class    UAClass
+	// Visitor is the keyed hash of the client (visitorHash under the
+	// day's salt); 0: unknown, not counted in uniques.
+	Visitor uint64
 }
 
 // Bot reports whether the click comes from a crawler, link previewer or

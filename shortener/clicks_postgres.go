@@ -1,6 +1,7 @@
 package shortener
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -98,6 +99,9 @@ func (s *postgresClickSink) apply(ctx context.Context, batches []ClickBatch) (in
 			return 0, fmt.Errorf("counting clicks: %w", err)
 		}
 	}
+	if err := countVisitorsPG(ctx, tx, agg); err != nil {
+		return 0, err
+	}
 	if len(agg.referrers) > 0 {
 		if err := s.countReferrers(ctx, tx, agg.referrers); err != nil {
 			return 0, err
@@ -186,20 +190,29 @@ func (s *postgresClickSink) ClickStats(ctx context.Context, code string, from, t
 
 // readDaily adds the daily rollups of the days in [first, end) to st.
 func (s *postgresClickSink) readDaily(ctx context.Context, st *ClickStats, first, end time.Time) error {
-	rows, err := s.pool.Query(ctx, `SELECT day, people, bots FROM shortener_link_clicks_daily
-		WHERE code = $1 AND day >= $2::date AND day < $3::date AND people + bots > 0 ORDER BY day`,
+	rows, err := s.pool.Query(ctx, `SELECT day, people, bots, visitors FROM shortener_link_clicks_daily
+		WHERE code = $1 AND day >= $2::date AND day < $3::date ORDER BY day`,
 		st.Code, first.Format(time.DateOnly), end.Format(time.DateOnly))
 	if err != nil {
 		return fmt.Errorf("daily click stats: %w", err)
 	}
 	var d DailyClicks
-	_, err = pgx.ForEachRow(rows, []any{&d.Day, &d.People, &d.Bots}, func() error {
+	var visitors []byte
+	var sketches [][]byte
+	_, err = pgx.ForEachRow(rows, []any{&d.Day, &d.People, &d.Bots, &visitors}, func() error {
+		if visitors != nil {
+			sketches = append(sketches, bytes.Clone(visitors))
+		}
+		if d.People+d.Bots == 0 {
+			return nil
+		}
 		d.Day = time.Date(d.Day.Year(), d.Day.Month(), d.Day.Day(), 0, 0, 0, 0, time.UTC)
 		st.Daily = append(st.Daily, d)
 		st.People += d.People
 		st.Bots += d.Bots
 		return nil
 	})
+	st.Uniques = mergeVisitors(sketches)
 	if err != nil {
 		return fmt.Errorf("daily click stats: %w", err)
 	}

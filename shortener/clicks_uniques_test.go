@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // Ten thousand distinct visitors, in batches merged into the stored
@@ -81,4 +82,59 @@ func FuzzVisitorSketch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The sinks merge each batch's visitors into the day's sketch in the
+// click transaction: bots and unknown visitors are not counted, a batch
+// ID applied before is skipped (even resent with other clicks), days
+// merge into visitor-days, and the retention's roll-up keeps the sketch.
+func TestClickSinkUniques(t *testing.T) {
+	for name, open := range testClickSinks(t) {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			ctx := t.Context()
+			dayA := time.Date(2026, 6, 10, 0, 0, 0, 0, time.UTC)
+			salt := []byte("salt of the test")
+			visits := func(day time.Time, from, to int, class UAClass) []Click {
+				var cs []Click
+				for i := from; i < to; i++ {
+					cs = append(cs, Click{Code: "uniq", At: day.Add(time.Duration(i%24) * time.Hour), Class: class,
+						Visitor: visitorHash(salt, day.Format(time.DateOnly)+itoa(int64(i)), "UA")})
+				}
+				return cs
+			}
+			batches := []ClickBatch{
+				{ID: "v-1", Clicks: visits(dayA, 0, 600, ClassBrowser)},
+				{ID: "v-2", Clicks: append(visits(dayA, 500, 1000, ClassOther), visits(dayA, 0, 100, ClassBrowser)...)},
+				{ID: "v-3", Clicks: append(visits(dayA, 5000, 5300, ClassBot), Click{Code: "uniq", At: dayA})},
+				{ID: "v-4", Clicks: visits(dayA.AddDate(0, 0, 1), 0, 500, ClassBrowser)},
+			}
+			if _, err := s.ApplyClicks(ctx, batches); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := s.ApplyClicks(ctx, []ClickBatch{{ID: "v-1", Clicks: visits(dayA, 7000, 8000, ClassBrowser)}}); err != nil || n != 0 {
+				t.Fatalf("replayed batch: applied %d, %v; want 0", n, err)
+			}
+			within := func(what string, got, want int64) {
+				t.Helper()
+				if math.Abs(float64(got-want)) > 0.02*float64(want) {
+					t.Errorf("%s: uniques %d, want %d within 2%%", what, got, want)
+				}
+			}
+			check := func(when string) {
+				within(when+", day A", clickTotalsOf(t, s, "uniq", dayA.Add(time.Hour), dayA.Add(2*time.Hour)).Uniques, 1000)
+				two := clickTotalsOf(t, s, "uniq", dayA, dayA.AddDate(0, 0, 2))
+				within(when+", days A and B (visitor-days)", two.Uniques, 1500)
+				if two.Total != 600+600+301+500 || two.Bots != 300 {
+					t.Errorf("%s: total %d bots %d, want 2001 and 300", when, two.Total, two.Bots)
+				}
+			}
+			check("counted")
+			pruneAll(t, s, clickCutoffs{Hourly: dayA.AddDate(0, 0, 3), Daily: dayA.AddDate(0, 0, -1)}, 50)
+			check("rolled up")
+			if st := clickTotalsOf(t, s, "uniq", dayA.AddDate(0, 0, 3), dayA.AddDate(0, 0, 4)); st.Uniques != 0 {
+				t.Errorf("a day without visitors: uniques %d", st.Uniques)
+			}
+		})
+	}
 }
