@@ -152,6 +152,8 @@ func TestClickEncoding(t *testing.T) {
 		{Code: "abc1234", At: at, Referrer: "example.com", Class: ClassBrowser},
 		{Code: "x_y-z", At: at.Add(time.Hour), Class: ClassBot},
 		{Code: "Q9", At: at, Referrer: "[::1]", Class: ClassOther},
+		{Code: "v1", At: at, Class: ClassBrowser, Visitor: 0xfedcba9876543210},
+		{Code: "v2", At: at, Referrer: "example.com", Class: ClassOther, Visitor: 1},
 	}
 	out, err := decodeClicks(encodeClicks(in))
 	if err != nil {
@@ -160,7 +162,8 @@ func TestClickEncoding(t *testing.T) {
 	if !reflect.DeepEqual(out, in) {
 		t.Errorf("decode(encode(%+v)) = %+v", in, out)
 	}
-	for _, bad := range []string{"abc\n", "abc\t1\t0\n", "abc\tx\t0\t\n", "abc\t1\t9\t\n", "\t1\t0\t\n"} {
+	for _, bad := range []string{"abc\n", "abc\t1\t0\n", "abc\tx\t0\t\n", "abc\t1\t9\t\n", "\t1\t0\t\n",
+		"abc\t1\t0\t\t12\n", "abc\t1\t0\t\t0000000000000000\n", "abc\t1\t0\t\t+00000000000000f\n", "abc\t1\t0\t\t00000000000000001\n"} {
 		if _, err := decodeClicks(bad); err == nil {
 			t.Errorf("decodeClicks(%q) = nil error", bad)
 		}

@@ -13,7 +13,9 @@ import (
 )
 
 // Stream entry fields: the batch ID, the clicks, one per line as
-// "code \t unix-ms \t class \t referrer", how many, and the running byte
+// "code \t unix-ms \t class \t referrer [\t visitor]" (the visitor hash
+// as 16 hex digits when known: 17 bytes more than the 25 of encoding that
+// clickFixedSize covers, still within it), how many, and the running byte
 // offset the append script keeps (scripts/clicks_append.lua).
 const (
 	fieldBatch  = "batch"
@@ -76,6 +78,10 @@ func encodeClicks(clicks []Click) string {
 		sb.WriteByte('0' + byte(c.Class))
 		sb.WriteByte('\t')
 		sb.WriteString(c.Referrer)
+		if c.Visitor != 0 {
+			sb.WriteByte('\t')
+			sb.WriteString(fmt.Sprintf("%016x", c.Visitor))
+		}
 		sb.WriteByte('\n')
 	}
 	return sb.String()
@@ -88,6 +94,15 @@ func decodeClicks(s string) ([]Click, error) {
 		code, rest, ok1 := strings.Cut(line, "\t")
 		ms, rest, ok2 := strings.Cut(rest, "\t")
 		class, ref, ok3 := strings.Cut(rest, "\t")
+		ref, vis, hasVisitor := strings.Cut(ref, "\t")
+		var visitor uint64
+		if hasVisitor {
+			v, err := strconv.ParseUint(vis, 16, 64)
+			if err != nil || len(vis) != 16 || v == 0 {
+				return nil, fmt.Errorf("malformed click visitor %q", vis)
+			}
+			visitor = v
+		}
 		if !ok1 || !ok2 || !ok3 || !ValidLookupCode(code) || !validReferrerHost(ref) ||
 			len(class) != 1 || class[0] < '0' || class[0] > '0'+byte(ClassOther) {
 			return nil, fmt.Errorf("malformed click %q", line)
@@ -96,7 +111,7 @@ func decodeClicks(s string) ([]Click, error) {
 		if err != nil {
 			return nil, fmt.Errorf("malformed click time %q", ms)
 		}
-		out = append(out, Click{Code: code, At: time.UnixMilli(t).UTC(), Referrer: ref, Class: UAClass(class[0] - '0')})
+		out = append(out, Click{Code: code, At: time.UnixMilli(t).UTC(), Referrer: ref, Class: UAClass(class[0] - '0'), Visitor: visitor})
 	}
 	return out, nil
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/internal/testenv"
 )
 
 // Ten thousand distinct visitors, in batches merged into the stored
@@ -136,5 +138,30 @@ func TestClickSinkUniques(t *testing.T) {
 				t.Errorf("a day without visitors: uniques %d", st.Uniques)
 			}
 		})
+	}
+}
+
+// The visitor hash travels through the Redis stream to the sink, on two
+// recorders sharing the stream.
+func TestClicksUniquesThroughStream(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	sink := newTestPostgresClickSink(t)
+	recs := []*ClickRecorder{
+		newTestRecorder(t, ClickConfig{Sink: sink, Redis: rdb, KeyPrefix: prefix, BatchInterval: 10 * time.Millisecond}),
+		newTestRecorder(t, ClickConfig{Sink: sink, Redis: rdb, KeyPrefix: prefix, BatchInterval: 10 * time.Millisecond}),
+	}
+	now := time.Now().UTC()
+	salt := []byte("stream salt")
+	for i := range 2000 {
+		recs[i%2].Record(Click{Code: testClickCodes[0], At: now, Class: ClassBrowser,
+			Visitor: visitorHash(salt, itoa(int64(i%1500)), "UA")})
+	}
+	eventually(t, 20*time.Second, "2000 clicks counted", func() bool {
+		n, err := sink.ClickTotal(t.Context(), testClickCodes[0])
+		return err == nil && n == 2000
+	})
+	st := clickTotalsOf(t, sink, testClickCodes[0], now, now.Add(time.Second))
+	if math.Abs(float64(st.Uniques)-1500) > 30 {
+		t.Errorf("uniques of 1500 visitors through the stream = %d, want within 2%%", st.Uniques)
 	}
 }
