@@ -425,6 +425,9 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 	if err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
+	if err := spec.within(from, hourlyHorizon(h.now(), time.Duration(h.ClicksHourlyRetention))); err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
 	if _, err := h.store.Get(ctx, code); errors.Is(err, ErrNotFound) {
@@ -437,7 +440,7 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 		h.logger.Warn("shortener api: reading click stats failed", zap.Error(err))
 		return apiErr(http.StatusServiceUnavailable, "click counters unavailable")
 	}
-	series := spec.series(st.Hourly, from, to)
+	series := spec.series(append(st.Hourly, dailyAsHours(st.Daily)...), from, to)
 	if format == "csv" {
 		return writeSeriesCSV(w, code, series)
 	}

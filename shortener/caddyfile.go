@@ -57,6 +57,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    clicks_stream_bytes <size>
 //	    clicks_referrers <n>
 //	    clicks_retention <duration>
+//	    clicks_hourly_retention <duration>
 //	    code_filter   on|off
 //	    code_filter_sync <interval>
 //	}
@@ -273,7 +274,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			h.ClicksReferrers = n
-		case "clicks_retention":
+		case "clicks_retention", "clicks_hourly_retention":
 			v, err := cfparse.OneArg(d)
 			if err != nil {
 				return err
@@ -282,7 +283,11 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil {
 				return err
 			}
-			h.ClicksRetention = caddy.Duration(dur)
+			if name == "clicks_retention" {
+				h.ClicksRetention = caddy.Duration(dur)
+			} else {
+				h.ClicksHourlyRetention = caddy.Duration(dur)
+			}
 		case "code_filter":
 			v, err := cfparse.OneArg(d)
 			if err != nil {

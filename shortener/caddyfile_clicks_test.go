@@ -106,14 +106,28 @@ func TestCaddyfileClickBounds(t *testing.T) {
 		{"shortener {\nclicks_stream_bytes 100KiB\n}", "invalid clicks_stream_bytes 102400: want 262144 to 68719476736 bytes"},
 		{"shortener {\nclicks_stream_bytes 0\n}", "invalid clicks_stream_bytes '0'"},
 		{"shortener {\nclicks_stream_bytes 1MiB 2MiB\n}", "wrong argument count"},
+		{"shortener {\nclicks_hourly_retention\n}", "wrong argument count"},
+		{"shortener {\nclicks_hourly_retention 2h\n}", "invalid clicks_hourly_retention 2h0m0s: want 1d to 36500d"},
+		{"shortener {\nclicks_hourly_retention 100d\nclicks_retention 30d\n}", "invalid clicks_hourly_retention 2400h0m0s: longer than clicks_retention 720h0m0s"},
 	} {
 		_, err := parse(tc.input)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parse(%q) = %v, want an error containing %q", tc.input, err, tc.want)
 		}
 	}
+	if h, err := parse("shortener {\nclicks_hourly_retention 7d\n}"); err != nil || time.Duration(h.ClicksHourlyRetention) != 7*24*time.Hour {
+		t.Errorf("clicks_hourly_retention 7d: %v, %v", h, err)
+	}
 	d := new(Handler)
 	d.setDefaults()
+	if time.Duration(d.ClicksHourlyRetention) != 90*24*time.Hour {
+		t.Errorf("default clicks_hourly_retention = %v, want 90d", time.Duration(d.ClicksHourlyRetention))
+	}
+	short := &Handler{ClicksRetention: caddy.Duration(30 * 24 * time.Hour)}
+	short.setDefaults()
+	if short.ClicksHourlyRetention != short.ClicksRetention {
+		t.Errorf("clicks_hourly_retention with clicks_retention 30d = %v, want 30d", time.Duration(short.ClicksHourlyRetention))
+	}
 	if d.ClicksReferrers != 100 || time.Duration(d.ClicksRetention) != 400*24*time.Hour || d.ClicksBufferBytes != 8<<20 || d.ClicksStreamBytes != 128<<20 {
 		t.Errorf("defaults: referrers=%d retention=%v buffer_bytes=%d stream_bytes=%d", d.ClicksReferrers,
 			time.Duration(d.ClicksRetention), d.ClicksBufferBytes, d.ClicksStreamBytes)

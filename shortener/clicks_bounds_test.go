@@ -187,7 +187,7 @@ type pagedPruner struct {
 	passes      atomic.Int32
 }
 
-func (s *pagedPruner) PruneClicks(ctx context.Context, cutoff time.Time, limit int) (int, bool, error) {
+func (s *pagedPruner) PruneClicks(ctx context.Context, cutoff clickCutoffs, limit int) (int, bool, error) {
 	s.mu.Lock()
 	if s.pages == nil {
 		s.logsAtFirst = s.logs.All()

@@ -41,6 +41,10 @@ type Click struct {
 	Device  string
 	OS      string
 	Browser string
+
+	// Visitor is the keyed hash of the client (visitorHash under the
+	// day's salt); 0: unknown, not counted in uniques.
+	Visitor uint64
 }
 
 // Bot reports whether the click comes from a crawler, link previewer or

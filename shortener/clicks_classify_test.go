@@ -193,6 +193,8 @@ func TestClickEncoding(t *testing.T) {
 		{Code: "abc1234", At: at, Referrer: "example.com", Class: ClassBrowser},
 		{Code: "x_y-z", At: at.Add(time.Hour), Class: ClassBot},
 		{Code: "Q9", At: at, Referrer: "[::1]", Class: ClassOther},
+		{Code: "v1", At: at, Class: ClassBrowser, Visitor: 0xfedcba9876543210},
+		{Code: "v2", At: at, Referrer: "example.com", Class: ClassOther, Visitor: 1},
 	}
 	out, err := decodeClicks(encodeClicks(in))
 	if err != nil {
@@ -201,7 +203,10 @@ func TestClickEncoding(t *testing.T) {
 	if !reflect.DeepEqual(out, in) {
 		t.Errorf("decode(encode(%+v)) = %+v", in, out)
 	}
-	for _, bad := range []string{"abc\n", "abc\t1\t0\n", "abc\tx\t0\t\n", "abc\t1\t9\t\n", "\t1\t0\t\n"} {
+	for _, bad := range []string{"abc\n", "abc\t1\t0\n", "abc\tx\t0\t\n", "abc\t1\t9\t\n", "\t1\t0\t\n",
+		// the visitor after referrer, device, OS and browser: 16 hex digits, not 0
+		"abc\t1\t0\t\t\t\t\t12\n", "abc\t1\t0\t\t\t\t\t0000000000000000\n", "abc\t1\t0\t\t\t\t\t+00000000000000f\n",
+		"abc\t1\t0\t\t\t\t\t00000000000000001\n"} {
 		if _, err := decodeClicks(bad); err == nil {
 			t.Errorf("decodeClicks(%q) = nil error", bad)
 		}
@@ -270,14 +275,14 @@ func FuzzParseStatsRange(f *testing.F) {
 func TestClickStatsJSON(t *testing.T) {
 	empty := ClickStats{Code: "abc", Hourly: []HourlyClicks{}, Referrers: []ReferrerClicks{}}
 	b, _ := json.Marshal(empty)
-	if want := `{"code":"abc","total":0,"people":0,"bots":0,"hourly":[],"referrers":[]}`; string(b) != want {
+	if want := `{"code":"abc","total":0,"people":0,"bots":0,"hourly":[],"referrers":[],"uniques":0}`; string(b) != want {
 		t.Errorf("json = %s, want %s", b, want)
 	}
-	full := ClickStats{Code: "abc", Total: 3, People: 2, Bots: 1,
+	full := ClickStats{Code: "abc", Total: 3, People: 2, Bots: 1, Uniques: 2,
 		Hourly:    []HourlyClicks{{Hour: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), People: 2, Bots: 1}},
 		Referrers: []ReferrerClicks{{Host: "example.com", Count: 2}}}
 	b, _ = json.Marshal(full)
-	if want := `{"code":"abc","total":3,"people":2,"bots":1,"hourly":[{"hour":"2026-11-30T10:00:00Z","people":2,"bots":1}],"referrers":[{"host":"example.com","count":2}]}`; string(b) != want {
+	if want := `{"code":"abc","total":3,"people":2,"bots":1,"hourly":[{"hour":"2026-11-30T10:00:00Z","people":2,"bots":1}],"referrers":[{"host":"example.com","count":2}],"uniques":2}`; string(b) != want {
 		t.Errorf("json = %s, want %s", b, want)
 	}
 }

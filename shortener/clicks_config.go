@@ -19,7 +19,7 @@ const (
 // setClickDefaults fills the click settings left at zero: those the
 // recorder has from ClickConfig's defaults, referrers and retention (which
 // only the handler defaults; 0 means "never pruned" to a ClickRecorder)
-// here.
+// here, and the hourly retention (at most the retention).
 func (h *Handler) setClickDefaults() {
 	cfg := h.clickConfig()
 	cfg.setTuningDefaults()
@@ -31,18 +31,22 @@ func (h *Handler) setClickDefaults() {
 	if h.ClicksRetention == 0 {
 		h.ClicksRetention = caddy.Duration(DefaultClicksRetention)
 	}
+	if h.ClicksHourlyRetention == 0 {
+		h.ClicksHourlyRetention = min(caddy.Duration(DefaultClicksHourlyRetention), h.ClicksRetention)
+	}
 }
 
 // clickConfig is the recorder configuration of the handler's click
 // settings, without sink, Redis, metrics or logger.
 func (h *Handler) clickConfig() ClickConfig {
 	return ClickConfig{
-		Buffer:         h.ClicksBuffer,
-		BatchSize:      h.ClicksBatch,
-		BatchInterval:  time.Duration(h.ClicksInterval),
-		StreamMaxLen:   h.ClicksStreamMaxLen,
-		BufferBytes:    h.ClicksBufferBytes,
-		StreamMaxBytes: h.ClicksStreamBytes,
-		Retention:      time.Duration(h.ClicksRetention),
+		Buffer:          h.ClicksBuffer,
+		BatchSize:       h.ClicksBatch,
+		BatchInterval:   time.Duration(h.ClicksInterval),
+		StreamMaxLen:    h.ClicksStreamMaxLen,
+		BufferBytes:     h.ClicksBufferBytes,
+		StreamMaxBytes:  h.ClicksStreamBytes,
+		Retention:       time.Duration(h.ClicksRetention),
+		HourlyRetention: time.Duration(h.ClicksHourlyRetention),
 	}
 }

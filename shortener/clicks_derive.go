@@ -1,13 +1,29 @@
 package shortener
 
-import "net/netip"
+import (
+	"context"
+	"net/netip"
+	"time"
+)
 
-// derive sets a click's dimensions from its client address and user agent,
-// then clears both: it runs in the recorder's writer as the click leaves
-// the buffer (take), so the redirect path only enqueues, and no address or
-// user agent reaches the stream, a sink or a log.
+// saltTimeout bounds the writer's wait for the day's salt.
+const saltTimeout = 2 * time.Second
+
+// derive sets a click's dimensions and visitor hash from its client
+// address and user agent, then clears both: it runs in the recorder's
+// writer as the click leaves the buffer (take), so the redirect path only
+// enqueues, and no address or user agent reaches the stream, a sink or a
+// log. Without the day's salt (the store unreachable) the visitor stays
+// unknown (0): the click is counted, not in uniques.
 func (r *ClickRecorder) derive(c *Click) {
 	d := r.ua.dims(c.UA, c.Class)
 	c.Device, c.OS, c.Browser = d.device, d.os, d.browser
+	if r.salts != nil && c.Addr.IsValid() {
+		ctx, cancel := context.WithTimeout(context.Background(), saltTimeout)
+		if salt, err := r.salts.get(ctx, c.At); err == nil {
+			c.Visitor = visitorHash(salt, c.Addr.String(), c.UA)
+		}
+		cancel()
+	}
 	c.Addr, c.UA = netip.Addr{}, ""
 }

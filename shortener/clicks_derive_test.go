@@ -182,3 +182,27 @@ func BenchmarkClickDerive(b *testing.B) {
 		r.derive(&c)
 	}
 }
+
+// TestClickUniquesFromClients: clicks recorded with client addresses and
+// user agents, 300 visitors twice each (and a bot), count 300 uniques on
+// the embedded store: the writer hashes each client under the day's salt.
+func TestClickUniquesFromClients(t *testing.T) {
+	sink := newTestEmbeddedClickSink(t)
+	rec := newTestRecorder(t, ClickConfig{Sink: sink})
+	now := time.Now().UTC()
+	for range 2 {
+		for i := range 300 {
+			addr := netip.AddrFrom4([4]byte{198, 51, byte(i / 256), byte(i % 256)})
+			rec.Record(Click{Code: testClickCodes[0], At: now, Class: ClassBrowser, Addr: addr, UA: canaryUA})
+		}
+	}
+	waitTotal(t, sink, 600, 10*time.Second)
+	closeRecorder(t, rec)
+	st, err := sink.ClickStats(context.Background(), testClickCodes[0], now.Add(-time.Hour), now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Uniques < 294 || st.Uniques > 306 {
+		t.Fatalf("uniques %d, want 300 within 2%%", st.Uniques)
+	}
+}

@@ -35,7 +35,7 @@ func newEmbeddedClickSink(db *bbolt.DB, referrers int) (*embeddedClickSink, erro
 		referrers = DefaultClicksReferrers
 	}
 	err := db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches} {
+		for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, bucketClicksDaily, bucketVisitorSalts} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -160,6 +160,9 @@ func (s *embeddedClickSink) ApplyClicks(ctx context.Context, batches []ClickBatc
 		if err := addClickTotals(tx, agg); err != nil {
 			return err
 		}
+		if err := countVisitorsBolt(tx, agg); err != nil {
+			return err
+		}
 		if err := s.countReferrers(tx, agg.referrers); err != nil {
 			return err
 		}
@@ -206,6 +209,24 @@ func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, t
 			st.Hourly = append(st.Hourly, h)
 			st.People += h.People
 			st.Bots += h.Bots
+		}
+		c = tx.Bucket(bucketClicksDaily).Cursor()
+		var sketches [][]byte
+		defer func() { st.Uniques = mergeVisitors(sketches) }()
+		for k, v := c.Seek(clickKey(code, firstDay.Unix(), "")); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			day := int64(binary.BigEndian.Uint64(k[len(prefix):]))
+			if day >= endDay.Unix() {
+				break
+			}
+			d := decodeDailyValue(v)
+			if d.visitors != nil {
+				sketches = append(sketches, bytes.Clone(d.visitors))
+			}
+			if d.people+d.bots > 0 {
+				st.Daily = append(st.Daily, DailyClicks{Day: time.Unix(day, 0).UTC(), People: int64(d.people), Bots: int64(d.bots)})
+				st.People += int64(d.people)
+				st.Bots += int64(d.bots)
+			}
 		}
 		hosts := map[string]int64{}
 		c = tx.Bucket(bucketClicksReferrers).Cursor()

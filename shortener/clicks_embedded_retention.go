@@ -3,16 +3,16 @@ package shortener
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sync"
-	"time"
 
 	"go.etcd.io/bbolt"
 )
 
 // prunedBuckets are the embedded rollups retention prunes, in the order a
 // pass walks them (a day's host count after its hosts).
-var prunedBuckets = [...][]byte{bucketClicksHourly, bucketClicksReferrers, bucketReferrerDays}
+var prunedBuckets = [...][]byte{bucketClicksHourly, bucketClicksDaily, bucketClicksReferrers, bucketReferrerDays}
 
 // pruneScan bounds the keys one page looks at, so a page's write
 // transaction stays short however few of them are old.
@@ -27,10 +27,12 @@ type embeddedPrunePosition struct {
 }
 
 // PruneClicks implements clickPruner: one write transaction deletes up to
-// limit keys dated before cutoff, looking at no more than pruneScan keys,
-// and the next call goes on from there; done when the pass has walked
-// every pruned bucket to its end.
-func (s *embeddedClickSink) PruneClicks(ctx context.Context, cutoff time.Time, limit int) (int, bool, error) {
+// limit keys dated before their cutoff (an hourly counter past the hourly
+// one only is added to its daily rollup first), looking at no more than
+// pruneScan keys, and the next call goes on from there; done when the
+// pass has walked every pruned bucket to its end. The visitor salts of
+// the days before cut.Today go first.
+func (s *embeddedClickSink) PruneClicks(ctx context.Context, cut clickCutoffs, limit int) (int, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
@@ -38,13 +40,23 @@ func (s *embeddedClickSink) PruneClicks(ctx context.Context, cutoff time.Time, l
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	saved := embeddedPrunePosition{bucket: p.bucket, after: p.after}
-	cut := cutoff.Unix()
+	daily, hourly := cut.Daily.Unix(), cut.Hourly.Unix()
 	var deleted int
 	var done bool
 	err := s.db.Update(func(tx *bbolt.Tx) error {
+		if !cut.Today.IsZero() {
+			today := binary.BigEndian.AppendUint64(nil, uint64(cut.Today.Unix()))
+			if err := deleteSaltsBefore(tx.Bucket(bucketVisitorSalts), today); err != nil {
+				return err
+			}
+		}
 		scanned := 0
 		for p.bucket < len(prunedBuckets) {
 			b := tx.Bucket(prunedBuckets[p.bucket])
+			limitAt := daily
+			if p.bucket == 0 {
+				limitAt = max(daily, hourly)
+			}
 			c := b.Cursor()
 			k, _ := c.First()
 			if p.after != nil {
@@ -56,11 +68,14 @@ func (s *embeddedClickSink) PruneClicks(ctx context.Context, cutoff time.Time, l
 			for ; k != nil && deleted+len(old) < limit && scanned < pruneScan; k, _ = c.Next() {
 				scanned++
 				p.after = bytes.Clone(k)
-				if _, t, ok := splitClickKey(k); ok && t < cut {
+				if _, t, ok := splitClickKey(k); ok && t < limitAt {
 					old = append(old, p.after)
 				}
 			}
 			for _, o := range old {
+				if err := rollUpHour(tx, p.bucket == 0, o, b.Get(o), daily); err != nil {
+					return err
+				}
 				if err := b.Delete(o); err != nil {
 					return err
 				}
@@ -80,6 +95,21 @@ func (s *embeddedClickSink) PruneClicks(ctx context.Context, cutoff time.Time, l
 		return 0, false, fmt.Errorf("pruning clicks: %w", err)
 	}
 	return deleted, done, nil
+}
+
+// rollUpHour adds an hourly counter (key k, value v) dated from the daily
+// cutoff on to its daily rollup; anything else it leaves alone.
+func rollUpHour(tx *bbolt.Tx, hourly bool, k, v []byte, daily int64) error {
+	code, hour, ok := splitClickKey(k)
+	if !hourly || !ok || hour < daily || len(v) != 16 {
+		return nil
+	}
+	days := tx.Bucket(bucketClicksDaily)
+	key := clickKey(code, hour-mod(hour, 86400), "")
+	d := decodeDailyValue(days.Get(key))
+	d.people += binary.BigEndian.Uint64(v[:8])
+	d.bots += binary.BigEndian.Uint64(v[8:])
+	return days.Put(key, d.encode())
 }
 
 var _ clickPruner = (*embeddedClickSink)(nil)

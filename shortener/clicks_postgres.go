@@ -1,6 +1,7 @@
 package shortener
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -98,6 +99,9 @@ func (s *postgresClickSink) apply(ctx context.Context, batches []ClickBatch) (in
 			return 0, fmt.Errorf("counting clicks: %w", err)
 		}
 	}
+	if err := countVisitorsPG(ctx, tx, agg); err != nil {
+		return 0, err
+	}
 	if len(agg.referrers) > 0 {
 		if err := s.countReferrers(ctx, tx, agg.referrers); err != nil {
 			return 0, err
@@ -158,8 +162,11 @@ func (s *postgresClickSink) ClickStats(ctx context.Context, code string, from, t
 	if err := rows.Err(); err != nil {
 		return st, fmt.Errorf("click stats: %w", err)
 	}
-	st.Total = st.People + st.Bots
 	firstDay, endDay := dayRange(from, to)
+	if err := s.readDaily(ctx, &st, firstDay, endDay); err != nil {
+		return st, err
+	}
+	st.Total = st.People + st.Bots
 	rows, err = s.pool.Query(ctx, `SELECT host, sum(count)::bigint FROM shortener_link_referrers_daily
 		WHERE code = $1 AND day >= $2::date AND day < $3::date GROUP BY host ORDER BY 2 DESC, 1 LIMIT $4`,
 		code, firstDay.Format(time.DateOnly), endDay.Format(time.DateOnly), TopReferrers)
@@ -179,6 +186,37 @@ func (s *postgresClickSink) ClickStats(ctx context.Context, code string, from, t
 	}
 	st.AllTime = &all
 	return st, nil
+}
+
+// readDaily adds the daily rollups of the days in [first, end) to st.
+func (s *postgresClickSink) readDaily(ctx context.Context, st *ClickStats, first, end time.Time) error {
+	rows, err := s.pool.Query(ctx, `SELECT day, people, bots, visitors FROM shortener_link_clicks_daily
+		WHERE code = $1 AND day >= $2::date AND day < $3::date ORDER BY day`,
+		st.Code, first.Format(time.DateOnly), end.Format(time.DateOnly))
+	if err != nil {
+		return fmt.Errorf("daily click stats: %w", err)
+	}
+	var d DailyClicks
+	var visitors []byte
+	var sketches [][]byte
+	_, err = pgx.ForEachRow(rows, []any{&d.Day, &d.People, &d.Bots, &visitors}, func() error {
+		if visitors != nil {
+			sketches = append(sketches, bytes.Clone(visitors))
+		}
+		if d.People+d.Bots == 0 {
+			return nil
+		}
+		d.Day = time.Date(d.Day.Year(), d.Day.Month(), d.Day.Day(), 0, 0, 0, 0, time.UTC)
+		st.Daily = append(st.Daily, d)
+		st.People += d.People
+		st.Bots += d.Bots
+		return nil
+	})
+	st.Uniques = mergeVisitors(sketches)
+	if err != nil {
+		return fmt.Errorf("daily click stats: %w", err)
+	}
+	return nil
 }
 
 // ClickTotal implements ClickSink: the all-time total, one row.
@@ -295,36 +333,3 @@ func (s *postgresClickSink) storedReferrers(ctx context.Context, tx pgx.Tx, incs
 
 // pgDate formats a UTC day (unix seconds) as a date parameter.
 func pgDate(day int64) string { return time.Unix(day, 0).UTC().Format(time.DateOnly) }
-
-// PruneClicks implements clickPruner: up to limit rows in all, hourly
-// counters first, then referrer rows, then referrer days (a day's count
-// goes after its hosts), each a short statement of its own on the date
-// indexes of 003_click_bounds.up.sql. Rows a click transaction holds are
-// skipped, not waited for: the next prune takes them.
-func (s *postgresClickSink) PruneClicks(ctx context.Context, cutoff time.Time, limit int) (int, bool, error) {
-	date := cutoff.UTC().Format(time.DateOnly)
-	var deleted int
-	for _, q := range [...]struct {
-		sql string
-		arg any
-	}{
-		{`DELETE FROM shortener_link_clicks_hourly WHERE ctid IN (
-			SELECT ctid FROM shortener_link_clicks_hourly WHERE hour < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff.UTC()},
-		{`DELETE FROM shortener_link_referrers_daily WHERE ctid IN (
-			SELECT ctid FROM shortener_link_referrers_daily WHERE day < $1::date LIMIT $2 FOR UPDATE SKIP LOCKED)`, date},
-		{`DELETE FROM shortener_link_referrer_days WHERE ctid IN (
-			SELECT ctid FROM shortener_link_referrer_days WHERE day < $1::date LIMIT $2 FOR UPDATE SKIP LOCKED)`, date},
-	} {
-		if deleted >= limit {
-			break
-		}
-		tag, err := s.pool.Exec(ctx, q.sql, q.arg, limit-deleted)
-		if err != nil {
-			return deleted, false, fmt.Errorf("pruning clicks: %w", err)
-		}
-		deleted += int(tag.RowsAffected())
-	}
-	return deleted, deleted < limit, nil
-}
-
-var _ clickPruner = (*postgresClickSink)(nil)

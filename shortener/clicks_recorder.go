@@ -19,15 +19,16 @@ import (
 
 // Defaults of click counting.
 const (
-	DefaultClicksBuffer       = 65536
-	DefaultClicksBatch        = 500
-	DefaultClicksInterval     = time.Second
-	DefaultClicksStreamMaxLen = 1000000
-	DefaultClicksClaimIdle    = time.Minute
-	DefaultClicksBufferBytes  = 8 << 20
-	DefaultClicksStreamBytes  = 128 << 20
-	DefaultClicksReferrers    = 100
-	DefaultClicksRetention    = 400 * 24 * time.Hour
+	DefaultClicksBuffer          = 65536
+	DefaultClicksBatch           = 500
+	DefaultClicksInterval        = time.Second
+	DefaultClicksStreamMaxLen    = 1000000
+	DefaultClicksClaimIdle       = time.Minute
+	DefaultClicksBufferBytes     = 8 << 20
+	DefaultClicksStreamBytes     = 128 << 20
+	DefaultClicksReferrers       = 100
+	DefaultClicksRetention       = 400 * 24 * time.Hour
+	DefaultClicksHourlyRetention = 90 * 24 * time.Hour
 )
 
 // ClickConfig configures a ClickRecorder.
@@ -62,6 +63,10 @@ type ClickConfig struct {
 	// this are pruned in the background, if the sink supports it; the
 	// all-time totals stay. 0: never pruned.
 	Retention time.Duration
+	// HourlyRetention: hourly counters older than this are rolled into
+	// daily rollups (kept for Retention) before they are deleted. 0, or
+	// longer than Retention: kept for Retention.
+	HourlyRetention time.Duration
 	// PruneDelay is the wait before the first prune, PruneInterval the wait
 	// between prunes, PrunePage the rows one prune statement deletes.
 	// Defaults: 1m, 1h, 1000.
@@ -107,7 +112,8 @@ type ClickRecorder struct {
 	stream   string
 	group    string
 	logger   *zap.Logger
-	ua       *uaParser // the writer's: device, OS and browser
+	ua       *uaParser  // the writer's: device, OS and browser
+	salts    *saltCache // the day's visitor salt; nil: the sink keeps none
 
 	stop     chan struct{} // closed by Close: flush and stop
 	ctx      context.Context
@@ -130,7 +136,7 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 		return nil, errors.New("click recorder needs a sink")
 	}
 	if cfg.Buffer < 0 || cfg.BatchSize < 0 || cfg.BatchInterval < 0 || cfg.StreamMaxLen < 0 || cfg.ClaimMinIdle < 0 ||
-		cfg.BufferBytes < 0 || cfg.StreamMaxBytes < 0 || cfg.Retention < 0 || cfg.PruneDelay < 0 || cfg.PruneInterval < 0 || cfg.PrunePage < 0 {
+		cfg.BufferBytes < 0 || cfg.StreamMaxBytes < 0 || cfg.Retention < 0 || cfg.HourlyRetention < 0 || cfg.PruneDelay < 0 || cfg.PruneInterval < 0 || cfg.PrunePage < 0 {
 		return nil, errors.New("click settings must not be negative")
 	}
 	cfg.setDefaults()
@@ -165,13 +171,16 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 		consumed: make(chan struct{}),
 		pruned:   make(chan struct{}),
 	}
+	if src, ok := cfg.Sink.(visitorSalter); ok {
+		r.salts = &saltCache{src: src}
+	}
 	go r.write()
 	if cfg.Redis != nil {
 		go r.consume()
 	} else {
 		close(r.consumed)
 	}
-	if p, ok := cfg.Sink.(clickPruner); ok && cfg.Retention > 0 {
+	if p, ok := cfg.Sink.(clickPruner); ok && (cfg.Retention > 0 || cfg.HourlyRetention > 0) {
 		go r.prune(p)
 	} else {
 		close(r.pruned)

@@ -9,12 +9,24 @@ import (
 
 // clickPruner is a ClickSink whose rollups can be pruned: both real sinks.
 type clickPruner interface {
-	// PruneClicks deletes at most limit rollup rows older than cutoff (an
-	// hourly counter whose hour is before it, a referrer row or referrer
-	// day whose day is before it): one page. It returns how many it
-	// deleted and whether the pass is done (no further page needed).
-	// All-time totals are never pruned.
-	PruneClicks(ctx context.Context, cutoff time.Time, limit int) (deleted int, done bool, err error)
+	// PruneClicks handles at most limit rollup rows: one page. An hourly
+	// counter whose hour is before cut.Hourly (and not before cut.Daily)
+	// is added to its link's daily rollup and deleted, in one atomic step;
+	// rows dated before cut.Daily (hourly counters, daily rollups and
+	// sketches, referrer rows and days) are deleted. It returns how many
+	// rows it deleted and whether the pass is done (no further page
+	// needed). All-time totals are never pruned.
+	PruneClicks(ctx context.Context, cut clickCutoffs, limit int) (deleted int, done bool, err error)
+}
+
+// clickCutoffs are the first moments kept (UTC midnights): hourly
+// counters from Hourly on, daily rollups and referrers from Daily on.
+// Daily is never after Hourly.
+type clickCutoffs struct {
+	Hourly, Daily time.Time
+	// Today is the start of the current UTC day: visitor salts of the
+	// days before it are deleted (zero: none).
+	Today time.Time
 }
 
 // pruneTimeout bounds one page of pruning.
@@ -38,11 +50,22 @@ func (r *ClickRecorder) prune(p clickPruner) {
 	}
 }
 
-// pruneCutoff is the first moment kept: the start of the UTC day the
-// retention reaches back to, so hourly and daily rows are cut alike and a
-// link keeps at least the retention's worth of rollups.
-func (r *ClickRecorder) pruneCutoff() time.Time {
-	return dayFloor(r.cfg.now().Add(-r.cfg.Retention))
+// pruneCutoffs are the first moments kept: the start of the UTC day each
+// retention reaches back to, so a link keeps at least the retention's
+// worth of rollups. Without a retention nothing is deleted (Daily is the
+// zero time); without an hourly retention (or with a longer one), hourly
+// counters are kept as long as the rest.
+func (r *ClickRecorder) pruneCutoffs() clickCutoffs {
+	now := r.cfg.now()
+	c := clickCutoffs{Today: dayFloor(now)}
+	if r.cfg.Retention > 0 {
+		c.Daily = dayFloor(now.Add(-r.cfg.Retention))
+	}
+	c.Hourly = dayFloor(now.Add(-r.cfg.HourlyRetention))
+	if r.cfg.HourlyRetention == 0 || c.Hourly.Before(c.Daily) {
+		c.Hourly = c.Daily
+	}
+	return c
 }
 
 // pruneOnce deletes the rollups older than the cutoff, page by page (each
@@ -50,10 +73,12 @@ func (r *ClickRecorder) pruneCutoff() time.Time {
 // backlog), and logs what it does: the first run of a recorder at info
 // before it starts, the result at info when rows went.
 func (r *ClickRecorder) pruneOnce(p clickPruner, first bool) {
-	cutoff := r.pruneCutoff()
-	fields := []zap.Field{zap.String("cutoff", cutoff.Format(time.DateOnly)), zap.Duration("retention", r.cfg.Retention)}
+	cut := r.pruneCutoffs()
+	fields := []zap.Field{zap.String("cutoff", cut.Daily.Format(time.DateOnly)), zap.Duration("retention", r.cfg.Retention),
+		zap.String("hourly_cutoff", cut.Hourly.Format(time.DateOnly)), zap.Duration("hourly_retention", r.cfg.HourlyRetention)}
 	if first {
-		r.logger.Info("click retention: pruning hourly and referrer rollups dated before the cutoff (all-time totals stay)", fields...)
+		r.logger.Info("click retention: rolling hourly counters dated before the hourly cutoff into daily rollups, "+
+			"pruning rollups dated before the cutoff (all-time totals stay)", fields...)
 	} else {
 		r.logger.Debug("click retention: pruning rollups dated before the cutoff", fields...)
 	}
@@ -65,7 +90,7 @@ func (r *ClickRecorder) pruneOnce(p clickPruner, first bool) {
 		default:
 		}
 		ctx, cancel := context.WithTimeout(r.pruneCtx, pruneTimeout)
-		n, done, err := p.PruneClicks(ctx, cutoff, r.cfg.PrunePage)
+		n, done, err := p.PruneClicks(ctx, cut, r.cfg.PrunePage)
 		cancel()
 		deleted += n
 		if err != nil {

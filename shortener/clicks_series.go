@@ -105,6 +105,26 @@ func validZoneName(s string) bool {
 	return true
 }
 
+// within refuses a series that needs hourly counters (granularity hour,
+// or buckets shifted by a tz other than UTC) for a window starting before
+// horizon, where only daily rollups are kept; the error wraps
+// ErrBadStatsRange and names the parameter.
+func (s seriesSpec) within(from, horizon time.Time) error {
+	if !from.Before(horizon) {
+		return nil
+	}
+	since := horizon.Format(time.RFC3339)
+	if s.granularity == GranularityHour {
+		return fmt.Errorf("%w: granularity: hourly counters are kept from %s (clicks_hourly_retention); "+
+			"before it use day, week or month", ErrBadStatsRange, since)
+	}
+	if s.loc != time.UTC {
+		return fmt.Errorf("%w: tz: hourly counters are kept from %s (clicks_hourly_retention); "+
+			"before it buckets are UTC days: leave tz out", ErrBadStatsRange, since)
+	}
+	return nil
+}
+
 // floor returns the start of the bucket holding t.
 func (s seriesSpec) floor(t time.Time) time.Time {
 	t = t.In(s.loc)

@@ -11,12 +11,21 @@ import (
 // ClickStats are a link's counters over a window, as the click sinks
 // read them (the API adds the timeseries: StatsAnswer).
 type ClickStats struct {
-	Code      string           `json:"code"`
-	Total     int64            `json:"total"`
-	People    int64            `json:"people"`
-	Bots      int64            `json:"bots"`
-	Hourly    []HourlyClicks   `json:"hourly"`
+	Code   string         `json:"code"`
+	Total  int64          `json:"total"`
+	People int64          `json:"people"`
+	Bots   int64          `json:"bots"`
+	Hourly []HourlyClicks `json:"hourly"`
+	// Daily are the window's days past clicks_hourly_retention (whole UTC
+	// days overlapping it), counted in Total, People and Bots and in the
+	// timeseries.
+	Daily     []DailyClicks    `json:"-"`
 	Referrers []ReferrerClicks `json:"referrers"`
+	// Uniques estimates the distinct visitors (people, not bots) over the
+	// UTC days overlapping the window: one day's visitors, or over
+	// several days visitor-days (each day has its own salt). Error under
+	// 1% (HyperLogLog at precision 14, exact while small).
+	Uniques int64 `json:"uniques"`
 	// AllTime counts every click ever counted for the link: kept apart
 	// from the rollups, never pruned by clicks_retention. Total, People
 	// and Bots above cover the requested window only.
@@ -106,6 +115,7 @@ func ParseStatsRange(q url.Values, now time.Time) (from, to time.Time, err error
 type clickAggregate struct {
 	hourly    map[hourKey]*[2]int64 // people, bots
 	referrers map[refKey]int64
+	visitors  map[dayKey][]uint64 // hashes of the people with a known visitor
 }
 
 type hourKey struct {
@@ -120,7 +130,7 @@ type refKey struct {
 }
 
 func aggregateClicks(batches []ClickBatch) clickAggregate {
-	a := clickAggregate{hourly: make(map[hourKey]*[2]int64), referrers: make(map[refKey]int64)}
+	a := clickAggregate{hourly: make(map[hourKey]*[2]int64), referrers: make(map[refKey]int64), visitors: make(map[dayKey][]uint64)}
 	for _, b := range batches {
 		for _, c := range b.Clicks {
 			sec := c.At.Unix()
@@ -134,6 +144,10 @@ func aggregateClicks(batches []ClickBatch) clickAggregate {
 				v[1]++
 			} else {
 				v[0]++
+				if c.Visitor != 0 {
+					dk := dayKey{c.Code, sec - mod(sec, 86400)}
+					a.visitors[dk] = append(a.visitors[dk], c.Visitor)
+				}
 			}
 			if ref := c.Referrer; ref != "" {
 				if !validReferrerHost(ref) {
@@ -168,6 +182,22 @@ func (a clickAggregate) sortedHours() []hourKey {
 		return keys[i].hour < keys[j].hour
 	})
 	return keys
+}
+
+// visitorDays returns the days with visitors in (code, day) order, the
+// order the click transaction locks their rows in.
+func (a clickAggregate) visitorDays() []dayKey {
+	days := make([]dayKey, 0, len(a.visitors))
+	for d := range a.visitors {
+		days = append(days, d)
+	}
+	sort.Slice(days, func(i, j int) bool {
+		if days[i].code != days[j].code {
+			return days[i].code < days[j].code
+		}
+		return days[i].day < days[j].day
+	})
+	return days
 }
 
 // topReferrers sorts by count (then host) and keeps the first TopReferrers.

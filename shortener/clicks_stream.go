@@ -13,9 +13,10 @@ import (
 )
 
 // Stream entry fields: the batch ID, the clicks, one per line as
-// "code \t unix-ms \t class \t referrer \t device \t os \t browser" (an
-// entry of an earlier version may stop after the referrer: its dimensions
-// are then ""), how many, and the running byte offset the append script
+// "code \t unix-ms \t class \t referrer \t device \t os \t browser
+// [\t visitor]" (an entry of an earlier version may stop after the
+// referrer: its dimensions are then ""; the visitor hash, when known, as 16
+// hex digits), how many, and the running byte offset the append script
 // keeps (scripts/clicks_append.lua).
 const (
 	fieldBatch  = "batch"
@@ -82,6 +83,10 @@ func encodeClicks(clicks []Click) string {
 			sb.WriteByte('\t')
 			sb.WriteString(d)
 		}
+		if c.Visitor != 0 {
+			sb.WriteByte('\t')
+			sb.WriteString(fmt.Sprintf("%016x", c.Visitor))
+		}
 		sb.WriteByte('\n')
 	}
 	return sb.String()
@@ -96,7 +101,16 @@ func decodeClicks(s string) ([]Click, error) {
 		class, rest, ok3 := strings.Cut(rest, "\t")
 		ref, dims, _ := strings.Cut(rest, "\t")
 		device, dims, _ := strings.Cut(dims, "\t")
-		os, browser, _ := strings.Cut(dims, "\t")
+		os, dims, _ := strings.Cut(dims, "\t")
+		browser, vis, hasVisitor := strings.Cut(dims, "\t")
+		var visitor uint64
+		if hasVisitor {
+			v, err := strconv.ParseUint(vis, 16, 64)
+			if err != nil || len(vis) != 16 || v == 0 {
+				return nil, fmt.Errorf("malformed click visitor %q", vis)
+			}
+			visitor = v
+		}
 		if !ok1 || !ok2 || !ok3 || !ValidLookupCode(code) || !validReferrerHost(ref) ||
 			len(class) != 1 || class[0] < '0' || class[0] > '0'+byte(ClassOther) ||
 			!validDim(device) || !validDim(os) || !validDim(browser) {
@@ -107,7 +121,7 @@ func decodeClicks(s string) ([]Click, error) {
 			return nil, fmt.Errorf("malformed click time %q", ms)
 		}
 		out = append(out, Click{Code: code, At: time.UnixMilli(t).UTC(), Referrer: ref, Class: UAClass(class[0] - '0'),
-			Device: device, OS: os, Browser: browser})
+			Device: device, OS: os, Browser: browser, Visitor: visitor})
 	}
 	return out, nil
 }

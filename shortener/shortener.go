@@ -212,6 +212,14 @@ type Handler struct {
 	// Default: `400d`.
 	ClicksRetention caddy.Duration `json:"clicks_retention,omitempty"`
 
+	// How long hourly counters are kept: past it, each link's hours are
+	// added to its daily rollup (people and bots per UTC day, kept for
+	// clicks_retention) and deleted, in the background. Before it, stats
+	// cut whole UTC days only (granularity day, week or month, no tz).
+	// 1d to 36500d, at most clicks_retention. Default: `90d` (or
+	// clicks_retention if shorter).
+	ClicksHourlyRetention caddy.Duration `json:"clicks_hourly_retention,omitempty"`
+
 	// Turns the code filter off (`code_filter off`). When on, each instance
 	// keeps a Bloom filter of every stored code (about 19 bits per link:
 	// 23 MB for 10 million, twice that during a rebuild) and answers a code

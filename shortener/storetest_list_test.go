@@ -254,7 +254,7 @@ func checkListedLinks(t *testing.T, ctx context.Context, ll LinkLister, s Store,
 	}
 	for done := false; !done; {
 		var err error
-		if _, done, err = pruner.PruneClicks(ctx, now.Add(time.Hour), 1000); err != nil {
+		if _, done, err = pruner.PruneClicks(ctx, clickCutoffs{Hourly: now.Add(time.Hour), Daily: now.Add(time.Hour)}, 1000); err != nil {
 			t.Fatal(err)
 		}
 	}

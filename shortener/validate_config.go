@@ -112,7 +112,9 @@ func (h *Handler) validateClicks(pos positions) error {
 		{"clicks_buffer_bytes", checkClicksBytes("clicks_buffer_bytes", h.ClicksBufferBytes, MinClicksBufferBytes, MaxClicksBufferBytes)},
 		{"clicks_stream_bytes", checkClicksBytes("clicks_stream_bytes", h.ClicksStreamBytes, MinClicksStreamBytes, MaxClicksStreamBytes)},
 		{"clicks_referrers", checkClicksReferrers(h.ClicksReferrers)},
-		{"clicks_retention", checkClicksRetention(time.Duration(h.ClicksRetention))},
+		{"clicks_retention", checkClicksRetention("clicks_retention", time.Duration(h.ClicksRetention))},
+		{"clicks_hourly_retention", checkClicksRetention("clicks_hourly_retention", time.Duration(h.ClicksHourlyRetention))},
+		{"clicks_hourly_retention", checkHourlyRetention(time.Duration(h.ClicksHourlyRetention), time.Duration(h.ClicksRetention))},
 	} {
 		if c.err != nil {
 			return pos.at(c.field, c.err)
@@ -194,9 +196,18 @@ func checkClicksReferrers(n int) error {
 	return nil
 }
 
-func checkClicksRetention(d time.Duration) error {
+func checkClicksRetention(name string, d time.Duration) error {
 	if d != 0 && (d < MinClicksRetention || d > MaxClicksRetention) {
-		return fmt.Errorf("invalid clicks_retention %s: want 1d to 36500d", d)
+		return fmt.Errorf("invalid %s %s: want 1d to 36500d", name, d)
+	}
+	return nil
+}
+
+// checkHourlyRetention refuses hourly counters kept longer than the
+// rollups they feed (both set; unset ones take their defaults).
+func checkHourlyRetention(hourly, all time.Duration) error {
+	if hourly != 0 && all != 0 && hourly > all {
+		return fmt.Errorf("invalid clicks_hourly_retention %s: longer than clicks_retention %s", hourly, all)
 	}
 	return nil
 }
