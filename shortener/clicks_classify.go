@@ -42,6 +42,15 @@ type Click struct {
 	OS      string
 	Browser string
 
+	// Geography the writer derives from Addr with clicks_geoip (see
+	// validCountry, validRegion, validCity): Country is an ISO 3166-1
+	// alpha-2 code, uppercase, or UnknownDim; Region an ISO 3166-2
+	// subdivision code ("US-CA") and City an English name, "" when the
+	// database does not tell them.
+	Country string
+	Region  string
+	City    string
+
 	// Visitor is the keyed hash of the client (visitorHash under the
 	// day's salt); 0: unknown, not counted in uniques.
 	Visitor uint64

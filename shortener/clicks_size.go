@@ -17,9 +17,15 @@ const (
 	// 512 bytes (ClassifyRequest cuts longer ones).
 	MaxUserAgent = 512
 	// maxDimLen bounds a derived dimension value (device, OS, browser).
-	maxDimLen    = 32
-	maxClickSize = clickFixedSize + MaxCustomCodeLen + MaxReferrerHost + 3*(maxDimLen+1)
-	maxHeldSize  = clickHeldFixed + MaxCustomCodeLen + MaxReferrerHost + MaxUserAgent
+	maxDimLen = 32
+	// maxCountryLen, maxRegionLen and maxCityLen bound a click's country,
+	// region code and city name (bytes of UTF-8).
+	maxCountryLen = 7 // UnknownDim
+	maxRegionLen  = 8
+	maxCityLen    = 64
+	maxGeoSize    = 3 + maxCountryLen + maxRegionLen + maxCityLen
+	maxClickSize  = clickFixedSize + MaxCustomCodeLen + MaxReferrerHost + 3*(maxDimLen+1) + maxGeoSize
+	maxHeldSize   = clickHeldFixed + MaxCustomCodeLen + MaxReferrerHost + MaxUserAgent
 	// maxBatchBytes bounds a batch (one stream entry, one transaction's
 	// clicks) in encoded bytes: a batch is sealed at batch size clicks or
 	// at this size, whichever comes first (500 typical clicks take about
@@ -33,7 +39,7 @@ const (
 // held or stored unbounded).
 func clickSize(c Click) int64 {
 	if !ValidLookupCode(c.Code) || !validReferrerHost(c.Referrer) || c.Class > ClassOther || len(c.UA) > MaxUserAgent ||
-		!validDim(c.Device) || !validDim(c.OS) || !validDim(c.Browser) {
+		!validDim(c.Device) || !validDim(c.OS) || !validDim(c.Browser) || !validGeo(c) {
 		return -1
 	}
 	return heldBytes(c)
@@ -46,7 +52,8 @@ func heldBytes(c Click) int64 {
 
 // wireBytes is the encoded size a valid click is counted for.
 func wireBytes(c Click) int64 {
-	return int64(clickFixedSize + len(c.Code) + len(c.Referrer) + 3 + len(c.Device) + len(c.OS) + len(c.Browser))
+	return int64(clickFixedSize + len(c.Code) + len(c.Referrer) + 3 + len(c.Device) + len(c.OS) + len(c.Browser) +
+		3 + len(c.Country) + len(c.Region) + len(c.City))
 }
 
 // validDim reports whether d can be a derived dimension value: "" (not

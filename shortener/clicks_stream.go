@@ -14,10 +14,11 @@ import (
 
 // Stream entry fields: the batch ID, the clicks, one per line as
 // "code \t unix-ms \t class \t referrer \t device \t os \t browser
-// [\t visitor]" (an entry of an earlier version may stop after the
-// referrer: its dimensions are then ""; the visitor hash, when known, as 16
-// hex digits), how many, and the running byte offset the append script
-// keeps (scripts/clicks_append.lua).
+// \t visitor \t country \t region \t city" (the visitor hash as 16 hex
+// digits, "" when unknown), how many, and the running byte offset the
+// append script keeps (scripts/clicks_append.lua). Lines of earlier
+// versions stop after the referrer, the browser or the visitor: the
+// fields they lack are "" (0 for the visitor).
 const (
 	fieldBatch  = "batch"
 	fieldClicks = "clicks"
@@ -70,58 +71,86 @@ func (r *ClickRecorder) xadd(ctx context.Context, batches []ClickBatch) error {
 
 func encodeClicks(clicks []Click) string {
 	var sb strings.Builder
-	sb.Grow(len(clicks) * 32)
+	sb.Grow(len(clicks) * 48)
 	for _, c := range clicks {
 		sb.WriteString(c.Code)
 		sb.WriteByte('\t')
 		sb.WriteString(strconv.FormatInt(c.At.UnixMilli(), 10))
 		sb.WriteByte('\t')
 		sb.WriteByte('0' + byte(c.Class))
-		sb.WriteByte('\t')
-		sb.WriteString(c.Referrer)
-		for _, d := range [...]string{c.Device, c.OS, c.Browser} {
+		for _, f := range [...]string{c.Referrer, c.Device, c.OS, c.Browser, visitorHex(c.Visitor), c.Country, c.Region, c.City} {
 			sb.WriteByte('\t')
-			sb.WriteString(d)
-		}
-		if c.Visitor != 0 {
-			sb.WriteByte('\t')
-			sb.WriteString(fmt.Sprintf("%016x", c.Visitor))
+			sb.WriteString(f)
 		}
 		sb.WriteByte('\n')
 	}
 	return sb.String()
 }
 
+func visitorHex(v uint64) string {
+	if v == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%016x", v)
+}
+
+// clickFields is how many tab-separated fields a stream line has now;
+// lines of earlier versions have 4, 7 or 8.
+const clickFields = 11
+
 func decodeClicks(s string) ([]Click, error) {
 	out := make([]Click, 0, strings.Count(s, "\n"))
+	var f [clickFields]string
 	for line := range strings.Lines(s) {
 		line = strings.TrimSuffix(line, "\n")
-		code, rest, ok1 := strings.Cut(line, "\t")
-		ms, rest, ok2 := strings.Cut(rest, "\t")
-		class, rest, ok3 := strings.Cut(rest, "\t")
-		ref, dims, _ := strings.Cut(rest, "\t")
-		device, dims, _ := strings.Cut(dims, "\t")
-		os, dims, _ := strings.Cut(dims, "\t")
-		browser, vis, hasVisitor := strings.Cut(dims, "\t")
-		var visitor uint64
-		if hasVisitor {
-			v, err := strconv.ParseUint(vis, 16, 64)
-			if err != nil || len(vis) != 16 || v == 0 {
-				return nil, fmt.Errorf("malformed click visitor %q", vis)
-			}
-			visitor = v
-		}
-		if !ok1 || !ok2 || !ok3 || !ValidLookupCode(code) || !validReferrerHost(ref) ||
-			len(class) != 1 || class[0] < '0' || class[0] > '0'+byte(ClassOther) ||
-			!validDim(device) || !validDim(os) || !validDim(browser) {
+		n := splitTabs(line, f[:])
+		if n != 4 && n != 7 && n != 8 && n != clickFields {
 			return nil, fmt.Errorf("malformed click %q", line)
 		}
-		t, err := strconv.ParseInt(ms, 10, 64)
+		c, err := decodeClick(f)
 		if err != nil {
-			return nil, fmt.Errorf("malformed click time %q", ms)
+			return nil, err
 		}
-		out = append(out, Click{Code: code, At: time.UnixMilli(t).UTC(), Referrer: ref, Class: UAClass(class[0] - '0'),
-			Device: device, OS: os, Browser: browser, Visitor: visitor})
+		out = append(out, c)
 	}
 	return out, nil
+}
+
+// splitTabs splits line at tabs into f, the fields past len(f) left in
+// the last one, and says how many fields it found (len(f)+1 when there
+// are too many); fields it does not reach are "".
+func splitTabs(line string, f []string) int {
+	clear(f)
+	for i := range f {
+		field, rest, more := strings.Cut(line, "\t")
+		f[i] = field
+		if !more {
+			return i + 1
+		}
+		line = rest
+	}
+	return len(f) + 1
+}
+
+func decodeClick(f [clickFields]string) (Click, error) {
+	code, ms, class := f[0], f[1], f[2]
+	c := Click{Code: code, Referrer: f[3], Device: f[4], OS: f[5], Browser: f[6], Country: f[8], Region: f[9], City: f[10]}
+	if vis := f[7]; vis != "" {
+		v, err := strconv.ParseUint(vis, 16, 64)
+		if err != nil || len(vis) != 16 || v == 0 {
+			return Click{}, fmt.Errorf("malformed click visitor %q", vis)
+		}
+		c.Visitor = v
+	}
+	if !ValidLookupCode(code) || !validReferrerHost(c.Referrer) ||
+		len(class) != 1 || class[0] < '0' || class[0] > '0'+byte(ClassOther) ||
+		!validDim(c.Device) || !validDim(c.OS) || !validDim(c.Browser) || !validGeo(c) {
+		return Click{}, fmt.Errorf("malformed click %q", strings.Join(f[:], "\t"))
+	}
+	t, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return Click{}, fmt.Errorf("malformed click time %q", ms)
+	}
+	c.At, c.Class = time.UnixMilli(t).UTC(), UAClass(class[0]-'0')
+	return c, nil
 }
