@@ -128,6 +128,12 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on stats", r.Method)
 		}
 		return h.apiStats(w, r, rest[len("/links/"):len(rest)-len("/stats")])
+	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/qr") && strings.Count(rest, "/") == 3:
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on qr", r.Method)
+		}
+		return h.apiQR(w, r, rest[len("/links/"):len(rest)-len("/qr")])
 	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/history") && strings.Count(rest, "/") == 3:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
