@@ -59,6 +59,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    clicks_referrers <n>
 //	    clicks_retention <duration>
 //	    clicks_hourly_retention <duration>
+//	    clicks_geoip  <path>
 //	    code_filter   on|off
 //	    code_filter_sync <interval>
 //	}
@@ -293,6 +294,15 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			} else {
 				h.ClicksHourlyRetention = caddy.Duration(dur)
 			}
+		case "clicks_geoip":
+			v, err := cfparse.OneArg(d)
+			if err != nil {
+				return err
+			}
+			if v == "" {
+				return d.Err("invalid clicks_geoip '': want the path of a GeoIP file")
+			}
+			h.ClicksGeoIP = v
 		case "code_filter":
 			v, err := cfparse.OneArg(d)
 			if err != nil {

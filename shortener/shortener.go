@@ -233,6 +233,19 @@ type Handler struct {
 	// clicks_retention if shorter).
 	ClicksHourlyRetention caddy.Duration `json:"clicks_hourly_retention,omitempty"`
 
+	// Path of a GeoIP database in MaxMind's format, from which each
+	// click's country, region and city are derived: GeoLite2 or GeoIP2
+	// Country or City, DB-IP Lite Country or City, or IPinfo Lite (country
+	// only). The module downloads nothing and needs no licence key: the
+	// operator provides the file. It is read into memory at start (a file
+	// missing, unreadable or of another kind fails the load) and again
+	// when it changes (stated every 10s; replaced by rename or rewritten
+	// in place), checked before it replaces the loaded one. The address
+	// looked up is Caddy's client IP, so `trusted_proxies` applies; lookups
+	// run in the background writer, never on the redirect. `{env.*}`
+	// placeholders are replaced. Default: none (every country `unknown`).
+	ClicksGeoIP string `json:"clicks_geoip,omitempty"`
+
 	// Turns the code filter off (`code_filter off`). When on, each instance
 	// keeps a Bloom filter of every stored code (about 19 bits per link:
 	// 23 MB for 10 million, twice that during a rebuild) and answers a code
@@ -268,6 +281,7 @@ type Handler struct {
 	openAPI      []byte // openapi.json with the API mount as its server
 	blocks       *blockAllocator
 	clicks       *ClickRecorder // nil: clicks are not counted
+	geoPoll      time.Duration  // tests: how often the GeoIP file is stated
 	now          func() time.Time
 	tuneFilter   func(*filterSyncer) // tests: page size, rebuild interval
 	judged       bool                // Validate has run for this load
