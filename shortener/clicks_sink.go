@@ -25,13 +25,17 @@ type ClickSink interface {
 	ClickStats(ctx context.Context, code string, from, to time.Time) (ClickStats, error)
 	// ClickTotal returns all clicks ever counted for code.
 	ClickTotal(ctx context.Context, code string) (int64, error)
+	// ClickBreakdown returns code's limit values of dim (one of
+	// clickDimensions or DimReferrer) with the most clicks over the UTC
+	// days overlapping [from, to), by clicks then value.
+	ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]BreakdownEntry, error)
 }
 
 // clickSinkFor returns the click sink kept in the link store's own
-// database: the tables of migrations/002_clicks.up.sql and
-// 003_click_bounds.up.sql (applied by OpenPostgres) or buckets in the
-// embedded store's bbolt file. referrers caps the named referrer hosts
-// per link per day (0: DefaultClicksReferrers).
+// database: the tables of migrations/002_clicks.up.sql and those after it
+// (applied by OpenPostgres) or buckets in the embedded store's bbolt
+// file. referrers caps the named referrer hosts, and the named values of
+// each dimension, per link per day (0: DefaultClicksReferrers).
 func clickSinkFor(s Store, referrers int) (ClickSink, error) {
 	switch s := s.(type) {
 	case *PostgresStore:
