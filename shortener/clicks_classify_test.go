@@ -319,3 +319,6 @@ func (discardSink) ClickTotal(context.Context, string) (int64, error) { return 0
 func (discardSink) ClickBreakdown(context.Context, string, string, time.Time, time.Time, int) ([]BreakdownEntry, error) {
 	return nil, nil
 }
+func (discardSink) ClickOverview(context.Context, time.Time, time.Time, int) (ClickOverview, error) {
+	return ClickOverview{}, nil
+}

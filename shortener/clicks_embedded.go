@@ -35,12 +35,16 @@ func newEmbeddedClickSink(db *bbolt.DB, referrers int) (*embeddedClickSink, erro
 		referrers = DefaultClicksReferrers
 	}
 	err := db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, bucketClicksDaily, bucketVisitorSalts, bucketClicksDims, bucketDimDays} {
+		for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, bucketClicksDaily, bucketVisitorSalts,
+			bucketClicksDims, bucketDimDays} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return createClickBoundBuckets(tx)
+		if err := createClickBoundBuckets(tx); err != nil {
+			return err
+		}
+		return createAcrossBuckets(tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("click buckets: %w", err)
@@ -158,6 +162,9 @@ func (s *embeddedClickSink) ApplyClicks(ctx context.Context, batches []ClickBatc
 			}
 		}
 		if err := addClickTotals(tx, agg); err != nil {
+			return err
+		}
+		if err := addDayLinks(tx, agg); err != nil {
 			return err
 		}
 		if err := countVisitorsBolt(tx, agg); err != nil {

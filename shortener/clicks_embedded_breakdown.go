@@ -11,12 +11,16 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// ClickBreakdown implements ClickSink: one cursor over the link's days in
-// [first, end) of the referrer or dimension bucket.
+// ClickBreakdown implements ClickSink: one cursor over the days in
+// [first, end) of the link's referrer or dimension bucket, or across
+// links of bucketDayDims (keys of code "", by day first).
 func (s *embeddedClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]BreakdownEntry, error) {
 	first, end := dayRange(from, to)
 	bucket, sub := bucketClicksDims, []byte(dim+"\x00")
-	if dim == DimReferrer {
+	switch {
+	case code == "":
+		bucket = bucketDayDims
+	case dim == DimReferrer:
 		bucket, sub = bucketClicksReferrers, nil
 	}
 	prefix := append([]byte(code), 0)
@@ -37,6 +41,34 @@ func (s *embeddedClickSink) ClickBreakdown(ctx context.Context, code, dim string
 		return nil, fmt.Errorf("click breakdown: %w", err)
 	}
 	return topEntries(sums, limit), nil
+}
+
+// ClickOverview implements ClickSink: one cursor over the days in
+// [first, end) of bucketDayLinks.
+func (s *embeddedClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error) {
+	first, end := dayRange(from, to)
+	o := ClickOverview{From: first, To: end}
+	links := map[string]int64{}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketDayLinks).Cursor()
+		for k, v := c.Seek(clickKey("", first.Unix(), "")); len(k) >= 9 && k[0] == 0; k, v = c.Next() {
+			if int64(binary.BigEndian.Uint64(k[1:9])) >= end.Unix() {
+				break
+			}
+			if len(v) == 16 {
+				p, b := int64(binary.BigEndian.Uint64(v[:8])), int64(binary.BigEndian.Uint64(v[8:]))
+				o.People, o.Bots = o.People+p, o.Bots+b
+				links[string(k[9:])] += p + b
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return o, fmt.Errorf("click overview: %w", err)
+	}
+	o.Total = o.People + o.Bots
+	o.Links = linksOf(topEntries(links, limit))
+	return o, nil
 }
 
 // topEntries sorts by clicks (then value) and keeps the first limit.

@@ -27,8 +27,13 @@ type ClickSink interface {
 	ClickTotal(ctx context.Context, code string) (int64, error)
 	// ClickBreakdown returns code's limit values of dim (one of
 	// clickDimensions or DimReferrer) with the most clicks over the UTC
-	// days overlapping [from, to), by clicks then value.
+	// days overlapping [from, to), by clicks then value; code "": across
+	// all links.
 	ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]BreakdownEntry, error)
+	// ClickOverview returns the clicks of all links over the UTC days
+	// overlapping [from, to): totals and the limit links with the most
+	// (From, To, Total, People, Bots and Links of ClickOverview).
+	ClickOverview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error)
 }
 
 // clickSinkFor returns the click sink kept in the link store's own

@@ -283,6 +283,11 @@ func (c *countedClickStore) ClickBreakdown(ctx context.Context, code, dim string
 	return c.sink.ClickBreakdown(ctx, code, dim, from, to, limit)
 }
 
+func (c *countedClickStore) ClickOverview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error) {
+	c.count(ctx)
+	return c.sink.ClickOverview(ctx, from, to, limit)
+}
+
 func (c *countedClickStore) Close() error { return nil }
 
 // Acceptance 4: serving a cached link, the redirect path does no network
