@@ -441,6 +441,7 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 		return apiErr(http.StatusServiceUnavailable, "click counters unavailable")
 	}
 	series := spec.series(append(st.Hourly, dailyAsHours(st.Daily)...), from, to)
+	spec.withUniques(series, st.Visitors)
 	if format == "csv" {
 		return writeSeriesCSV(w, code, series)
 	}
