@@ -84,3 +84,80 @@ func TestSeriesUniques(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSeriesUniques: for any window, granularity and zone, with disjoint
+// visitors on each UTC day overlapping the window (a few each: sparse
+// sketches, exact), each day, week or month bucket counts the visitors of
+// the days whose 12:00 UTC lies within its bounds (before the first: in
+// the first; an oracle from the bucket bounds, not floor), the buckets add
+// up to the window's merged estimate, and hour buckets have none.
+func FuzzSeriesUniques(f *testing.F) {
+	zones := []string{"UTC", "Europe/Berlin", "Asia/Kolkata", "America/St_Johns", "Pacific/Kiritimati", "Pacific/Chatham",
+		"America/Santiago", "Pacific/Pago_Pago", "Pacific/Apia"}
+	f.Add(int64(1_800_000_000), uint16(100), uint8(1), uint8(1), uint64(1))
+	f.Add(int64(1_792_800_000), uint16(2000), uint8(3), uint8(4), uint64(2))
+	f.Add(int64(1_792_800_000), uint16(400), uint8(2), uint8(7), uint64(3))
+	f.Fuzz(func(t *testing.T, fromUnix int64, spanHours uint16, g, z uint8, seed uint64) {
+		from := time.Unix(946684800+((fromUnix%(250*365*86400))+250*365*86400)%(250*365*86400), 0).UTC()
+		to := from.Add(time.Duration(int(spanHours)%(24*120)) * time.Hour).Add(time.Duration(seed%3600) * time.Second)
+		spec := seriesSpec{[]string{GranularityHour, GranularityDay, GranularityWeek, GranularityMonth}[g%4], mustZone(t, zones[int(z)%len(zones)])}
+		if spec.granularity == GranularityHour && to.Sub(from) > 30*24*time.Hour {
+			to = from.Add(30 * 24 * time.Hour)
+		}
+		points := spec.series(nil, from, to)
+		if len(points) == 0 {
+			return
+		}
+		salt := []byte(fmt.Sprint("fuzz", seed))
+		first, end := dayRange(from, to)
+		var days []DayVisitors
+		counts := map[int64]int64{}
+		next := 0
+		for d := first; d.Before(end); d = d.Add(24 * time.Hour) {
+			n := int((seed>>(uint(d.Unix()/86400)%60))&3) + int(d.Unix()/86400%2) // 0..4 visitors
+			var hashes []uint64
+			for range n {
+				hashes = append(hashes, visitorHash(salt, fmt.Sprint(next), "ua"))
+				next++
+			}
+			b, err := addVisitors(nil, hashes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			days = append(days, DayVisitors{Day: d, Sketch: b})
+			counts[d.Unix()] = int64(n)
+		}
+		spec.withUniques(points, days)
+		if spec.granularity == GranularityHour {
+			for _, p := range points {
+				if p.Uniques != nil {
+					t.Fatalf("hour bucket %v has uniques %d", p.Start, *p.Uniques)
+				}
+			}
+			return
+		}
+		want := make([]int64, len(points))
+		for _, d := range days {
+			mid := d.Day.Add(12 * time.Hour)
+			i := len(points) - 1
+			for i > 0 && points[i].Start.After(mid) {
+				i--
+			}
+			want[i] += counts[d.Day.Unix()]
+		}
+		var sum int64
+		for i, p := range points {
+			if p.Uniques == nil || *p.Uniques != want[i] {
+				t.Fatalf("%s %s from %v to %v: bucket %v uniques %v, want %d", spec.granularity, spec.loc, from, to, p.Start, p.Uniques, want[i])
+			}
+			sum += *p.Uniques
+		}
+		var all [][]byte
+		for _, d := range days {
+			all = append(all, d.Sketch)
+		}
+		if merged := mergeVisitors(all); merged != sum || sum != int64(next) {
+			t.Fatalf("buckets sum to %d, the window's merged sketch %d, visitors %d", sum, merged, next)
+		}
+	})
+}
