@@ -75,9 +75,15 @@ func apiErr(status int, format string, args ...any) error {
 // serveAPI answers the management API; rest is the path after the API mount.
 // Every answer is JSON, errors as {"error": "..."}.
 func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rest string) error {
-	err := h.routeAPI(w, r, rest)
+	h.answerAPI(w, h.routeAPI(w, r, rest))
+	return nil
+}
+
+// answerAPI writes err, if any, as the API's JSON error (a 500 for one
+// that is not an apiError, logged).
+func (h *Handler) answerAPI(w http.ResponseWriter, err error) {
 	if err == nil {
-		return nil
+		return
 	}
 	var ae apiError
 	if !errors.As(err, &ae) {
@@ -88,14 +94,14 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rest string) 
 		w.Header().Set("WWW-Authenticate", `Bearer realm="shortener"`)
 	}
 	writeJSON(w, ae.status, map[string]string{"error": ae.msg})
-	return nil
 }
 
 func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) error {
 	if rest == "/openapi.json" {
 		return h.serveOpenAPI(w, r)
 	}
-	if err := h.authorize(w, r); err != nil {
+	r, err := h.authorize(w, r)
+	if err != nil {
 		return err
 	}
 	switch {
@@ -122,6 +128,12 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on stats", r.Method)
 		}
 		return h.apiStats(w, r, rest[len("/links/"):len(rest)-len("/stats")])
+	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/qr") && strings.Count(rest, "/") == 3:
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on qr", r.Method)
+		}
+		return h.apiQR(w, r, rest[len("/links/"):len(rest)-len("/qr")])
 	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/history") && strings.Count(rest, "/") == 3:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

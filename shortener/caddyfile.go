@@ -48,6 +48,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    api           <path>
 //	    api_key       <key...>
 //	    api_read_key  <key...>
+//	    ui            <path> [{ session_max_age <d>; session_idle <d> }]
 //	    source_header
 //	    clicks        on|off
 //	    clicks_buffer <n>
@@ -58,6 +59,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    clicks_referrers <n>
 //	    clicks_retention <duration>
 //	    clicks_hourly_retention <duration>
+//	    clicks_geoip  <path>
 //	    code_filter   on|off
 //	    code_filter_sync <interval>
 //	}
@@ -206,6 +208,10 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			h.API = v
+		case "ui":
+			if err := h.unmarshalUI(d, pos); err != nil {
+				return err
+			}
 		case "api_key":
 			keys, err := appendKeys(d, pos, name, h.APIKeys)
 			if err != nil {
@@ -288,6 +294,15 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			} else {
 				h.ClicksHourlyRetention = caddy.Duration(dur)
 			}
+		case "clicks_geoip":
+			v, err := cfparse.OneArg(d)
+			if err != nil {
+				return err
+			}
+			if v == "" {
+				return d.Err("invalid clicks_geoip '': want the path of a GeoIP file")
+			}
+			h.ClicksGeoIP = v
 		case "code_filter":
 			v, err := cfparse.OneArg(d)
 			if err != nil {

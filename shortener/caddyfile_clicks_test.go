@@ -18,6 +18,7 @@ func TestCaddyfileClicks(t *testing.T) {
 		{"shortener {\nclicks_buffer 1024\n}", Handler{ClicksBuffer: 1024}},
 		{"shortener {\nclicks_batch 100 250ms\n}", Handler{ClicksBatch: 100, ClicksInterval: caddy.Duration(250 * time.Millisecond)}},
 		{"shortener {\nclicks_stream_maxlen 5000\n}", Handler{ClicksStreamMaxLen: 5000}},
+		{"shortener {\nclicks_geoip /var/lib/GeoLite2-City.mmdb\n}", Handler{ClicksGeoIP: "/var/lib/GeoLite2-City.mmdb"}},
 		{"shortener {\nclicks on\nclicks_buffer 10\nclicks_batch 5 2s\nclicks_stream_maxlen 99\n}", Handler{
 			ClicksBuffer: 10, ClicksBatch: 5, ClicksInterval: caddy.Duration(2 * time.Second), ClicksStreamMaxLen: 99,
 		}},
@@ -28,7 +29,7 @@ func TestCaddyfileClicks(t *testing.T) {
 			continue
 		}
 		if h.ClicksOff != tc.want.ClicksOff || h.ClicksBuffer != tc.want.ClicksBuffer || h.ClicksBatch != tc.want.ClicksBatch ||
-			h.ClicksInterval != tc.want.ClicksInterval || h.ClicksStreamMaxLen != tc.want.ClicksStreamMaxLen {
+			h.ClicksInterval != tc.want.ClicksInterval || h.ClicksStreamMaxLen != tc.want.ClicksStreamMaxLen || h.ClicksGeoIP != tc.want.ClicksGeoIP {
 			t.Errorf("parse(%q) = %+v, want %+v", tc.input, *h, tc.want)
 		}
 	}
@@ -57,6 +58,11 @@ func TestCaddyfileClicksErrors(t *testing.T) {
 		{"shortener {\nclicks_stream_maxlen\n}", "wrong argument count"},
 		{"shortener {\nclicks_stream_maxlen none\n}", "invalid clicks_stream_maxlen 'none': must be a positive integer"},
 		{"shortener {\nclicks_stream_maxlen 0\n}", "invalid clicks_stream_maxlen '0'"},
+		{"shortener {\nclicks_geoip\n}", "wrong argument count"},
+		{"shortener {\nclicks_geoip a.mmdb b.mmdb\n}", "wrong argument count"},
+		{"shortener {\nclicks_geoip \"\"\n}", "invalid clicks_geoip '': want the path of a GeoIP file"},
+		{"shortener {\nclicks_geoip a.mmdb\nclicks_geoip b.mmdb\n}", "duplicate subdirective 'clicks_geoip'"},
+		{"shortener {\nclicks off\nclicks_geoip a.mmdb\n}", "clicks_geoip needs clicks on"},
 	} {
 		_, err := parse(tc.input)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

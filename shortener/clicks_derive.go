@@ -9,8 +9,8 @@ import (
 // saltTimeout bounds the writer's wait for the day's salt.
 const saltTimeout = 2 * time.Second
 
-// derive sets a click's dimensions and visitor hash from its client
-// address and user agent, then clears both: it runs in the recorder's
+// derive sets a click's dimensions, geography and visitor hash from its
+// client address and user agent, then clears both: it runs in the recorder's
 // writer as the click leaves the buffer (take), so the redirect path only
 // enqueues, and no address or user agent reaches the stream, a sink or a
 // log. Without the day's salt (the store unreachable) the visitor stays
@@ -18,6 +18,10 @@ const saltTimeout = 2 * time.Second
 func (r *ClickRecorder) derive(c *Click) {
 	d := r.ua.dims(c.UA, c.Class)
 	c.Device, c.OS, c.Browser = d.device, d.os, d.browser
+	c.Country, c.Region, c.City = UnknownDim, "", ""
+	if r.geo != nil {
+		c.Country, c.Region, c.City = r.geo.db().lookup(c.Addr)
+	}
 	if r.salts != nil && c.Addr.IsValid() {
 		ctx, cancel := context.WithTimeout(context.Background(), saltTimeout)
 		if salt, err := r.salts.get(ctx, c.At); err == nil {

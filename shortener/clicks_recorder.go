@@ -73,6 +73,14 @@ type ClickConfig struct {
 	PruneDelay    time.Duration
 	PruneInterval time.Duration
 	PrunePage     int
+	// GeoIP is the path of a MaxMind-format database (GeoLite2, GeoIP2 or
+	// DB-IP Country or City, IPinfo Lite) from which the writer derives
+	// each click's country, region and city; "": every country is
+	// UnknownDim. The file is read at start and again when it changes
+	// (stated every GeoIPPoll, default 10s), checked before it replaces
+	// the loaded one.
+	GeoIP     string
+	GeoIPPoll time.Duration
 	// Registerer for the click metrics (caddy_shortener_clicks_*); nil:
 	// not registered.
 	Registerer prometheus.Registerer
@@ -114,6 +122,7 @@ type ClickRecorder struct {
 	logger   *zap.Logger
 	ua       *uaParser  // the writer's: device, OS and browser
 	salts    *saltCache // the day's visitor salt; nil: the sink keeps none
+	geo      *geoIP     // the writer's GeoIP file; nil: none
 
 	stop     chan struct{} // closed by Close: flush and stop
 	ctx      context.Context
@@ -146,8 +155,18 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 	if cfg.BufferBytes < maxBatchBytes {
 		return nil, fmt.Errorf("the click buffer's byte cap must be at least %d (one batch)", maxBatchBytes)
 	}
+	var geo *geoIP
+	if cfg.GeoIP != "" {
+		var err error
+		if geo, err = openGeoIP(cfg.GeoIP, cfg.GeoIPPoll, cfg.Logger); err != nil {
+			return nil, err
+		}
+	}
 	m, err := newClickMetrics(cfg.Registerer)
 	if err != nil {
+		if geo != nil {
+			geo.cur.close()
+		}
 		return nil, err
 	}
 	pctx, pcancel := context.WithCancel(context.Background())
@@ -162,6 +181,7 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 		group:    clickGroup,
 		logger:   cfg.Logger,
 		ua:       newUAParser(),
+		geo:      geo,
 		stop:     make(chan struct{}),
 		ctx:      ctx,
 		cancel:   cancel,
@@ -173,6 +193,9 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 	}
 	if src, ok := cfg.Sink.(visitorSalter); ok {
 		r.salts = &saltCache{src: src}
+	}
+	if geo != nil {
+		go geo.watch(r.stop)
 	}
 	go r.write()
 	if cfg.Redis != nil {

@@ -21,6 +21,7 @@ func (h *Handler) startClicks(ctx caddy.Context, prefix string) error {
 	}
 	cfg := h.clickConfig()
 	cfg.Sink, cfg.Logger = sink, h.logger
+	cfg.GeoIP, cfg.GeoIPPoll = caddy.NewReplacer().ReplaceKnown(h.ClicksGeoIP, ""), h.geoPoll
 	if reg := ctx.GetMetricsRegistry(); reg != nil {
 		cfg.Registerer = reg
 	}

@@ -18,6 +18,9 @@ const maxPipeline = 16
 // are accepted. A partial batch leaves when the interval passes.
 func (r *ClickRecorder) write() {
 	defer close(r.flushed)
+	if r.geo != nil {
+		defer r.geo.close() // after the last lookup
+	}
 	n := r.cfg.BatchSize
 	ticker := time.NewTicker(r.cfg.BatchInterval)
 	defer ticker.Stop()

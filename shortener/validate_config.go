@@ -42,7 +42,7 @@ func (h *Handler) validate(pos positions) error {
 		h.onValidate()
 	}
 	for _, check := range []func(positions) error{
-		h.validateStore, h.validateCodes, h.validateCaches, h.validateClicks, h.validateAPI, h.validateTargets,
+		h.validateStore, h.validateCodes, h.validateCaches, h.validateClicks, h.validateAPI, h.validateUI, h.validateTargets,
 	} {
 		if err := check(pos); err != nil {
 			return err
@@ -115,6 +115,7 @@ func (h *Handler) validateClicks(pos positions) error {
 		{"clicks_retention", checkClicksRetention("clicks_retention", time.Duration(h.ClicksRetention))},
 		{"clicks_hourly_retention", checkClicksRetention("clicks_hourly_retention", time.Duration(h.ClicksHourlyRetention))},
 		{"clicks_hourly_retention", checkHourlyRetention(time.Duration(h.ClicksHourlyRetention), time.Duration(h.ClicksRetention))},
+		{"clicks_geoip", h.checkClicksGeoIP()},
 	} {
 		if c.err != nil {
 			return pos.at(c.field, c.err)
@@ -208,6 +209,15 @@ func checkClicksRetention(name string, d time.Duration) error {
 func checkHourlyRetention(hourly, all time.Duration) error {
 	if hourly != 0 && all != 0 && hourly > all {
 		return fmt.Errorf("invalid clicks_hourly_retention %s: longer than clicks_retention %s", hourly, all)
+	}
+	return nil
+}
+
+// checkClicksGeoIP: a GeoIP file serves clicks, so it needs them on. The
+// file itself is read and checked when the handler starts.
+func (h *Handler) checkClicksGeoIP() error {
+	if h.ClicksGeoIP != "" && h.ClicksOff {
+		return errors.New("clicks_geoip needs clicks on")
 	}
 	return nil
 }

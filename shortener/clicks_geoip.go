@@ -1,0 +1,176 @@
+package shortener
+
+import (
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/oschwald/maxminddb-golang/v2"
+)
+
+// maxGeoIPBytes bounds a GeoIP file read into memory (a City database is
+// under 100 MB).
+const maxGeoIPBytes = 1 << 30
+
+// geoProbes are the addresses a GeoIP file must look up without error
+// before it is used: one per address family.
+var geoProbes = [...]netip.Addr{netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("2001:4860:4860::8888")}
+
+// geoDB is one GeoIP file, read into memory: a file rewritten in place
+// cannot change or fault (as a memory map would) what a lookup reads.
+type geoDB struct {
+	r      *maxminddb.Reader
+	info   os.FileInfo // the file as it was stated before it was read
+	ipinfo bool        // records of IPinfo's shape (ipinfoRecord)
+}
+
+// geoRecord is what a lookup in a GeoLite2, GeoIP2 or DB-IP file decodes:
+// the country, first subdivision and city. Other fields are skipped.
+type geoRecord struct {
+	Country struct {
+		ISOCode string `maxminddb:"iso_code"`
+	} `maxminddb:"country"`
+	Subdivisions []struct {
+		ISOCode string `maxminddb:"iso_code"`
+	} `maxminddb:"subdivisions"`
+	City struct {
+		Names struct {
+			EN string `maxminddb:"en"`
+		} `maxminddb:"names"`
+	} `maxminddb:"city"`
+}
+
+// ipinfoRecord is what a lookup in an IPinfo file decodes: its country
+// code (its "country" is the English name).
+type ipinfoRecord struct {
+	CountryCode string `maxminddb:"country_code"`
+}
+
+// openGeoDB reads and checks the GeoIP file at path: a MaxMind DB of a
+// supported type (supportedGeoType) in which the probe addresses look up
+// without error.
+func openGeoDB(path string) (*geoDB, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if info.Size() > maxGeoIPBytes {
+		return nil, fmt.Errorf("%d bytes: larger than %d", info.Size(), maxGeoIPBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxGeoIPBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxGeoIPBytes {
+		return nil, fmt.Errorf("larger than %d bytes", maxGeoIPBytes)
+	}
+	r, err := maxminddb.OpenBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("not a MaxMind DB file: %w", err)
+	}
+	db := &geoDB{r: r, info: info, ipinfo: strings.HasPrefix(strings.ToLower(r.Metadata.DatabaseType), "ipinfo")}
+	if err := db.check(); err != nil {
+		db.close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// check judges an opened file: its type, and a lookup of each probe.
+func (db *geoDB) check() error {
+	typ := db.r.Metadata.DatabaseType
+	if !supportedGeoType(typ) {
+		return fmt.Errorf("database type %q has no country (want a Country or City database of GeoLite2, GeoIP2 or DB-IP, or IPinfo Lite)", typ)
+	}
+	for _, a := range geoProbes {
+		if a.Is6() && db.r.Metadata.IPVersion == 4 {
+			continue
+		}
+		if _, err := db.decode(a); err != nil {
+			return fmt.Errorf("looking up %s: %w", a, err)
+		}
+	}
+	return nil
+}
+
+// supportedGeoType reports whether a database type names a database with
+// countries: GeoLite2-Country, GeoLite2-City, GeoIP2-Country, GeoIP2-City,
+// GeoIP2-Enterprise, DBIP-Country-Lite, DBIP-City-Lite, DB-IP's paid
+// Country and City, and IPinfo's Lite and country databases. ASN, ISP,
+// domain and anonymous-IP databases are not.
+func supportedGeoType(typ string) bool {
+	t := strings.ToLower(typ)
+	return strings.Contains(t, "country") || strings.Contains(t, "city") || strings.Contains(t, "enterprise") ||
+		strings.HasPrefix(t, "ipinfo") && strings.Contains(t, "lite")
+}
+
+// lookup returns the country, region and city of addr: UnknownDim, "", ""
+// when the address is not in the file, its record does not decode, or its
+// country is not an ISO 3166-1 alpha-2 code. A region or city that is not
+// a valid click value (validRegion, validCity) is dropped (""), never
+// passed on.
+func (db *geoDB) lookup(addr netip.Addr) (country, region, city string) {
+	if !addr.IsValid() {
+		return UnknownDim, "", ""
+	}
+	rec, err := db.decode(addr)
+	country = rec.Country.ISOCode
+	if err != nil || len(country) != 2 || !validCountry(country) {
+		return UnknownDim, "", ""
+	}
+	if len(rec.Subdivisions) > 0 {
+		if sub := rec.Subdivisions[0].ISOCode; len(sub) <= 3 {
+			if region = country + "-" + sub; !validRegion(region) {
+				region = ""
+			}
+		}
+	}
+	if city = rec.City.Names.EN; !validCity(city) {
+		city = ""
+	}
+	return country, region, city
+}
+
+// decode looks addr up, giving an IPinfo record the shape of a MaxMind
+// one (its country code only). Not found: a zero record.
+func (db *geoDB) decode(addr netip.Addr) (geoRecord, error) {
+	var rec geoRecord
+	res := db.r.Lookup(addr)
+	if db.ipinfo {
+		var ip ipinfoRecord
+		err := res.Decode(&ip)
+		rec.Country.ISOCode = ip.CountryCode
+		return rec, err
+	}
+	err := res.Decode(&rec)
+	return rec, err
+}
+
+// describe is the file's type and build time, for the log.
+func (db *geoDB) describe() (typ string, built time.Time) {
+	return db.r.Metadata.DatabaseType, db.r.Metadata.BuildTime().UTC()
+}
+
+func (db *geoDB) close() {
+	if db != nil {
+		_ = db.r.Close()
+	}
+}
+
+// sameGeoFile reports whether a and b are the same file with the same size
+// and modification time: a file replaced by rename (another inode) or
+// rewritten in place (mtime, size) is not.
+func sameGeoFile(a, b os.FileInfo) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}

@@ -1,0 +1,125 @@
+package shortener
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// DefaultGeoIPPoll is how often the GeoIP file is stated for a change.
+const DefaultGeoIPPoll = 10 * time.Second
+
+// geoIP is the recorder's GeoIP database and its watcher. The writer
+// goroutine alone looks up (db) and closes: the watcher opens and checks
+// a changed file and leaves it in next, which the writer swaps in before
+// its next lookup, so no file is closed while a lookup reads it.
+type geoIP struct {
+	path   string
+	poll   time.Duration
+	logger *zap.Logger
+	cur    *geoDB                // the writer's
+	next   atomic.Pointer[geoDB] // checked by the watcher, not yet taken
+	seen   os.FileInfo           // the watcher's: the file last tried
+	failed string                // the watcher's: the last error logged
+	loads  atomic.Int64          // files loaded, the first included
+	bad    atomic.Int64          // changed files rejected
+	done   chan struct{}         // closed when the watcher has stopped
+}
+
+// openGeoIP loads the GeoIP file at path; an error names the path.
+func openGeoIP(path string, poll time.Duration, logger *zap.Logger) (*geoIP, error) {
+	db, err := openGeoDB(path)
+	if err != nil {
+		return nil, fmt.Errorf("clicks_geoip %q: %w", path, err)
+	}
+	if poll <= 0 {
+		poll = DefaultGeoIPPoll
+	}
+	g := &geoIP{path: path, poll: poll, logger: logger, cur: db, seen: db.info, done: make(chan struct{})}
+	g.loaded(db, "GeoIP database loaded")
+	return g, nil
+}
+
+// db returns the file to look up in, first swapping in (and closing the
+// one it replaces) a file the watcher loaded. Writer only.
+func (g *geoIP) db() *geoDB {
+	if g.next.Load() != nil {
+		if db := g.next.Swap(nil); db != nil {
+			g.cur.close()
+			g.cur = db
+		}
+	}
+	return g.cur
+}
+
+// watch states the file every poll interval until stop is closed, and
+// loads it when it changed (check).
+func (g *geoIP) watch(stop <-chan struct{}) {
+	defer close(g.done)
+	t := time.NewTicker(g.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			g.check()
+		}
+	}
+}
+
+// check loads the file if it is another file, or another size or
+// modification time, than the one last tried. A file that cannot be read
+// or checked is logged and the loaded one stays; it is tried again when
+// it changes.
+func (g *geoIP) check() {
+	info, err := os.Stat(g.path)
+	if err != nil {
+		g.reject(err)
+		return
+	}
+	if sameGeoFile(info, g.seen) {
+		return
+	}
+	g.seen = info
+	db, err := openGeoDB(g.path)
+	if err != nil {
+		g.bad.Add(1)
+		g.reject(err)
+		return
+	}
+	if db.info != nil {
+		g.seen = db.info
+	}
+	g.failed = ""
+	if old := g.next.Swap(db); old != nil {
+		old.close() // never taken by the writer
+	}
+	g.loaded(db, "GeoIP database reloaded")
+}
+
+// reject logs why the file was not loaded, once per distinct error.
+func (g *geoIP) reject(err error) {
+	if msg := err.Error(); msg != g.failed {
+		g.failed = msg
+		g.logger.Warn("GeoIP database not reloaded; the loaded one stays", zap.String("path", g.path), zap.Error(err))
+	}
+}
+
+func (g *geoIP) loaded(db *geoDB, msg string) {
+	g.loads.Add(1)
+	typ, built := db.describe()
+	g.logger.Info(msg, zap.String("path", g.path), zap.String("type", typ),
+		zap.Time("built", built), zap.Int64("bytes", db.info.Size()))
+}
+
+// close stops using the files once the watcher has stopped: the writer
+// calls it as it ends.
+func (g *geoIP) close() {
+	<-g.done
+	g.cur.close()
+	g.next.Swap(nil).close()
+}
