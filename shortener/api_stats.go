@@ -55,6 +55,7 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 		return h.clicksErr(err)
 	}
 	series := spec.series(append(st.Hourly, dailyAsHours(st.Daily)...), from, to)
+	spec.withUniques(series, st.Visitors)
 	if format == "csv" {
 		return writeSeriesCSV(w, code, series)
 	}

@@ -231,6 +231,7 @@ func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, t
 			d := decodeDailyValue(v)
 			if d.visitors != nil {
 				sketches = append(sketches, bytes.Clone(d.visitors))
+				st.Visitors = append(st.Visitors, DayVisitors{Day: time.Unix(day, 0).UTC(), Sketch: sketches[len(sketches)-1]})
 			}
 			if d.people+d.bots > 0 {
 				st.Daily = append(st.Daily, DailyClicks{Day: time.Unix(day, 0).UTC(), People: int64(d.people), Bots: int64(d.bots)})

@@ -202,13 +202,14 @@ func (s *postgresClickSink) readDaily(ctx context.Context, st *ClickStats, first
 	var visitors []byte
 	var sketches [][]byte
 	_, err = pgx.ForEachRow(rows, []any{&d.Day, &d.People, &d.Bots, &visitors}, func() error {
+		d.Day = time.Date(d.Day.Year(), d.Day.Month(), d.Day.Day(), 0, 0, 0, 0, time.UTC)
 		if visitors != nil {
 			sketches = append(sketches, bytes.Clone(visitors))
+			st.Visitors = append(st.Visitors, DayVisitors{Day: d.Day, Sketch: sketches[len(sketches)-1]})
 		}
 		if d.People+d.Bots == 0 {
 			return nil
 		}
-		d.Day = time.Date(d.Day.Year(), d.Day.Month(), d.Day.Day(), 0, 0, 0, 0, time.UTC)
 		st.Daily = append(st.Daily, d)
 		st.People += d.People
 		st.Bots += d.Bots

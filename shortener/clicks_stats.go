@@ -26,6 +26,9 @@ type ClickStats struct {
 	// several days visitor-days (each day has its own salt). Error under
 	// 1% (HyperLogLog at precision 14, exact while small).
 	Uniques int64 `json:"uniques"`
+	// Visitors are the sketches behind Uniques, one per UTC day that has
+	// one, in day order: the timeseries merges them per bucket.
+	Visitors []DayVisitors `json:"-"`
 	// AllTime counts every click ever counted for the link: kept apart
 	// from the rollups, never pruned by clicks_retention. Total, People
 	// and Bots above cover the requested window only.

@@ -272,7 +272,7 @@ func TestClicksCountedAndStatsAPI(t *testing.T) {
 	}
 	// The same series as CSV.
 	w := serve(t, h, "GET", "/api/links/"+code+"/stats?from=2026-11-29T09:00:00Z&to=2026-11-29T11:00:00Z&granularity=hour&format=csv", "", auth()...)
-	if want := "start,clicks,people,bots\n2026-11-29T09:00:00Z,0,0,0\n2026-11-29T10:00:00Z,7,4,3\n"; w.Code != http.StatusOK ||
+	if want := "start,clicks,people,bots,uniques\n2026-11-29T09:00:00Z,0,0,0,\n2026-11-29T10:00:00Z,7,4,3,\n"; w.Code != http.StatusOK ||
 		w.Body.String() != want || w.Header().Get("Content-Type") != "text/csv; charset=utf-8" ||
 		w.Header().Get("Content-Disposition") != `attachment; filename="`+code+`-clicks.csv"` {
 		t.Errorf("stats as CSV = %d %q %v, want 200 %q", w.Code, w.Body, w.Header(), want)
