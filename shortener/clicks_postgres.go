@@ -20,7 +20,7 @@ const clickBatchRetention = 7 * 24 * time.Hour
 
 // postgresClickSink keeps click counters in the tables of
 // migrations/002_clicks.up.sql, 003_click_bounds.up.sql,
-// 012_clicks_daily.up.sql and 015_clicks_dims.up.sql.
+// 012_clicks_daily.up.sql and 014_clicks_dims.up.sql.
 type postgresClickSink struct {
 	pool      *pgxpool.Pool
 	referrers int          // named referrer hosts (and values of each dimension) per link per day

@@ -133,7 +133,7 @@ var pgReferrers = pgCapped[refKey, dayKey]{
 	},
 }
 
-// pgDims are the dimension values of 015_clicks_dims.up.sql, capped per
+// pgDims are the dimension values of 014_clicks_dims.up.sql, capped per
 // link, day and dimension in shortener_link_dim_days.
 var pgDims = pgCapped[dimKey, dimDay]{
 	what: "dimension",

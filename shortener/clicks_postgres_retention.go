@@ -9,7 +9,7 @@ import (
 // postgresPruneSteps are the statements of one prune page, in order, each
 // deleting at most $2 rows (a short statement of its own on the date
 // indexes of 003_click_bounds.up.sql, 012_clicks_daily.up.sql and
-// 015_clicks_dims.up.sql). Rows a click transaction holds are skipped,
+// 014_clicks_dims.up.sql). Rows a click transaction holds are skipped,
 // not waited for: the next prune takes them.
 var postgresPruneSteps = [...]struct {
 	sql   string
