@@ -251,9 +251,9 @@ func TestClickRetentionPrunesInPages(t *testing.T) {
 				}
 				sum += n
 			}
-			want := 72 + 6 + 3 + 36
-			if name == "embedded" { // and its counters across links: 3 link-days, 3 days of 6 dimensions and 2 referrers
-				want += 3 + 3*8
+			want := 72 + 6 + 3 + 3*2*len(clickDimensions) // dimension values and their link-days, 3 link-days
+			if name == "embedded" { // and its counters across links: 3 link-days, 3 days of the dimensions and 2 referrers
+				want += 3 + 3*(len(clickDimensions)+2)
 			}
 			if sum != want || len(pages) < want/10 {
 				t.Errorf("pages %v deleted %d rows, want %d in at least %d pages", pages, sum, want, want/10)
