@@ -36,10 +36,8 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
-	if _, err := h.store.Get(ctx, code); errors.Is(err, ErrNotFound) {
-		return apiErr(http.StatusNotFound, "link not found")
-	} else if err != nil {
-		return h.storeErr(err)
+	if err := h.linkExists(ctx, code); err != nil {
+		return err
 	}
 	var breakdown []BreakdownEntry
 	if group.dim != "" {
@@ -136,5 +134,16 @@ func (h *Handler) apiOverview(w http.ResponseWriter, r *http.Request) error {
 		return writeBreakdownCSV(w, "clicks-links", "code", links)
 	}
 	writeJSON(w, http.StatusOK, o)
+	return nil
+}
+
+// linkExists is nil when the store holds code (revoked or not), else the
+// API's 404 or store error.
+func (h *Handler) linkExists(ctx context.Context, code string) error {
+	if _, err := h.store.Get(ctx, code); errors.Is(err, ErrNotFound) {
+		return apiErr(http.StatusNotFound, "link not found")
+	} else if err != nil {
+		return h.storeErr(err)
+	}
 	return nil
 }

@@ -2,7 +2,6 @@ package shortener
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -101,10 +100,8 @@ func (h *Handler) apiQR(w http.ResponseWriter, r *http.Request, code string) err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
-	if _, err := h.store.Get(ctx, code); errors.Is(err, ErrNotFound) {
-		return apiErr(http.StatusNotFound, "link not found")
-	} else if err != nil {
-		return h.storeErr(err)
+	if err := h.linkExists(ctx, code); err != nil {
+		return err
 	}
 	q, err := qrcode.New(h.qrURL(r, code), req.level)
 	if err != nil { // a short URL always fits (at most 2,953 bytes at level L)
