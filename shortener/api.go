@@ -122,6 +122,12 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on %s", r.Method, "links/batch")
 		}
 		return h.apiBatch(w, r)
+	case rest == "/stats":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on stats", r.Method)
+		}
+		return h.apiOverview(w, r)
 	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/stats") && strings.Count(rest, "/") == 3:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -412,52 +418,6 @@ func (h *Handler) apiGet(w http.ResponseWriter, r *http.Request, code string) er
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-// apiStats answers GET <api>/links/<code>/stats?from=&to=&granularity=&tz=&format=
-// (RFC 3339, default the last 30 days; day; UTC; json) with the link's
-// click counters and their timeseries, or the timeseries alone as CSV.
-func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) error {
-	if h.clicks == nil {
-		return apiErr(http.StatusNotFound, "click counting is off")
-	}
-	if !ValidLookupCode(code) {
-		return apiErr(http.StatusNotFound, "link not found")
-	}
-	from, to, err := ParseStatsRange(r.URL.Query(), h.now())
-	if err != nil {
-		return apiErr(http.StatusBadRequest, "%v", err)
-	}
-	spec, err := parseSeriesSpec(r.URL.Query())
-	if err != nil {
-		return apiErr(http.StatusBadRequest, "%v", err)
-	}
-	format, err := statsFormat(r.URL.Query())
-	if err != nil {
-		return apiErr(http.StatusBadRequest, "%v", err)
-	}
-	if err := spec.within(from, hourlyHorizon(h.now(), time.Duration(h.ClicksHourlyRetention))); err != nil {
-		return apiErr(http.StatusBadRequest, "%v", err)
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
-	defer cancel()
-	if _, err := h.store.Get(ctx, code); errors.Is(err, ErrNotFound) {
-		return apiErr(http.StatusNotFound, "link not found")
-	} else if err != nil {
-		return h.storeErr(err)
-	}
-	st, err := h.clicks.Stats(ctx, code, from, to)
-	if err != nil {
-		h.logger.Warn("shortener api: reading click stats failed", zap.Error(err))
-		return apiErr(http.StatusServiceUnavailable, "click counters unavailable")
-	}
-	series := spec.series(append(st.Hourly, dailyAsHours(st.Daily)...), from, to)
-	spec.withUniques(series, st.Visitors)
-	if format == "csv" {
-		return writeSeriesCSV(w, code, series)
-	}
-	writeJSON(w, http.StatusOK, StatsAnswer{ClickStats: st, Granularity: spec.granularity, TZ: spec.loc.String(), Timeseries: series})
 	return nil
 }
 

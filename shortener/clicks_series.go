@@ -42,6 +42,10 @@ type StatsAnswer struct {
 	Granularity string        `json:"granularity"`
 	TZ          string        `json:"tz"`
 	Timeseries  []SeriesPoint `json:"timeseries"`
+	// GroupBy and Breakdown: with group_by, the dimension and its values
+	// with the most clicks over the UTC days overlapping the window.
+	GroupBy   string           `json:"group_by,omitempty"`
+	Breakdown []BreakdownEntry `json:"breakdown,omitzero"`
 }
 
 // seriesSpec is how a timeseries is cut: its granularity and time zone.

@@ -93,6 +93,36 @@ func (s *memClickSink) ClickStats(ctx context.Context, code string, from, to tim
 	return st, nil
 }
 
+// ClickBreakdown lists referrer hosts only, and ClickOverview totals only:
+// the handler tests on this sink do not read the dimensions or the top
+// links (those run on both real sinks).
+func (s *memClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]BreakdownEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first, end := dayRange(from, to)
+	sums := map[string]int64{}
+	for k, n := range s.referrers {
+		if dim == DimReferrer && (code == "" || k.code == code) && k.day >= first.Unix() && k.day < end.Unix() {
+			sums[k.host] += n
+		}
+	}
+	return topEntries(sums, limit), nil
+}
+
+func (s *memClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first, end := dayRange(from, to)
+	o := ClickOverview{From: first, To: end, Links: []LinkClicks{}}
+	for k, v := range s.hourly {
+		if k.hour >= first.Unix() && k.hour < end.Unix() {
+			o.People, o.Bots = o.People+v[0], o.Bots+v[1]
+		}
+	}
+	o.Total = o.People + o.Bots
+	return o, nil
+}
+
 func (s *memClickSink) ClickTotal(ctx context.Context, code string) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

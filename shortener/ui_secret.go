@@ -33,7 +33,7 @@ func newSecret() []byte {
 	return b
 }
 
-// Secret implements secretKeeper on the table of migrations/014_secrets.up.sql.
+// Secret implements secretKeeper on the table of migrations/015_secrets.up.sql.
 func (s *PostgresStore) Secret(ctx context.Context, name string) ([]byte, error) {
 	if _, err := s.pool.Exec(ctx, `INSERT INTO shortener_secrets (name, secret) VALUES ($1, $2)
 		ON CONFLICT (name) DO NOTHING`, name, newSecret()); err != nil {
