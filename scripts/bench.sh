@@ -28,6 +28,9 @@ REDIS_URL=$TEST_REDIS_URL
 go build -o bin/caddy ./cmd/caddy || exit 1
 
 W="$EDGEKIT_TMP/bench"; mkdir -p "$W"
+# Cases 15 and 16: a City database written here (loopback in it: every click
+# is looked up), never downloaded.
+go run ./bench/geoipdb -o "$W/city.mmdb" || exit 1
 PORT=$(free_port)
 ADMIN=$(free_port)
 PREFIX="edgekit-bench-$RANDOM$RANDOM"
@@ -206,13 +209,15 @@ case_config() {
 		api /api
 		api_key bench-key-0123456789
 	}" ;;
-  15) NAME="shortener L1 hit, clicks on, browser UA (parsed, visitor hashed)"; site "	shortener {
+  15) NAME="shortener L1 hit, clicks on, browser UA (parsed, visitor hashed), GeoIP"; site "	shortener {
 		store embedded $W/links-$1.db
+		clicks_geoip $W/city.mmdb
 		api /api
 		api_key bench-key-0123456789
 	}" ;;
-  16) NAME="shortener L1 hit, clicks on, Redis stream, 1,000 UAs Zipf"; site "	shortener {
+  16) NAME="shortener L1 hit, clicks on, GeoIP, Redis stream, 1,000 UAs Zipf"; site "	shortener {
 		store embedded $W/links-$1.db
+		clicks_geoip $W/city.mmdb
 		redis {
 			url $REDIS_URL
 			key_prefix $PREFIX-clicks
