@@ -23,8 +23,11 @@ test:
 vet:
 	$(GO) vet ./...
 
+# goimports with this module's imports grouped last (installed when missing).
+GOIMPORTS := $(shell $(GO) env GOPATH)/bin/goimports
 fmt:
-	gofmt -l -w .
+	test -x $(GOIMPORTS) || $(GO) install golang.org/x/tools/cmd/goimports@v0.45.0
+	$(GOIMPORTS) -l -w -local github.com/edgekit/caddy-edgekit .
 
 # A custom Caddy built by xcaddy from this checkout (takes ~3 minutes cold); see xcaddy.md.
 xcaddy:

@@ -372,6 +372,19 @@ func TestCaddyfileAdaptGolden(t *testing.T) {
 			ban_max 1h
 			ban_exempt 100.64.0.0/10 partner-key
 		}
+		zone tokens {
+			key {http.request.header.X-API-Key}
+			events 100000
+			window 1m
+			algorithm fixed_window
+			cost_after {http.response.header.X-Tokens-Used} fallback 500
+		}
+		zone inflight {
+			key {http.request.header.X-API-Key}
+			events 4
+			algorithm concurrency
+			lease_ttl 2m
+		}
 		redis {
 			url {env.REDIS_URL}
 			key_prefix edge

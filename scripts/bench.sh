@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: end-to-end throughput and latency of both handlers against Caddy's
 # own baselines, all measured in one run with the same load generator.
+#   BENCH_PIPELINE_DURATION (default 60s): case 16's run (the click pipeline keeping up)
 #   BENCH_DURATION (default 10s)  BENCH_CONNECTIONS (default 64)  BENCH_CASES (default: all, e.g. "1 2 3")
 #   BENCH_ROUNDS (default 1): run the cases this many times, one after another,
 #   and add the median of each case's per-round ratios (this machine's
@@ -12,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 DUR=${BENCH_DURATION:-10s}
 CONNS=${BENCH_CONNECTIONS:-64}
-CASES=${BENCH_CASES:-"1 2 3 4 5 6 7 8 9 10 11 12 14"}
+CASES=${BENCH_CASES:-"1 2 3 4 5 6 7 8 9 10 11 12 14 15 16"}
 RATE_DUR=${BENCH_RATE_DURATION:-5s}
 ROUNDS=${BENCH_ROUNDS:-1}
 
@@ -180,7 +181,7 @@ case_config() {
   7) NAME="shortener L1 hit"; site "	shortener {
 		store embedded $W/links-$1.db
 		api /api
-		api_key benchkey
+		api_key bench-key-0123456789
 		clicks off
 	}" ;;
   8) NAME="shortener redis hit"; site "	shortener {
@@ -191,19 +192,33 @@ case_config() {
 		}
 		local_cache off
 		api /api
-		api_key benchkey
+		api_key bench-key-0123456789
 		clicks off
 	}" ;;
   9) NAME="shortener negative hit"; site "	shortener {
 		store embedded $W/links-$1.db
 		api /api
-		api_key benchkey
+		api_key bench-key-0123456789
 		clicks off
 	}" ;;
   10) NAME="shortener L1 hit, clicks on"; site "	shortener {
 		store embedded $W/links-$1.db
 		api /api
-		api_key benchkey
+		api_key bench-key-0123456789
+	}" ;;
+  15) NAME="shortener L1 hit, clicks on, browser UA (parsed, visitor hashed)"; site "	shortener {
+		store embedded $W/links-$1.db
+		api /api
+		api_key bench-key-0123456789
+	}" ;;
+  16) NAME="shortener L1 hit, clicks on, Redis stream, 1,000 UAs Zipf"; site "	shortener {
+		store embedded $W/links-$1.db
+		redis {
+			url $REDIS_URL
+			key_prefix $PREFIX-clicks
+		}
+		api /api
+		api_key bench-key-0123456789
 	}" ;;
   esac
 }
@@ -211,16 +226,16 @@ case_config() {
 # target path per case
 case_path() {
   case $1 in
-  6|7|8|10) echo /bench01 ;;
+  6|7|8|10|15|16) echo /bench01 ;;
   *) echo / ;;
   esac
 }
 
 prepare() {
   case $1 in
-  7|8|10) # 201 the first time, 409 when the case's store already has it
+  7|8|10|15|16) # 201 the first time, 409 when the case's store already has it
     local st
-    st=$(curl -sS -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer benchkey' -H 'Content-Type: application/json' \
+    st=$(curl -sS -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer bench-key-0123456789' -H 'Content-Type: application/json' \
       -d '{"long_url":"https://example.com/landing","code":"bench01"}' "http://127.0.0.1:$PORT/api/links")
     [ "$st" = 201 ] || [ "$st" = 409 ] || return 1 ;;
   esac
@@ -240,6 +255,40 @@ UNKNOWN=$(awk 'BEGIN{srand(); s="0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJK
   echo 'request = function() return reqs[math.random(1, #reqs)] end'
 } >"$W/random.lua"
 
+# Cases 15 and 16: a browser's user agent (parsed into device, OS and
+# browser, and hashed with the address into the visitor, by the writer);
+# case 16 picks one of 1,000 distinct user agents per request, the k-th
+# with weight 1/k (Zipf, s = 1), as real traffic repeats a few browsers.
+BENCH_UA="Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+cat >"$W/zipf.lua" <<'LUA'
+local n, reqs, cum = 1000, {}, {}
+local function ua(i)
+  local v = 60 + i % 70
+  local f = i % 4
+  if f == 0 then return string.format("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/%d.0.%d.0 Safari/537.36", v, i) end
+  if f == 1 then return string.format("Mozilla/5.0 (X11; Linux x86_64; rv:%d.0) Gecko/20100101 Firefox/%d.%d", v, v, i) end
+  if f == 2 then return string.format("Mozilla/5.0 (iPhone; CPU iPhone OS 17_%d like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.%d Mobile/15E148 Safari/604.1", i % 7, i) end
+  return string.format("Mozilla/5.0 (Linux; Android %d; SM-S9%03d) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/%d.0.0.0 Mobile Safari/537.36", 10 + i % 5, i, v)
+end
+init = function()
+  local total = 0
+  for i = 1, n do
+    total = total + 1 / i
+    cum[i] = total
+    reqs[i] = wrk.format("GET", "/bench01", {["User-Agent"] = ua(i)})
+  end
+  for i = 1, n do cum[i] = cum[i] / total end
+end
+request = function()
+  local r, lo, hi = math.random(), 1, n
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if cum[mid] < r then lo = mid + 1 else hi = mid end
+  end
+  return reqs[lo]
+end
+LUA
+
 to_ms() { # wrk latency like 1.23ms / 456.00us / 1.01s -> ms
   awk -v v="$1" 'BEGIN{ if (v ~ /us$/) {sub(/us$/,"",v); printf "%.3f", v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v); printf "%.3f", v} else if (v ~ /s$/) {sub(/s$/,"",v); printf "%.3f", v*1000} else print v }'
 }
@@ -252,6 +301,34 @@ REDIS_PID=$(redis-cli -u "$REDIS_URL" info server 2>/dev/null | tr -d '\r' | awk
 [ -n "$REDIS_PID" ] && [ -r "/proc/$REDIS_PID/stat" ] || REDIS_PID=""
 
 declare -A RPS P50 P99 NAMES CPU
+
+# The click stream of case 16: its length, and its consumer group's pending
+# entries and lag (entries appended but not yet delivered to a consumer).
+stream_state() {
+  local key="$PREFIX-clicks:clicks"
+  redis-cli -u "$REDIS_URL" xinfo groups "$key" 2>/dev/null | tr -d '\r' |
+    awk -v len="$(redis-cli -u "$REDIS_URL" xlen "$key" | tr -d '\r')" '{a[NR]=$0} END{for(i=1;i<NR;i+=2){if(a[i]=="pending")p=a[i+1]; if(a[i]=="lag")l=a[i+1]} printf "xlen=%s pending=%s lag=%s", len, p, l}'
+}
+
+# After case 16's run: the stream at start, every 10 s and at the end, then
+# whether every redirect was counted once the writer and consumer caught up.
+pipeline_report() {
+  local reqs want counted dropped
+  reqs=$(awk '/requests in/{s+=$1} END{print s}' "$W/wrk-warm-$1.txt" "$W/wrk-$1.txt")
+  PIPE_END=$(stream_state)
+  for _ in $(seq 1 100); do
+    counted=$(curl -sS -H 'Authorization: Bearer bench-key-0123456789' "http://127.0.0.1:$PORT/api/links/bench01" | sed -E 's/.*"clicks":([0-9]+).*/\1/')
+    [ "${counted:-0}" -ge "$reqs" ] 2>/dev/null && break
+    sleep 0.1
+  done
+  dropped=$(curl -sS "http://127.0.0.1:$ADMIN/metrics" | awk '/^caddy_shortener_clicks_dropped_total/{s+=$2} END{print s+0}')
+  {
+    echo "pipeline (case 16, ${BENCH_PIPELINE_DURATION:-60s} at full rate, 1,000 user agents, Zipf): stream at start $PIPE_START"
+    cat "$W/pipeline-samples.txt"
+    echo "  end      $PIPE_END; $(stream_state) after $(( SECONDS - PIPE_T0 ))s"
+    echo "  redirects answered to wrk $reqs (warm-up included; a few more were sent as wrk stopped), counted $counted, dropped $dropped"
+  } | tee "$W/pipeline.txt"
+}
 run_case() {
   local c=$1 path script=()
   case_config "$c"; NAMES[$c]=$NAME
@@ -259,11 +336,21 @@ run_case() {
   prepare "$c" || { echo "prepare failed for case $c" >&2; cat "$W/caddy.log" >&2; stop_caddy; return 1; }
   path=$(case_path "$c")
   [ "$c" = 9 ] && script=(-s "$W/random.lua")
-  wrk -t2 -c"$CONNS" -d2s "${script[@]}" "http://127.0.0.1:$PORT$path" >/dev/null 2>&1  # warm up
-  local c0 r0 c1 r1 total
+  [ "$c" = 15 ] && script=(-H "User-Agent: $BENCH_UA")
+  [ "$c" = 16 ] && script=(-s "$W/zipf.lua")
+  local dur=$DUR
+  [ "$c" = 16 ] && dur=${BENCH_PIPELINE_DURATION:-60s}
+  wrk -t2 -c"$CONNS" -d2s "${script[@]}" "http://127.0.0.1:$PORT$path" >"$W/wrk-warm-$c.txt" 2>&1  # warm up
+  local c0 r0 c1 r1 total sampler=""
+  if [ "$c" = 16 ]; then
+    PIPE_START=$(stream_state); PIPE_T0=$SECONDS
+    (for _ in $(seq 1 "$(( ${dur%s} / 10 ))"); do sleep 10; echo "  t+$(( SECONDS - PIPE_T0 ))s $(stream_state)"; done) >"$W/pipeline-samples.txt" &
+    sampler=$!
+  fi
   c0=$(cpu_ticks "$CADDY_PID"); r0=0; [ -n "$REDIS_PID" ] && r0=$(cpu_ticks "$REDIS_PID")
-  wrk -t2 -c"$CONNS" -d"$DUR" --latency "${script[@]}" "http://127.0.0.1:$PORT$path" >"$W/wrk-$c.txt" 2>&1
+  wrk -t2 -c"$CONNS" -d"$dur" --latency "${script[@]}" "http://127.0.0.1:$PORT$path" >"$W/wrk-$c.txt" 2>&1
   c1=$(cpu_ticks "$CADDY_PID"); r1=0; [ -n "$REDIS_PID" ] && r1=$(cpu_ticks "$REDIS_PID")
+  [ -n "$sampler" ] && { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; pipeline_report "$c"; }
   total=$(awk '/requests in/{print $1}' "$W/wrk-$c.txt")
   # Server CPU per request: Caddy's, plus Redis' when Redis is local
   # (the other Redis clients of this host are idle during the run).
@@ -282,7 +369,7 @@ echo "# make bench: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t2 -c$CONN
 # ratio_of case rps|cpu: the case against its baseline (1 or 6) of the same round.
 ratio_of() {
   local c=$1 ref
-  case $c in 6|7|8|9|10) ref=6 ;; *) ref=1 ;; esac
+  case $c in 6|7|8|9|10|15|16) ref=6 ;; *) ref=1 ;; esac
   if [ "$2" = rps ]; then
     awk -v a="${RPS[$c]:-0}" -v b="${RPS[$ref]:-0}" 'BEGIN{ if (a>0 && b>0) printf "%.2f", a/b; else print "-" }'
   else
@@ -354,7 +441,8 @@ for c in $CASES; do
   [ "$ROUNDS" -gt 1 ] && med=" $(echo ${RATIOS[$c]} | median) | $(echo ${CRATIOS[$c]} | median) |"
   printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |%s\n' "$c" "${NAMES[$c]}" "${RPS[$c]}" "${P50[$c]}" "${P99[$c]}" "$(ratio_of "$c" rps)" "${RP99[$c]:-}" "${CPU[$c]}" "$(ratio_of "$c" cpu)" "$med"
 done
-echo "ratios: cases 2-5, 11-12 and 14 against case 1 (respond), cases 7-10 against case 6 (static redir)"
+echo "ratios: cases 2-5, 11-12 and 14 against case 1 (respond), cases 7-10, 15 and 16 against case 6 (static redir)"
+[ -f "$W/pipeline.txt" ] && cat "$W/pipeline.txt"
 echo "server CPU: Caddy's CPU time per request during the wrk run$([ -n "$REDIS_PID" ] && echo ", plus the local Redis' (pid $REDIS_PID)"); CPU ratio = the baseline's CPU per request / the case's (1.00: costs what the baseline costs)"
 
 # Listing, search and export of links at 100,000 and 1,000,000 links in

@@ -75,9 +75,15 @@ func apiErr(status int, format string, args ...any) error {
 // serveAPI answers the management API; rest is the path after the API mount.
 // Every answer is JSON, errors as {"error": "..."}.
 func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rest string) error {
-	err := h.routeAPI(w, r, rest)
+	h.answerAPI(w, h.routeAPI(w, r, rest))
+	return nil
+}
+
+// answerAPI writes err, if any, as the API's JSON error (a 500 for one
+// that is not an apiError, logged).
+func (h *Handler) answerAPI(w http.ResponseWriter, err error) {
 	if err == nil {
-		return nil
+		return
 	}
 	var ae apiError
 	if !errors.As(err, &ae) {
@@ -88,14 +94,14 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rest string) 
 		w.Header().Set("WWW-Authenticate", `Bearer realm="shortener"`)
 	}
 	writeJSON(w, ae.status, map[string]string{"error": ae.msg})
-	return nil
 }
 
 func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) error {
 	if rest == "/openapi.json" {
 		return h.serveOpenAPI(w, r)
 	}
-	if err := h.authorize(w, r); err != nil {
+	r, err := h.authorize(w, r)
+	if err != nil {
 		return err
 	}
 	switch {
@@ -116,12 +122,24 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on %s", r.Method, "links/batch")
 		}
 		return h.apiBatch(w, r)
+	case rest == "/stats":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on stats", r.Method)
+		}
+		return h.apiOverview(w, r)
 	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/stats") && strings.Count(rest, "/") == 3:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on stats", r.Method)
 		}
 		return h.apiStats(w, r, rest[len("/links/"):len(rest)-len("/stats")])
+	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/qr") && strings.Count(rest, "/") == 3:
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on qr", r.Method)
+		}
+		return h.apiQR(w, r, rest[len("/links/"):len(rest)-len("/qr")])
 	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/history") && strings.Count(rest, "/") == 3:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -400,51 +418,6 @@ func (h *Handler) apiGet(w http.ResponseWriter, r *http.Request, code string) er
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-// apiStats answers GET <api>/links/<code>/stats?from=&to=&granularity=&tz=&format=
-// (RFC 3339, default the last 30 days; day; UTC; json) with the link's
-// click counters and their timeseries, or the timeseries alone as CSV.
-func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) error {
-	if h.clicks == nil {
-		return apiErr(http.StatusNotFound, "click counting is off")
-	}
-	if !ValidLookupCode(code) {
-		return apiErr(http.StatusNotFound, "link not found")
-	}
-	from, to, err := ParseStatsRange(r.URL.Query(), h.now())
-	if err != nil {
-		return apiErr(http.StatusBadRequest, "%v", err)
-	}
-	spec, err := parseSeriesSpec(r.URL.Query())
-	if err != nil {
-		return apiErr(http.StatusBadRequest, "%v", err)
-	}
-	format, err := statsFormat(r.URL.Query())
-	if err != nil {
-		return apiErr(http.StatusBadRequest, "%v", err)
-	}
-	if err := spec.within(from, hourlyHorizon(h.now(), time.Duration(h.ClicksHourlyRetention))); err != nil {
-		return apiErr(http.StatusBadRequest, "%v", err)
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
-	defer cancel()
-	if _, err := h.store.Get(ctx, code); errors.Is(err, ErrNotFound) {
-		return apiErr(http.StatusNotFound, "link not found")
-	} else if err != nil {
-		return h.storeErr(err)
-	}
-	st, err := h.clicks.Stats(ctx, code, from, to)
-	if err != nil {
-		h.logger.Warn("shortener api: reading click stats failed", zap.Error(err))
-		return apiErr(http.StatusServiceUnavailable, "click counters unavailable")
-	}
-	series := spec.series(append(st.Hourly, dailyAsHours(st.Daily)...), from, to)
-	if format == "csv" {
-		return writeSeriesCSV(w, code, series)
-	}
-	writeJSON(w, http.StatusOK, StatsAnswer{ClickStats: st, Granularity: spec.granularity, TZ: spec.loc.String(), Timeseries: series})
 	return nil
 }
 

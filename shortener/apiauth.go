@@ -1,6 +1,7 @@
 package shortener
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -54,7 +55,12 @@ func bearerKey(r *http.Request) string {
 // first 8 bytes of the key's SHA-256 as 16 hex digits, never the key
 // itself. An operator finds the key of a fingerprint with
 // `printf %s "$KEY" | sha256sum | cut -c1-16`.
+//
+// A request of a dashboard session names the session's key.
 func keyFingerprint(r *http.Request) string {
+	if s := sessionOf(r.Context()); s != nil {
+		return s.fingerprint()
+	}
 	d := keyDigest(bearerKey(r))
 	return hex.EncodeToString(d[:8])
 }
@@ -108,15 +114,19 @@ func (h *Handler) provisionKeys(repl *caddy.Replacer) error {
 	return nil
 }
 
-// keyScope compares the bearer key with every configured key in constant
-// time (over digests, so the key length leaks nothing either) and returns
-// the scope of the one it matches.
+// keyScope is the scope of the request's bearer key.
 func (h *Handler) keyScope(r *http.Request) scope {
 	key := bearerKey(r)
 	if key == "" {
 		return scopeNone
 	}
-	d := keyDigest(key)
+	return h.scopeOfDigest(keyDigest(key))
+}
+
+// scopeOfDigest compares a key's digest with every configured key in
+// constant time (over digests, so the key length leaks nothing either) and
+// returns the scope of the one it matches.
+func (h *Handler) scopeOfDigest(d [32]byte) scope {
 	got := 0
 	for i := range h.apiKeys {
 		eq := subtle.ConstantTimeCompare(d[:], h.apiKeys[i].digest[:])
@@ -125,17 +135,34 @@ func (h *Handler) keyScope(r *http.Request) scope {
 	return scope(got)
 }
 
-// authorize answers 401 to a request without a valid key and 403 to one
-// whose key lacks the scope its method needs (RFC 6750's
-// insufficient_scope).
-func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) error {
+// authorize answers 401 to a request without a valid key or dashboard
+// session and 403 to one whose key lacks the scope its method needs
+// (RFC 6750's insufficient_scope), or that writes with a session cookie
+// from another origin or without its CSRF token. A request of a session
+// comes back with the session in its context. A Bearer key, when given,
+// is the only credential judged.
+func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (*http.Request, error) {
 	have := h.keyScope(r)
+	if have == scopeNone && bearerKey(r) == "" {
+		s, secret, err := h.cookieSession(w, r)
+		if err != nil {
+			return r, err
+		}
+		if s != nil {
+			if needs(r) == scopeWrite && s.scope == scopeWrite {
+				if err := checkCSRF(r, csrfToken(secret, s.sid)); err != nil {
+					return r, err
+				}
+			}
+			have, r = s.scope, r.WithContext(context.WithValue(r.Context(), sessionCtxKey{}, s))
+		}
+	}
 	if have == scopeNone {
-		return apiErr(http.StatusUnauthorized, "missing or invalid API key")
+		return r, apiErr(http.StatusUnauthorized, "missing or invalid API key")
 	}
 	if have < needs(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="shortener", error="insufficient_scope"`)
-		return apiErr(http.StatusForbidden, "this API key is read-only: %s needs an api_key", r.Method)
+		return r, apiErr(http.StatusForbidden, "this API key is read-only: %s needs an api_key", r.Method)
 	}
-	return nil
+	return r, nil
 }

@@ -48,6 +48,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    api           <path>
 //	    api_key       <key...>
 //	    api_read_key  <key...>
+//	    ui            <path> [{ session_max_age <d>; session_idle <d> }]
 //	    source_header
 //	    clicks        on|off
 //	    clicks_buffer <n>
@@ -207,6 +208,10 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			h.API = v
+		case "ui":
+			if err := h.unmarshalUI(d, pos); err != nil {
+				return err
+			}
 		case "api_key":
 			keys, err := appendKeys(d, pos, name, h.APIKeys)
 			if err != nil {

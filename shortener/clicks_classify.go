@@ -51,6 +51,9 @@ type Click struct {
 	Region  string
 	City    string
 
+	// QR: the request carried QRMarker (a scan of the link's QR code).
+	QR bool
+
 	// Visitor is the keyed hash of the client (visitorHash under the
 	// day's salt); 0: unknown, not counted in uniques.
 	Visitor uint64

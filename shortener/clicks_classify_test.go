@@ -316,3 +316,9 @@ func (discardSink) ClickStats(context.Context, string, time.Time, time.Time) (Cl
 	return ClickStats{}, nil
 }
 func (discardSink) ClickTotal(context.Context, string) (int64, error) { return 0, nil }
+func (discardSink) ClickBreakdown(context.Context, string, string, time.Time, time.Time, int) ([]BreakdownEntry, error) {
+	return nil, nil
+}
+func (discardSink) ClickOverview(context.Context, time.Time, time.Time, int) (ClickOverview, error) {
+	return ClickOverview{}, nil
+}

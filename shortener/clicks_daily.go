@@ -15,6 +15,13 @@ type DailyClicks struct {
 	Bots   int64
 }
 
+// DayVisitors is one link's UTC day's visitor sketch (a marshalled
+// HyperLogLog of visitorPrecision), as the daily rollup holds it.
+type DayVisitors struct {
+	Day    time.Time
+	Sketch []byte
+}
+
 // dailyAsHours returns the daily rollups as counters dated at their day's
 // start, as the timeseries cuts them.
 func dailyAsHours(days []DailyClicks) []HourlyClicks {

@@ -23,7 +23,7 @@ var (
 // bbolt file.
 type embeddedClickSink struct {
 	db        *bbolt.DB
-	referrers int       // named referrer hosts per link per day
+	referrers int       // named referrer hosts (and values of each dimension) per link per day
 	lastPrune time.Time // guarded by bbolt's single writer
 	pruning   embeddedPrunePosition
 }
@@ -35,12 +35,16 @@ func newEmbeddedClickSink(db *bbolt.DB, referrers int) (*embeddedClickSink, erro
 		referrers = DefaultClicksReferrers
 	}
 	err := db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, bucketClicksDaily, bucketVisitorSalts} {
+		for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, bucketClicksDaily, bucketVisitorSalts,
+			bucketClicksDims, bucketDimDays} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return createClickBoundBuckets(tx)
+		if err := createClickBoundBuckets(tx); err != nil {
+			return err
+		}
+		return createAcrossBuckets(tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("click buckets: %w", err)
@@ -160,10 +164,16 @@ func (s *embeddedClickSink) ApplyClicks(ctx context.Context, batches []ClickBatc
 		if err := addClickTotals(tx, agg); err != nil {
 			return err
 		}
+		if err := addDayLinks(tx, agg); err != nil {
+			return err
+		}
 		if err := countVisitorsBolt(tx, agg); err != nil {
 			return err
 		}
-		if err := s.countReferrers(tx, agg.referrers); err != nil {
+		if err := boltReferrers.count(tx, agg.referrers, s.referrers); err != nil {
+			return err
+		}
+		if err := boltDims.count(tx, agg.dims, s.referrers); err != nil {
 			return err
 		}
 		if now.Sub(s.lastPrune) > time.Hour {
@@ -221,6 +231,7 @@ func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, t
 			d := decodeDailyValue(v)
 			if d.visitors != nil {
 				sketches = append(sketches, bytes.Clone(d.visitors))
+				st.Visitors = append(st.Visitors, DayVisitors{Day: time.Unix(day, 0).UTC(), Sketch: sketches[len(sketches)-1]})
 			}
 			if d.people+d.bots > 0 {
 				st.Daily = append(st.Daily, DailyClicks{Day: time.Unix(day, 0).UTC(), People: int64(d.people), Bots: int64(d.bots)})
@@ -290,39 +301,6 @@ func addClickTotals(tx *bbolt.Tx, agg clickAggregate) error {
 		binary.BigEndian.PutUint64(v[:8], binary.BigEndian.Uint64(v[:8])+uint64(inc[0]))
 		binary.BigEndian.PutUint64(v[8:], binary.BigEndian.Uint64(v[8:])+uint64(inc[1]))
 		if err := totals.Put([]byte(code), v[:]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// countReferrers adds referrer increments within the cap of named hosts
-// per link per day; bbolt's single writer makes the count exact.
-func (s *embeddedClickSink) countReferrers(tx *bbolt.Tx, incs map[refKey]int64) error {
-	if len(incs) == 0 {
-		return nil
-	}
-	refs, days := tx.Bucket(bucketClicksReferrers), tx.Bucket(bucketReferrerDays)
-	hosts := map[dayKey]int64{}
-	for _, d := range referrerDays(incs) {
-		if v := days.Get(clickKey(d.code, d.day, "")); len(v) == 8 {
-			hosts[d] = int64(binary.BigEndian.Uint64(v))
-		}
-	}
-	stored := func(k refKey) bool { return refs.Get(clickKey(k.code, k.day, k.host)) != nil }
-	writes, added := capReferrers(incs, stored, hosts, s.referrers)
-	for _, k := range sortedRefKeys(writes) {
-		key := clickKey(k.code, k.day, k.host)
-		var n uint64
-		if old := refs.Get(key); len(old) == 8 {
-			n = binary.BigEndian.Uint64(old)
-		}
-		if err := refs.Put(key, binary.BigEndian.AppendUint64(nil, n+uint64(writes[k]))); err != nil {
-			return err
-		}
-	}
-	for d, a := range added {
-		if err := days.Put(clickKey(d.code, d.day, ""), binary.BigEndian.AppendUint64(nil, uint64(hosts[d]+a))); err != nil {
 			return err
 		}
 	}

@@ -11,8 +11,9 @@ import (
 )
 
 // prunedBuckets are the embedded rollups retention prunes, in the order a
-// pass walks them (a day's host count after its hosts).
-var prunedBuckets = [...][]byte{bucketClicksHourly, bucketClicksDaily, bucketClicksReferrers, bucketReferrerDays}
+// pass walks them (a day's count of named values after its values).
+var prunedBuckets = [...][]byte{bucketClicksHourly, bucketClicksDaily, bucketClicksReferrers, bucketReferrerDays,
+	bucketClicksDims, bucketDimDays, bucketDayDims, bucketDayLinks}
 
 // pruneScan bounds the keys one page looks at, so a page's write
 // transaction stays short however few of them are old.

@@ -40,9 +40,10 @@ func TestClickEncodingGeo(t *testing.T) {
 	in := []Click{
 		{Code: "abc1234", At: at, Class: ClassBrowser, Device: DeviceMobile, OS: "ios", Browser: "safari", Country: "BR", Region: "BR-SP", City: "São Paulo"},
 		{Code: "abc1234", At: at, Class: ClassBrowser, Visitor: 0xfeed, Country: UnknownDim},
+		{Code: "abc1234", At: at, Class: ClassBrowser, Country: "US", QR: true},
 	}
 	out, err := decodeClicks(encodeClicks(in))
-	if err != nil || len(out) != 2 || out[0] != in[0] || out[1] != in[1] {
+	if err != nil || len(out) != 3 || out[0] != in[0] || out[1] != in[1] || out[2] != in[2] {
 		t.Fatalf("decode(encode(%+v)) = %+v, %v", in, out, err)
 	}
 	for line, want := range map[string]Click{
@@ -60,7 +61,9 @@ func TestClickEncodingGeo(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{
-		"abc1234\t1\t0\t\t\t\t\t\tUS\t\t\t\n",
+		"abc1234\t1\t0\t\t\t\t\t\tUS\t\t\t\t\n",
+		"abc1234\t1\t0\t\t\t\t\t\tUS\t\t\tQR\n",
+		"abc1234\t1\t0\t\t\t\t\t\tUS\t\t\tlink\n",
 		"abc1234\t1\t0\t\t\t\t\t\tus\t\t\n",
 		"abc1234\t1\t0\t\t\t\t\t\tUS\tCA\t\n",
 		"abc1234\t1\t0\t\t\t\t\t\tUS\t\tA\tB\n",

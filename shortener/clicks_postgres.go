@@ -19,10 +19,11 @@ import (
 const clickBatchRetention = 7 * 24 * time.Hour
 
 // postgresClickSink keeps click counters in the tables of
-// migrations/002_clicks.up.sql and 003_click_bounds.up.sql.
+// migrations/002_clicks.up.sql, 003_click_bounds.up.sql,
+// 012_clicks_daily.up.sql and 014_clicks_dims.up.sql.
 type postgresClickSink struct {
 	pool      *pgxpool.Pool
-	referrers int          // named referrer hosts per link per day
+	referrers int          // named referrer hosts (and values of each dimension) per link per day
 	lastPrune atomic.Int64 // unix seconds
 }
 
@@ -102,10 +103,11 @@ func (s *postgresClickSink) apply(ctx context.Context, batches []ClickBatch) (in
 	if err := countVisitorsPG(ctx, tx, agg); err != nil {
 		return 0, err
 	}
-	if len(agg.referrers) > 0 {
-		if err := s.countReferrers(ctx, tx, agg.referrers); err != nil {
-			return 0, err
-		}
+	if err := pgReferrers.count(ctx, tx, agg.referrers, s.referrers); err != nil {
+		return 0, err
+	}
+	if err := pgDims.count(ctx, tx, agg.dims, s.referrers); err != nil {
+		return 0, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fmt.Errorf("committing clicks: %w", err)
@@ -200,13 +202,14 @@ func (s *postgresClickSink) readDaily(ctx context.Context, st *ClickStats, first
 	var visitors []byte
 	var sketches [][]byte
 	_, err = pgx.ForEachRow(rows, []any{&d.Day, &d.People, &d.Bots, &visitors}, func() error {
+		d.Day = time.Date(d.Day.Year(), d.Day.Month(), d.Day.Day(), 0, 0, 0, 0, time.UTC)
 		if visitors != nil {
 			sketches = append(sketches, bytes.Clone(visitors))
+			st.Visitors = append(st.Visitors, DayVisitors{Day: d.Day, Sketch: sketches[len(sketches)-1]})
 		}
 		if d.People+d.Bots == 0 {
 			return nil
 		}
-		d.Day = time.Date(d.Day.Year(), d.Day.Month(), d.Day.Day(), 0, 0, 0, 0, time.UTC)
 		st.Daily = append(st.Daily, d)
 		st.People += d.People
 		st.Bots += d.Bots
@@ -236,100 +239,6 @@ func (s *postgresClickSink) totals(ctx context.Context, code string) (ClickTotal
 }
 
 var _ ClickSink = (*postgresClickSink)(nil)
-
-// countReferrers adds referrer increments within the cap of named hosts
-// per link per day. It first locks each day's host count (creating it at
-// 0), in (code, day) order: a transaction counting the same link-day on
-// another instance waits there until this one commits. Then, in a new
-// statement and so a new snapshot, it reads which of the batch's hosts
-// are stored: under the lock, this and the count are exact, and the
-// hosts added past it go to the day's "other" row.
-func (s *postgresClickSink) countReferrers(ctx context.Context, tx pgx.Tx, incs map[refKey]int64) error {
-	days := referrerDays(incs)
-	codes := make([]string, len(days))
-	dates := make([]string, len(days))
-	for i, d := range days {
-		codes[i], dates[i] = d.code, pgDate(d.day)
-	}
-	rows, err := tx.Query(ctx, `INSERT INTO shortener_link_referrer_days AS d (code, day, hosts)
-		SELECT code, day, 0 FROM unnest($1::text[], $2::date[]) AS u(code, day)
-		ON CONFLICT (code, day) DO UPDATE SET hosts = d.hosts
-		RETURNING code, day, hosts`, codes, dates)
-	if err != nil {
-		return fmt.Errorf("locking referrer days: %w", err)
-	}
-	hosts := make(map[dayKey]int64, len(days))
-	var d dayKey
-	var day time.Time
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&d.code, &day, &n}, func() error {
-		hosts[dayKey{d.code, day.Unix()}] = n
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("locking referrer days: %w", err)
-	}
-	stored, err := s.storedReferrers(ctx, tx, incs)
-	if err != nil {
-		return err
-	}
-	writes, added := capReferrers(incs, func(k refKey) bool { return stored[k] }, hosts, s.referrers)
-	keys := sortedRefKeys(writes)
-	codes, dates = make([]string, len(keys)), make([]string, len(keys))
-	names, counts := make([]string, len(keys)), make([]int64, len(keys))
-	for i, k := range keys {
-		codes[i], dates[i], names[i], counts[i] = k.code, pgDate(k.day), k.host, writes[k]
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO shortener_link_referrers_daily AS r (code, day, host, count)
-		SELECT * FROM unnest($1::text[], $2::date[], $3::text[], $4::bigint[])
-		ON CONFLICT (code, day, host) DO UPDATE SET count = r.count + excluded.count`,
-		codes, dates, names, counts); err != nil {
-		return fmt.Errorf("counting referrers: %w", err)
-	}
-	if len(added) == 0 {
-		return nil
-	}
-	codes, dates = codes[:0], dates[:0]
-	var more []int64
-	for _, d := range days {
-		if a := added[d]; a > 0 {
-			codes, dates, more = append(codes, d.code), append(dates, pgDate(d.day)), append(more, a)
-		}
-	}
-	if _, err := tx.Exec(ctx, `UPDATE shortener_link_referrer_days AS d SET hosts = d.hosts + u.added
-		FROM unnest($1::text[], $2::date[], $3::bigint[]) AS u(code, day, added)
-		WHERE d.code = u.code AND d.day = u.day`, codes, dates, more); err != nil {
-		return fmt.Errorf("counting referrer hosts: %w", err)
-	}
-	return nil
-}
-
-// storedReferrers returns which of the hosts of incs have a row already.
-func (s *postgresClickSink) storedReferrers(ctx context.Context, tx pgx.Tx, incs map[refKey]int64) (map[refKey]bool, error) {
-	codes := make([]string, 0, len(incs))
-	dates := make([]string, 0, len(incs))
-	names := make([]string, 0, len(incs))
-	for k := range incs {
-		codes, dates, names = append(codes, k.code), append(dates, pgDate(k.day)), append(names, k.host)
-	}
-	rows, err := tx.Query(ctx, `SELECT r.code, r.day, r.host FROM shortener_link_referrers_daily r
-		JOIN unnest($1::text[], $2::date[], $3::text[]) AS u(code, day, host)
-		ON r.code = u.code AND r.day = u.day AND r.host = u.host`, codes, dates, names)
-	if err != nil {
-		return nil, fmt.Errorf("reading referrers: %w", err)
-	}
-	stored := make(map[refKey]bool)
-	var k refKey
-	var day time.Time
-	_, err = pgx.ForEachRow(rows, []any{&k.code, &day, &k.host}, func() error {
-		stored[refKey{k.code, day.Unix(), k.host}] = true
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading referrers: %w", err)
-	}
-	return stored, nil
-}
 
 // pgDate formats a UTC day (unix seconds) as a date parameter.
 func pgDate(day int64) string { return time.Unix(day, 0).UTC().Format(time.DateOnly) }

@@ -352,6 +352,16 @@ func (r *ClickRecorder) Total(ctx context.Context, code string) (int64, error) {
 	return r.cfg.Sink.ClickTotal(ctx, code)
 }
 
+// Breakdown returns code's top limit values of dim over [from, to).
+func (r *ClickRecorder) Breakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]BreakdownEntry, error) {
+	return r.cfg.Sink.ClickBreakdown(ctx, code, dim, from, to, limit)
+}
+
+// Overview returns the clicks of all links over [from, to).
+func (r *ClickRecorder) Overview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error) {
+	return r.cfg.Sink.ClickOverview(ctx, from, to, limit)
+}
+
 // Close flushes buffered clicks (to Redis or the sink) and stops the
 // consumer after its current batch, waiting at most until ctx is done.
 // Clicks it could not flush by then are counted as dropped and reported in

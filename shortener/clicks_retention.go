@@ -13,9 +13,9 @@ type clickPruner interface {
 	// counter whose hour is before cut.Hourly (and not before cut.Daily)
 	// is added to its link's daily rollup and deleted, in one atomic step;
 	// rows dated before cut.Daily (hourly counters, daily rollups and
-	// sketches, referrer rows and days) are deleted. It returns how many
-	// rows it deleted and whether the pass is done (no further page
-	// needed). All-time totals are never pruned.
+	// sketches, referrer and dimension rows and days) are deleted. It
+	// returns how many rows it deleted and whether the pass is done (no
+	// further page needed). All-time totals are never pruned.
 	PruneClicks(ctx context.Context, cut clickCutoffs, limit int) (deleted int, done bool, err error)
 }
 

@@ -29,6 +29,10 @@ type SeriesPoint struct {
 	Clicks int64     `json:"clicks"`
 	People int64     `json:"people"`
 	Bots   int64     `json:"bots"`
+	// Uniques estimates the bucket's distinct visitors (people): the
+	// merged daily sketches of its UTC days (withUniques), visitor-days
+	// when it spans several. Absent from hour buckets.
+	Uniques *int64 `json:"uniques,omitempty"`
 }
 
 // StatsAnswer is the answer of `GET <api>/links/<code>/stats`: the
@@ -38,6 +42,10 @@ type StatsAnswer struct {
 	Granularity string        `json:"granularity"`
 	TZ          string        `json:"tz"`
 	Timeseries  []SeriesPoint `json:"timeseries"`
+	// GroupBy and Breakdown: with group_by, the dimension and its values
+	// with the most clicks over the UTC days overlapping the window.
+	GroupBy   string           `json:"group_by,omitempty"`
+	Breakdown []BreakdownEntry `json:"breakdown,omitzero"`
 }
 
 // seriesSpec is how a timeseries is cut: its granularity and time zone.
@@ -203,15 +211,20 @@ func statsFormat(q url.Values) (string, error) {
 }
 
 // writeSeriesCSV writes the timeseries as CSV: a header, then one row per
-// bucket (start in RFC 3339 in the series' zone).
+// bucket (start in RFC 3339 in the series' zone; uniques empty in hour
+// buckets).
 func writeSeriesCSV(w http.ResponseWriter, code string, points []SeriesPoint) error {
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+code+`-clicks.csv"`)
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"start", "clicks", "people", "bots"})
+	_ = cw.Write([]string{"start", "clicks", "people", "bots", "uniques"})
 	for _, p := range points {
+		uniques := ""
+		if p.Uniques != nil {
+			uniques = strconv.FormatInt(*p.Uniques, 10)
+		}
 		_ = cw.Write([]string{p.Start.Format(time.RFC3339), strconv.FormatInt(p.Clicks, 10),
-			strconv.FormatInt(p.People, 10), strconv.FormatInt(p.Bots, 10)})
+			strconv.FormatInt(p.People, 10), strconv.FormatInt(p.Bots, 10), uniques})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -25,13 +25,22 @@ type ClickSink interface {
 	ClickStats(ctx context.Context, code string, from, to time.Time) (ClickStats, error)
 	// ClickTotal returns all clicks ever counted for code.
 	ClickTotal(ctx context.Context, code string) (int64, error)
+	// ClickBreakdown returns code's limit values of dim (one of
+	// clickDimensions or DimReferrer) with the most clicks over the UTC
+	// days overlapping [from, to), by clicks then value; code "": across
+	// all links.
+	ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]BreakdownEntry, error)
+	// ClickOverview returns the clicks of all links over the UTC days
+	// overlapping [from, to): totals and the limit links with the most
+	// (From, To, Total, People, Bots and Links of ClickOverview).
+	ClickOverview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error)
 }
 
 // clickSinkFor returns the click sink kept in the link store's own
-// database: the tables of migrations/002_clicks.up.sql and
-// 003_click_bounds.up.sql (applied by OpenPostgres) or buckets in the
-// embedded store's bbolt file. referrers caps the named referrer hosts
-// per link per day (0: DefaultClicksReferrers).
+// database: the tables of migrations/002_clicks.up.sql and those after it
+// (applied by OpenPostgres) or buckets in the embedded store's bbolt
+// file. referrers caps the named referrer hosts, and the named values of
+// each dimension, per link per day (0: DefaultClicksReferrers).
 func clickSinkFor(s Store, referrers int) (ClickSink, error) {
 	switch s := s.(type) {
 	case *PostgresStore:

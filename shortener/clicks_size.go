@@ -23,7 +23,7 @@ const (
 	maxCountryLen = 7 // UnknownDim
 	maxRegionLen  = 8
 	maxCityLen    = 64
-	maxGeoSize    = 3 + maxCountryLen + maxRegionLen + maxCityLen
+	maxGeoSize    = 3 + maxCountryLen + maxRegionLen + maxCityLen + 3 // and the source
 	maxClickSize  = clickFixedSize + MaxCustomCodeLen + MaxReferrerHost + 3*(maxDimLen+1) + maxGeoSize
 	maxHeldSize   = clickHeldFixed + MaxCustomCodeLen + MaxReferrerHost + MaxUserAgent
 	// maxBatchBytes bounds a batch (one stream entry, one transaction's
@@ -53,7 +53,7 @@ func heldBytes(c Click) int64 {
 // wireBytes is the encoded size a valid click is counted for.
 func wireBytes(c Click) int64 {
 	return int64(clickFixedSize + len(c.Code) + len(c.Referrer) + 3 + len(c.Device) + len(c.OS) + len(c.Browser) +
-		3 + len(c.Country) + len(c.Region) + len(c.City))
+		3 + len(c.Country) + len(c.Region) + len(c.City) + 3)
 }
 
 // validDim reports whether d can be a derived dimension value: "" (not

@@ -26,6 +26,9 @@ type ClickStats struct {
 	// several days visitor-days (each day has its own salt). Error under
 	// 1% (HyperLogLog at precision 14, exact while small).
 	Uniques int64 `json:"uniques"`
+	// Visitors are the sketches behind Uniques, one per UTC day that has
+	// one, in day order: the timeseries merges them per bucket.
+	Visitors []DayVisitors `json:"-"`
 	// AllTime counts every click ever counted for the link: kept apart
 	// from the rollups, never pruned by clicks_retention. Total, People
 	// and Bots above cover the requested window only.
@@ -116,6 +119,7 @@ type clickAggregate struct {
 	hourly    map[hourKey]*[2]int64 // people, bots
 	referrers map[refKey]int64
 	visitors  map[dayKey][]uint64 // hashes of the people with a known visitor
+	dims      map[dimKey]int64
 }
 
 type hourKey struct {
@@ -130,7 +134,7 @@ type refKey struct {
 }
 
 func aggregateClicks(batches []ClickBatch) clickAggregate {
-	a := clickAggregate{hourly: make(map[hourKey]*[2]int64), referrers: make(map[refKey]int64), visitors: make(map[dayKey][]uint64)}
+	a := clickAggregate{hourly: make(map[hourKey]*[2]int64), referrers: make(map[refKey]int64), visitors: make(map[dayKey][]uint64), dims: make(map[dimKey]int64)}
 	for _, b := range batches {
 		for _, c := range b.Clicks {
 			sec := c.At.Unix()
@@ -154,6 +158,9 @@ func aggregateClicks(batches []ClickBatch) clickAggregate {
 					ref = OtherReferrer // never store an unbounded host
 				}
 				a.referrers[refKey{c.Code, sec - mod(sec, 86400), ref}]++
+			}
+			for i, v := range clickDims(c) {
+				a.dims[dimKey{c.Code, sec - mod(sec, 86400), clickDimensions[i], v}]++
 			}
 		}
 	}
@@ -202,18 +209,10 @@ func (a clickAggregate) visitorDays() []dayKey {
 
 // topReferrers sorts by count (then host) and keeps the first TopReferrers.
 func topReferrers(m map[string]int64) []ReferrerClicks {
-	out := make([]ReferrerClicks, 0, len(m))
-	for h, n := range m {
-		out = append(out, ReferrerClicks{Host: h, Count: n})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Count != out[j].Count {
-			return out[i].Count > out[j].Count
-		}
-		return out[i].Host < out[j].Host
-	})
-	if len(out) > TopReferrers {
-		out = out[:TopReferrers]
+	top := topEntries(m, TopReferrers)
+	out := make([]ReferrerClicks, len(top))
+	for i, e := range top {
+		out[i] = ReferrerClicks{Host: e.Value, Count: e.Clicks}
 	}
 	return out
 }

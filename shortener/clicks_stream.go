@@ -14,11 +14,12 @@ import (
 
 // Stream entry fields: the batch ID, the clicks, one per line as
 // "code \t unix-ms \t class \t referrer \t device \t os \t browser
-// \t visitor \t country \t region \t city" (the visitor hash as 16 hex
-// digits, "" when unknown), how many, and the running byte offset the
-// append script keeps (scripts/clicks_append.lua). Lines of earlier
-// versions stop after the referrer, the browser or the visitor: the
-// fields they lack are "" (0 for the visitor).
+// \t visitor \t country \t region \t city \t source" (the visitor hash
+// as 16 hex digits, "" when unknown; source "qr" for a scan of the link's
+// QR code, else ""), how many, and the running byte offset the append
+// script keeps (scripts/clicks_append.lua). Lines of earlier versions stop
+// after the referrer, the browser, the visitor or the city: the fields
+// they lack are "" (0 for the visitor).
 const (
 	fieldBatch  = "batch"
 	fieldClicks = "clicks"
@@ -78,7 +79,7 @@ func encodeClicks(clicks []Click) string {
 		sb.WriteString(strconv.FormatInt(c.At.UnixMilli(), 10))
 		sb.WriteByte('\t')
 		sb.WriteByte('0' + byte(c.Class))
-		for _, f := range [...]string{c.Referrer, c.Device, c.OS, c.Browser, visitorHex(c.Visitor), c.Country, c.Region, c.City} {
+		for _, f := range [...]string{c.Referrer, c.Device, c.OS, c.Browser, visitorHex(c.Visitor), c.Country, c.Region, c.City, clickSource(c.QR)} {
 			sb.WriteByte('\t')
 			sb.WriteString(f)
 		}
@@ -95,8 +96,18 @@ func visitorHex(v uint64) string {
 }
 
 // clickFields is how many tab-separated fields a stream line has now;
-// lines of earlier versions have 4, 7 or 8.
-const clickFields = 11
+// lines of earlier versions have 4, 7, 8 or 11.
+const clickFields = 12
+
+// sourceQR is the source field of a scan.
+const sourceQR = "qr"
+
+func clickSource(qr bool) string {
+	if qr {
+		return sourceQR
+	}
+	return ""
+}
 
 func decodeClicks(s string) ([]Click, error) {
 	out := make([]Click, 0, strings.Count(s, "\n"))
@@ -104,7 +115,7 @@ func decodeClicks(s string) ([]Click, error) {
 	for line := range strings.Lines(s) {
 		line = strings.TrimSuffix(line, "\n")
 		n := splitTabs(line, f[:])
-		if n != 4 && n != 7 && n != 8 && n != clickFields {
+		if n != 4 && n != 7 && n != 8 && n != 11 && n != clickFields {
 			return nil, fmt.Errorf("malformed click %q", line)
 		}
 		c, err := decodeClick(f)
@@ -134,7 +145,11 @@ func splitTabs(line string, f []string) int {
 
 func decodeClick(f [clickFields]string) (Click, error) {
 	code, ms, class := f[0], f[1], f[2]
-	c := Click{Code: code, Referrer: f[3], Device: f[4], OS: f[5], Browser: f[6], Country: f[8], Region: f[9], City: f[10]}
+	c := Click{Code: code, Referrer: f[3], Device: f[4], OS: f[5], Browser: f[6], Country: f[8], Region: f[9], City: f[10],
+		QR: f[11] == sourceQR}
+	if f[11] != "" && f[11] != sourceQR {
+		return Click{}, fmt.Errorf("malformed click source %q", f[11])
+	}
 	if vis := f[7]; vis != "" {
 		v, err := strconv.ParseUint(vis, 16, 64)
 		if err != nil || len(vis) != 16 || v == 0 {

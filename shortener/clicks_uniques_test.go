@@ -130,6 +130,15 @@ func TestClickSinkUniques(t *testing.T) {
 				if two.Total != 600+600+301+500 || two.Bots != 300 {
 					t.Errorf("%s: total %d bots %d, want 2001 and 300", when, two.Total, two.Bots)
 				}
+				// The daily buckets of the timeseries: each day's own sketch.
+				spec := seriesSpec{GranularityDay, time.UTC}
+				points := spec.series(append(two.Hourly, dailyAsHours(two.Daily)...), dayA, dayA.AddDate(0, 0, 2))
+				spec.withUniques(points, two.Visitors)
+				if len(two.Visitors) != 2 || len(points) != 2 || points[0].Uniques == nil || points[1].Uniques == nil {
+					t.Fatalf("%s: %d daily sketches, points %+v, want 2 days with uniques", when, len(two.Visitors), points)
+				}
+				within(when+", day A's bucket", *points[0].Uniques, 1000)
+				within(when+", day B's bucket", *points[1].Uniques, 500)
 			}
 			check("counted")
 			pruneAll(t, s, clickCutoffs{Hourly: dayA.AddDate(0, 0, 3), Daily: dayA.AddDate(0, 0, -1)}, 50)

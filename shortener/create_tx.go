@@ -53,7 +53,7 @@ func (h *Handler) checkCustomCode(code string) error {
 	if err := ValidCustomCode(code); err != nil {
 		return apiErr(http.StatusBadRequest, "code: %v", err)
 	}
-	if strings.EqualFold(code, h.reserved) {
+	if strings.EqualFold(code, h.reserved) || h.ui != nil && strings.EqualFold(code, h.ui.reserved) {
 		return apiErr(http.StatusBadRequest, "code '%s' is reserved", code)
 	}
 	return nil

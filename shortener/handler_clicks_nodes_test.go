@@ -278,6 +278,16 @@ func (c *countedClickStore) ClickTotal(ctx context.Context, code string) (int64,
 	return c.sink.ClickTotal(ctx, code)
 }
 
+func (c *countedClickStore) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]BreakdownEntry, error) {
+	c.count(ctx)
+	return c.sink.ClickBreakdown(ctx, code, dim, from, to, limit)
+}
+
+func (c *countedClickStore) ClickOverview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error) {
+	c.count(ctx)
+	return c.sink.ClickOverview(ctx, from, to, limit)
+}
+
 func (c *countedClickStore) Close() error { return nil }
 
 // Acceptance 4: serving a cached link, the redirect path does no network

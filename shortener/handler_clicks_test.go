@@ -93,6 +93,36 @@ func (s *memClickSink) ClickStats(ctx context.Context, code string, from, to tim
 	return st, nil
 }
 
+// ClickBreakdown lists referrer hosts only, and ClickOverview totals only:
+// the handler tests on this sink do not read the dimensions or the top
+// links (those run on both real sinks).
+func (s *memClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]BreakdownEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first, end := dayRange(from, to)
+	sums := map[string]int64{}
+	for k, n := range s.referrers {
+		if dim == DimReferrer && (code == "" || k.code == code) && k.day >= first.Unix() && k.day < end.Unix() {
+			sums[k.host] += n
+		}
+	}
+	return topEntries(sums, limit), nil
+}
+
+func (s *memClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first, end := dayRange(from, to)
+	o := ClickOverview{From: first, To: end, Links: []LinkClicks{}}
+	for k, v := range s.hourly {
+		if k.hour >= first.Unix() && k.hour < end.Unix() {
+			o.People, o.Bots = o.People+v[0], o.Bots+v[1]
+		}
+	}
+	o.Total = o.People + o.Bots
+	return o, nil
+}
+
 func (s *memClickSink) ClickTotal(ctx context.Context, code string) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -242,7 +272,7 @@ func TestClicksCountedAndStatsAPI(t *testing.T) {
 	}
 	// The same series as CSV.
 	w := serve(t, h, "GET", "/api/links/"+code+"/stats?from=2026-11-29T09:00:00Z&to=2026-11-29T11:00:00Z&granularity=hour&format=csv", "", auth()...)
-	if want := "start,clicks,people,bots\n2026-11-29T09:00:00Z,0,0,0\n2026-11-29T10:00:00Z,7,4,3\n"; w.Code != http.StatusOK ||
+	if want := "start,clicks,people,bots,uniques\n2026-11-29T09:00:00Z,0,0,0,\n2026-11-29T10:00:00Z,7,4,3,\n"; w.Code != http.StatusOK ||
 		w.Body.String() != want || w.Header().Get("Content-Type") != "text/csv; charset=utf-8" ||
 		w.Header().Get("Content-Disposition") != `attachment; filename="`+code+`-clicks.csv"` {
 		t.Errorf("stats as CSV = %d %q %v, want 200 %q", w.Code, w.Body, w.Header(), want)

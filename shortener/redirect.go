@@ -83,6 +83,10 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 		return h.fail(w, r, http.StatusGone, errGoneCode)
 	}
 	status, location := h.Status, e.location
+	qr := false
+	if r.URL.RawQuery != "" { // a scan's marker goes before anything reads the query
+		r.URL.RawQuery, qr = stripQRMarker(r.URL.RawQuery)
+	}
 	if e.rules != nil {
 		var err error
 		if status, err = h.ruleStatus(w, r, code, e.rules, source, now); status == 0 {
@@ -103,6 +107,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 	w.WriteHeader(status)
 	if h.clicks != nil {
 		if c, ok := ClassifyRequest(r, code, now); ok {
+			c.QR = qr
 			h.clicks.Record(c)
 		}
 	}

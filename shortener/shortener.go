@@ -154,6 +154,19 @@ type Handler struct {
 	// elsewhere (another instance on the same store) and can create none.
 	APIReadKeys []string `json:"api_read_keys,omitempty"`
 
+	// Path the dashboard is served under, e.g. `/admin` (see
+	// docs/dashboard.md). Needs the api; its first segment becomes a
+	// reserved code. Absent: no dashboard.
+	UI string `json:"ui,omitempty"`
+
+	// How long a dashboard session lasts after signing in, however active.
+	// 1m to 30d. Default: `12h`.
+	UISessionMaxAge caddy.Duration `json:"ui_session_max_age,omitempty"`
+
+	// How long an unused dashboard session lasts. 1m to ui_session_max_age.
+	// Default: `1h` (or ui_session_max_age when shorter).
+	UISessionIdle caddy.Duration `json:"ui_session_idle,omitempty"`
+
 	// Adds `X-Shortener-Source: local|redis|store` to redirects and 404s
 	// (opt-in, for debugging caches).
 	SourceHeader bool `json:"source_header,omitempty"`
@@ -264,6 +277,7 @@ type Handler struct {
 	apiKeys      []apiKey
 	baseURL      *url.URL
 	reserved     string // first segment of the API path: not a custom code
+	ui           *uiConfig
 	openAPI      []byte // openapi.json with the API mount as its server
 	blocks       *blockAllocator
 	clicks       *ClickRecorder // nil: clicks are not counted
@@ -321,6 +335,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 	}
 	h.cache.useStore(h.store, h.logger)
+	if h.UI != "" {
+		h.provisionUI(ctx)
+	}
 	if err := h.startCodeFilter(ctx); err != nil {
 		return err
 	}
@@ -385,6 +402,7 @@ func (h *Handler) setDefaults() {
 		h.BlockSize = DefaultBlockSize
 	}
 	h.setClickDefaults()
+	h.uiDefaults()
 	if len(h.AllowSchemes) == 0 {
 		h.AllowSchemes = []string{"http", "https"}
 	}
@@ -433,6 +451,9 @@ func (h *Handler) Cleanup() error {
 // ServeHTTP implements caddyhttp.MiddlewareHandler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	path := r.URL.Path
+	if h.ui != nil && pathWithin(path, h.ui.path) {
+		return h.serveUI(w, r, path[len(h.ui.path):])
+	}
 	if h.API != "" && (path == h.API || strings.HasPrefix(path, h.API) && path[len(h.API)] == '/') {
 		return h.serveAPI(w, r, path[len(h.API):])
 	}

@@ -42,7 +42,7 @@ func (h *Handler) validate(pos positions) error {
 		h.onValidate()
 	}
 	for _, check := range []func(positions) error{
-		h.validateStore, h.validateCodes, h.validateCaches, h.validateClicks, h.validateAPI, h.validateTargets,
+		h.validateStore, h.validateCodes, h.validateCaches, h.validateClicks, h.validateAPI, h.validateUI, h.validateTargets,
 	} {
 		if err := check(pos); err != nil {
 			return err

@@ -2,8 +2,6 @@ package limiter
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -47,7 +45,7 @@ func TestRedisBanNoExtraRoundTrip(t *testing.T) {
 	if allowed != 5 || refused != 2 || set != 1 || banned != 42 {
 		t.Errorf("allowed %d, refused %d, bans set %d, banned %d; want 5, 2, 1, 42", allowed, refused, set, banned)
 	}
-	stats := commandStats(t, c)
+	stats := testenv.CommandCalls(t, c)
 	if got := stats["evalsha"] + stats["eval"]; got != 50 {
 		t.Errorf("%d script calls for 50 decisions, want 50 (stats %v)", got, stats)
 	}
@@ -63,25 +61,6 @@ func TestRedisBanNoExtraRoundTrip(t *testing.T) {
 	if ttl <= 0 || ttl > time.Minute+time.Hour+time.Second {
 		t.Errorf("ban key PTTL %s, want within the ban plus ban_max (1h1m)", ttl)
 	}
-}
-
-// commandStats reads INFO commandstats: calls per command.
-func commandStats(t *testing.T, c *redis.Client) map[string]int {
-	t.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stats := map[string]int{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if !ok {
-			continue
-		}
-		n, _, _ := strings.Cut(rest, ",")
-		stats[strings.TrimPrefix(name, "cmdstat_")], _ = strconv.Atoi(n)
-	}
-	return stats
 }
 
 // TestBanKeySameSlot: the companion of a key without '}' or with a hash

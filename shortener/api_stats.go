@@ -1,0 +1,140 @@
+package shortener
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// apiStats answers GET <api>/links/<code>/stats?from=&to=&granularity=&tz=&group_by=&limit=&format=
+// (RFC 3339, default the last 30 days; day; UTC; none; 10; json) with the
+// link's click counters, their timeseries and, with group_by, the
+// breakdown; as CSV the breakdown if group_by is given, else the
+// timeseries.
+func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) error {
+	if h.clicks == nil {
+		return apiErr(http.StatusNotFound, "click counting is off")
+	}
+	if !ValidLookupCode(code) {
+		return apiErr(http.StatusNotFound, "link not found")
+	}
+	sq, err := h.parseStatsQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	from, to, group, format := sq.from, sq.to, sq.group, sq.format
+	spec, err := parseSeriesSpec(r.URL.Query())
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	if err := spec.within(from, hourlyHorizon(h.now(), time.Duration(h.ClicksHourlyRetention))); err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
+	defer cancel()
+	if _, err := h.store.Get(ctx, code); errors.Is(err, ErrNotFound) {
+		return apiErr(http.StatusNotFound, "link not found")
+	} else if err != nil {
+		return h.storeErr(err)
+	}
+	var breakdown []BreakdownEntry
+	if group.dim != "" {
+		if breakdown, err = h.clicks.Breakdown(ctx, code, group.dim, from, to, group.limit); err != nil {
+			return h.clicksErr(err)
+		}
+		if format == "csv" {
+			return writeBreakdownCSV(w, code+"-"+group.dim, group.dim, breakdown)
+		}
+	}
+	st, err := h.clicks.Stats(ctx, code, from, to)
+	if err != nil {
+		return h.clicksErr(err)
+	}
+	series := spec.series(append(st.Hourly, dailyAsHours(st.Daily)...), from, to)
+	spec.withUniques(series, st.Visitors)
+	if format == "csv" {
+		return writeSeriesCSV(w, code, series)
+	}
+	writeJSON(w, http.StatusOK, StatsAnswer{ClickStats: st, Granularity: spec.granularity, TZ: spec.loc.String(), Timeseries: series,
+		GroupBy: group.dim, Breakdown: breakdown})
+	return nil
+}
+
+// statsQuery is what both stats endpoints read from the query string.
+type statsQuery struct {
+	from, to time.Time
+	group    breakdownSpec
+	format   string
+}
+
+// parseStatsQuery reads from, to, group_by, limit and format; an error is
+// the 400 answer naming the parameter.
+func (h *Handler) parseStatsQuery(q url.Values) (statsQuery, error) {
+	var sq statsQuery
+	var err error
+	if sq.from, sq.to, err = ParseStatsRange(q, h.now()); err != nil {
+		return sq, apiErr(http.StatusBadRequest, "%v", err)
+	}
+	if sq.group, err = parseBreakdownSpec(q); err != nil {
+		return sq, apiErr(http.StatusBadRequest, "%v", err)
+	}
+	if sq.format, err = statsFormat(q); err != nil {
+		return sq, apiErr(http.StatusBadRequest, "%v", err)
+	}
+	return sq, nil
+}
+
+// clicksErr logs a failed read of the click counters and answers 503.
+func (h *Handler) clicksErr(err error) error {
+	h.logger.Warn("shortener api: reading click stats failed", zap.Error(err))
+	return apiErr(http.StatusServiceUnavailable, "click counters unavailable")
+}
+
+// apiOverview answers GET <api>/stats?from=&to=&group_by=&limit=&format=
+// with the clicks of all links over the UTC days overlapping the window:
+// totals, the top links, countries and referrers and, with group_by, the
+// breakdown (alone as CSV; without group_by the CSV lists the top links).
+func (h *Handler) apiOverview(w http.ResponseWriter, r *http.Request) error {
+	if h.clicks == nil {
+		return apiErr(http.StatusNotFound, "click counting is off")
+	}
+	sq, err := h.parseStatsQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	from, to, group, format := sq.from, sq.to, sq.group, sq.format
+	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
+	defer cancel()
+	o, err := h.clicks.Overview(ctx, from, to, group.limit)
+	if err != nil {
+		return h.clicksErr(err)
+	}
+	for _, part := range []struct {
+		dim  string
+		into *[]BreakdownEntry
+	}{{DimCountry, &o.Countries}, {DimReferrer, &o.Referrers}, {group.dim, &o.Breakdown}} {
+		if part.dim == "" {
+			continue
+		}
+		if *part.into, err = h.clicks.Breakdown(ctx, "", part.dim, from, to, group.limit); err != nil {
+			return h.clicksErr(err)
+		}
+	}
+	o.GroupBy = group.dim
+	if format == "csv" && group.dim != "" {
+		return writeBreakdownCSV(w, "clicks-"+group.dim, group.dim, o.Breakdown)
+	}
+	if format == "csv" {
+		links := make([]BreakdownEntry, len(o.Links))
+		for i, l := range o.Links {
+			links[i] = BreakdownEntry{Value: l.Code, Clicks: l.Clicks}
+		}
+		return writeBreakdownCSV(w, "clicks-links", "code", links)
+	}
+	writeJSON(w, http.StatusOK, o)
+	return nil
+}

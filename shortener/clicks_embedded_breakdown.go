@@ -1,0 +1,87 @@
+package shortener
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// ClickBreakdown implements ClickSink: one cursor over the days in
+// [first, end) of the link's referrer or dimension bucket, or across
+// links of bucketDayDims (keys of code "", by day first).
+func (s *embeddedClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]BreakdownEntry, error) {
+	first, end := dayRange(from, to)
+	bucket, sub := bucketClicksDims, []byte(dim+"\x00")
+	switch {
+	case code == "":
+		bucket = bucketDayDims
+	case dim == DimReferrer:
+		bucket, sub = bucketClicksReferrers, nil
+	}
+	prefix := append([]byte(code), 0)
+	sums := map[string]int64{}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucket).Cursor()
+		for k, v := c.Seek(clickKey(code, first.Unix(), "")); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if int64(binary.BigEndian.Uint64(k[len(prefix):len(prefix)+8])) >= end.Unix() {
+				break
+			}
+			if rest := k[len(prefix)+8:]; bytes.HasPrefix(rest, sub) && len(v) == 8 {
+				sums[string(rest[len(sub):])] += int64(binary.BigEndian.Uint64(v))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("click breakdown: %w", err)
+	}
+	return topEntries(sums, limit), nil
+}
+
+// ClickOverview implements ClickSink: one cursor over the days in
+// [first, end) of bucketDayLinks.
+func (s *embeddedClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error) {
+	first, end := dayRange(from, to)
+	o := ClickOverview{From: first, To: end}
+	links := map[string]int64{}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketDayLinks).Cursor()
+		for k, v := c.Seek(clickKey("", first.Unix(), "")); len(k) >= 9 && k[0] == 0; k, v = c.Next() {
+			if int64(binary.BigEndian.Uint64(k[1:9])) >= end.Unix() {
+				break
+			}
+			if len(v) == 16 {
+				p, b := int64(binary.BigEndian.Uint64(v[:8])), int64(binary.BigEndian.Uint64(v[8:]))
+				o.People, o.Bots = o.People+p, o.Bots+b
+				links[string(k[9:])] += p + b
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return o, fmt.Errorf("click overview: %w", err)
+	}
+	o.Total = o.People + o.Bots
+	o.Links = linksOf(topEntries(links, limit))
+	return o, nil
+}
+
+// topEntries sorts by clicks (then value) and keeps the first limit.
+func topEntries(m map[string]int64, limit int) []BreakdownEntry {
+	out := make([]BreakdownEntry, 0, len(m))
+	for v, n := range m {
+		out = append(out, BreakdownEntry{Value: v, Clicks: n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Clicks != out[j].Clicks {
+			return out[i].Clicks > out[j].Clicks
+		}
+		return out[i].Value < out[j].Value
+	})
+	return out[:min(len(out), limit)]
+}

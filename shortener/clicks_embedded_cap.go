@@ -1,0 +1,82 @@
+package shortener
+
+import (
+	"encoding/binary"
+
+	"go.etcd.io/bbolt"
+)
+
+// Buckets of the embedded dimension counters.
+var (
+	bucketClicksDims = []byte("clicks_dims")    // code 0 day(8) dim 0 value → count(8)
+	bucketDimDays    = []byte("click_dim_days") // code 0 day(8) dim → named values(8)
+	// Across links, by day first (an empty code), for GET <api>/stats.
+	bucketDayDims  = []byte("clicks_day_dims")  // 0 day(8) dim 0 value → count(8), dim also "referrer"
+	bucketDayLinks = []byte("clicks_day_links") // 0 day(8) code → people(8) bots(8)
+)
+
+// boltCapped writes capped counters (clicks_cap.go) to a bucket of values
+// and a bucket of named values per slot, each keyed by its clickKey, and
+// adds each write to its day's count across links (acrossOf, in
+// bucketDayDims).
+type boltCapped[K cappedKey[K, S], S cappedSlot[S]] struct {
+	values, slots []byte // bucket names
+	keyOf         func(K) []byte
+	slotOf        func(S) []byte
+	acrossOf      func(K) []byte
+}
+
+var (
+	boltReferrers = boltCapped[refKey, dayKey]{
+		values: bucketClicksReferrers, slots: bucketReferrerDays,
+		keyOf:    func(k refKey) []byte { return clickKey(k.code, k.day, k.host) },
+		slotOf:   func(d dayKey) []byte { return clickKey(d.code, d.day, "") },
+		acrossOf: func(k refKey) []byte { return clickKey("", k.day, DimReferrer+"\x00"+k.host) },
+	}
+	boltDims = boltCapped[dimKey, dimDay]{
+		values: bucketClicksDims, slots: bucketDimDays,
+		keyOf:    func(k dimKey) []byte { return clickKey(k.code, k.day, k.dim+"\x00"+k.val) },
+		slotOf:   func(d dimDay) []byte { return clickKey(d.code, d.day, d.dim) },
+		acrossOf: func(k dimKey) []byte { return clickKey("", k.day, k.dim+"\x00"+k.val) },
+	}
+)
+
+// count adds the increments within the cap of limit named values per
+// slot; bbolt's single writer makes the count exact.
+func (c boltCapped[K, S]) count(tx *bbolt.Tx, incs map[K]int64, limit int) error {
+	if len(incs) == 0 {
+		return nil
+	}
+	values, slots, across := tx.Bucket(c.values), tx.Bucket(c.slots), tx.Bucket(bucketDayDims)
+	used := map[S]int64{}
+	for _, s := range capSlots(incs) {
+		if v := slots.Get(c.slotOf(s)); len(v) == 8 {
+			used[s] = int64(binary.BigEndian.Uint64(v))
+		}
+	}
+	stored := func(k K) bool { return values.Get(c.keyOf(k)) != nil }
+	writes, added := capValues(incs, stored, used, limit)
+	for _, k := range sortedCapKeys(writes) {
+		if err := addUint64(values, c.keyOf(k), writes[k]); err != nil {
+			return err
+		}
+		if err := addUint64(across, c.acrossOf(k), writes[k]); err != nil {
+			return err
+		}
+	}
+	for s, a := range added {
+		if err := addUint64(slots, c.slotOf(s), a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addUint64 adds n to the 8-byte counter at key (0 if absent).
+func addUint64(b *bbolt.Bucket, key []byte, n int64) error {
+	var old uint64
+	if v := b.Get(key); len(v) == 8 {
+		old = binary.BigEndian.Uint64(v)
+	}
+	return b.Put(key, binary.BigEndian.AppendUint64(nil, old+uint64(n)))
+}

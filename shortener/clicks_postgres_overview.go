@@ -1,0 +1,42 @@
+package shortener
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// pgRangeClicks are the clicks of every link over a range of days: hourly
+// counters on the hour index ($1, $2: timestamps) and daily rollups on the
+// day index ($3, $4: dates); a click is in exactly one of the two.
+const pgRangeClicks = `WITH c AS (
+	SELECT code, people, bots FROM shortener_link_clicks_hourly WHERE hour >= $1 AND hour < $2
+	UNION ALL
+	SELECT code, people, bots FROM shortener_link_clicks_daily WHERE day >= $3::date AND day < $4::date)
+`
+
+// ClickOverview implements ClickSink: two statements on the date indexes.
+func (s *postgresClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error) {
+	first, end := dayRange(from, to)
+	o := ClickOverview{From: first, To: end}
+	args := []any{first, end, first.Format(time.DateOnly), end.Format(time.DateOnly)}
+	if err := s.pool.QueryRow(ctx, pgRangeClicks+`SELECT coalesce(sum(people), 0)::bigint, coalesce(sum(bots), 0)::bigint FROM c`,
+		args...).Scan(&o.People, &o.Bots); err != nil {
+		return o, fmt.Errorf("click overview: %w", err)
+	}
+	o.Total = o.People + o.Bots
+	rows, err := s.pool.Query(ctx, pgRangeClicks+`SELECT code, sum(people + bots)::bigint FROM c
+		GROUP BY code ORDER BY 2 DESC, code COLLATE "C" LIMIT $5`, append(args, limit)...)
+	if err != nil {
+		return o, fmt.Errorf("click overview: %w", err)
+	}
+	if o.Links, err = pgx.CollectRows(rows, pgx.RowToStructByPos[LinkClicks]); err != nil {
+		return o, fmt.Errorf("click overview: %w", err)
+	}
+	if o.Links == nil {
+		o.Links = []LinkClicks{}
+	}
+	return o, nil
+}

@@ -1,0 +1,80 @@
+// The management API, called with the session cookie. Writes carry the
+// session's CSRF token; the API key itself never reaches the page's
+// storage.
+
+export class APIError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+export const session = { api: '', scope: '', csrf: '' };
+
+async function call(method, url, body, headers = {}) {
+  const init = { method, credentials: 'same-origin', headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers['Content-Type'] = 'application/json';
+  }
+  if (method !== 'GET' && method !== 'HEAD' && session.csrf) init.headers['X-CSRF-Token'] = session.csrf;
+  let res;
+  try {
+    res = await fetch(url, init);
+  } catch (e) {
+    throw new APIError(0, 'the server is unreachable');
+  }
+  if (res.status === 204) return null;
+  const text = await res.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+  if (!res.ok) {
+    const err = new APIError(res.status, (data && data.error) || `HTTP ${res.status}`);
+    if (res.status === 401 && session.scope && onSignedOut) onSignedOut();
+    throw err;
+  }
+  return data;
+}
+
+let onSignedOut = null;
+export function whenSignedOut(fn) { onSignedOut = fn; }
+
+function setSession(s) {
+  session.api = s.api; session.scope = s.scope; session.csrf = s.csrf_token;
+  return s;
+}
+
+export async function loadSession() {
+  try {
+    return setSession(await call('GET', 'session'));
+  } catch (e) {
+    if (e.status === 401) return null;
+    throw e;
+  }
+}
+
+export async function signIn(key) {
+  return setSession(await call('POST', 'session', { key }));
+}
+
+export async function signOut() {
+  await call('DELETE', 'session');
+  session.api = session.scope = session.csrf = '';
+}
+
+const enc = encodeURIComponent;
+const qs = (params) => {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') p.set(k, v);
+  const s = p.toString();
+  return s ? '?' + s : '';
+};
+
+export const api = {
+  list: (params) => call('GET', `${session.api}/links${qs(params)}`),
+  get: (code) => call('GET', `${session.api}/links/${enc(code)}`),
+  create: (link) => call('POST', `${session.api}/links`, link),
+  edit: (code, patch) => call('PATCH', `${session.api}/links/${enc(code)}`, patch),
+  revoke: (code) => call('DELETE', `${session.api}/links/${enc(code)}`),
+  history: (code, params) => call('GET', `${session.api}/links/${enc(code)}/history${qs(params || {})}`),
+  stats: (code, params) => call('GET', `${session.api}/links/${enc(code)}/stats${qs(params)}`),
+  overview: (params) => call('GET', `${session.api}/stats${qs(params)}`),
+  qrURL: (code, params) => `${session.api}/links/${enc(code)}/qr${qs(params)}`,
+};

@@ -1,0 +1,82 @@
+// The dashboard: a hash router over views. #/links, #/new, #/links/<code>,
+// #/overview; the sign-in page whenever there is no session.
+import { h, mount, errorBox } from './dom.js';
+import { session, loadSession, signIn, signOut, whenSignedOut } from './api.js';
+import { linksView, newLinkView } from './links.js';
+import { linkView } from './link.js';
+import { overviewView } from './overview.js';
+
+const bar = document.querySelector('.bar');
+
+function showBar(on) {
+  bar.hidden = !on;
+  bar.querySelector('.scope').hidden = session.scope !== 'read';
+  for (const el of document.querySelectorAll('[data-write]')) el.hidden = session.scope !== 'write';
+}
+
+function signInView(message) {
+  showBar(false);
+  const key = h('input', { type: 'password', name: 'key', autocomplete: 'current-password', required: true, id: 'key' });
+  const err = h('p', { class: 'error', role: 'alert' }, message || '');
+  const button = h('button', { type: 'submit' }, 'Sign in');
+  const form = h('form', { class: 'card signin', onsubmit: async (e) => {
+    e.preventDefault();
+    button.disabled = true;
+    err.textContent = '';
+    try {
+      await signIn(key.value);
+      key.value = '';
+      route();
+    } catch (ex) {
+      err.textContent = ex.status === 401 ? 'That key is not valid here. Check it and try again.'
+        : ex.status === 429 ? 'Too many attempts: wait a few seconds, then try again.' : ex.message;
+      button.disabled = false;
+      key.focus();
+    }
+  } },
+  h('h1', {}, 'Sign in'),
+  h('p', { class: 'muted' }, 'Use an API key of this shortener. A read key opens a read-only dashboard. The key is not kept in the browser.'),
+  h('label', { for: 'key' }, 'API key', key), err, h('div', { class: 'actions' }, button));
+  mount(form);
+  key.focus();
+}
+
+const routes = [
+  [/^#\/links\/([^/]+)$/, (m) => linkView(decodeURIComponent(m[1]))],
+  [/^#\/new$/, () => newLinkView()],
+  [/^#\/overview$/, () => overviewView()],
+  [/^#\/links$/, () => linksView()],
+];
+
+async function route() {
+  if (!session.scope) {
+    try {
+      if (!(await loadSession())) return signInView();
+    } catch (e) {
+      return mount(errorBox(e, 'Could not reach the dashboard'));
+    }
+  }
+  showBar(true);
+  const hash = location.hash || '#/links';
+  for (const a of bar.querySelectorAll('nav a')) {
+    if (hash.startsWith(a.getAttribute('href'))) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  for (const [re, view] of routes) {
+    const m = hash.match(re);
+    if (m) {
+      await view(m);
+      document.getElementById('main').focus({ preventScroll: true });
+      return;
+    }
+  }
+  location.hash = '#/links';
+}
+
+bar.querySelector('.signout').addEventListener('click', async () => {
+  try { await signOut(); } catch { /* the cookie is cleared either way */ }
+  signInView('Signed out.');
+});
+whenSignedOut(() => { session.scope = ''; signInView('Your session has ended: sign in again.'); });
+window.addEventListener('hashchange', route);
+route();

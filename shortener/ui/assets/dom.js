@@ -1,0 +1,73 @@
+// Small DOM helpers. Every string reaches the page as text (textContent or
+// an attribute value): nothing from the API is ever parsed as HTML.
+
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+export function svg(tag, attrs, ...children) {
+  const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+export function mount(...children) {
+  const main = document.getElementById('main');
+  main.replaceChildren(...children.filter(Boolean));
+  return main;
+}
+
+let toastTimer;
+export function toast(msg) {
+  const t = document.querySelector('.toast');
+  t.textContent = msg;
+  t.classList.add('show');
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => t.classList.remove('show'), 2500);
+}
+
+export const fmt = new Intl.NumberFormat();
+
+export function when(iso) {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+// copyText copies to the clipboard and says so.
+export async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    toast('Copied ' + text);
+  } catch {
+    toast('Copy failed: select the text and copy it by hand');
+  }
+}
+
+// errorBox says what went wrong and what to do.
+export function errorBox(err, what) {
+  return h('div', { class: 'card', role: 'alert' },
+    h('p', { class: 'error' }, (what ? what + ': ' : '') + err.message),
+    h('p', { class: 'muted' }, err.status === 401 ? 'Your session has ended: sign in again.'
+      : err.status >= 500 || !err.status ? 'The server could not answer. Try again in a moment.' : 'Check the values and try again.'));
+}
