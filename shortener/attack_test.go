@@ -97,7 +97,7 @@ func TestAttackAPIKeys(t *testing.T) {
 	var constantTime, plainCompare bool
 	ast.Inspect(f, func(n ast.Node) bool {
 		fn, ok := n.(*ast.FuncDecl)
-		if !ok || fn.Name.Name != "keyScope" {
+		if !ok || fn.Name.Name != "scopeOfDigest" { // keyScope's and sign-in's comparison
 			return true
 		}
 		ast.Inspect(fn.Body, func(n ast.Node) bool {
@@ -129,7 +129,7 @@ func TestAttackAPIKeys(t *testing.T) {
 		return false
 	})
 	if !constantTime || plainCompare {
-		t.Errorf("keyScope in apiauth.go: subtle.ConstantTimeCompare %v, bytes.Equal or == on apiKeys %v; want keys compared in constant time only",
+		t.Errorf("scopeOfDigest in apiauth.go: subtle.ConstantTimeCompare %v, bytes.Equal or == on apiKeys %v; want keys compared in constant time only",
 			constantTime, plainCompare)
 	}
 }

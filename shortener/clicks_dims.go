@@ -16,13 +16,22 @@ const (
 	DimDevice  = "device"
 	DimOS      = "os"
 	DimBrowser = "browser"
+	// DimSource tells scans of the link's QR code (SourceQR) from other
+	// clicks (SourceLink).
+	DimSource = "source"
 	// DimReferrer groups by referrer host: the referrer rollups, which
 	// count the clicks that had a Referer only.
 	DimReferrer = "referrer"
 )
 
 // clickDimensions are the stored dimensions, in the order of clickDims.
-var clickDimensions = [...]string{DimCountry, DimRegion, DimCity, DimDevice, DimOS, DimBrowser}
+var clickDimensions = [...]string{DimCountry, DimRegion, DimCity, DimDevice, DimOS, DimBrowser, DimSource}
+
+// Values of DimSource.
+const (
+	SourceQR   = "qr"
+	SourceLink = "link"
+)
 
 // validGroupBy reports whether dim can be grouped by: a stored dimension
 // or DimReferrer.
@@ -60,7 +69,15 @@ func clickDims(c Click) [len(clickDimensions)]string {
 		pick(c.Device, validDim(c.Device)),
 		pick(c.OS, validDim(c.OS)),
 		pick(c.Browser, validDim(c.Browser)),
+		clickSourceDim(c.QR),
 	}
+}
+
+func clickSourceDim(qr bool) string {
+	if qr {
+		return SourceQR
+	}
+	return SourceLink
 }
 
 // dimDay is one link's UTC day in one dimension: the slot the cap counts

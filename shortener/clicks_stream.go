@@ -100,7 +100,7 @@ func visitorHex(v uint64) string {
 const clickFields = 12
 
 // sourceQR is the source field of a scan.
-const sourceQR = "qr"
+const sourceQR = SourceQR
 
 func clickSource(qr bool) string {
 	if qr {

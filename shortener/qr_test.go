@@ -6,11 +6,15 @@ import (
 	"image/color"
 	"image/png"
 	"net/http"
+	"net/url"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/makiuchi-d/gozxing"
 	gzqr "github.com/makiuchi-d/gozxing/qrcode"
 )
@@ -155,4 +159,40 @@ func FuzzStripQRMarker(f *testing.F) {
 			t.Fatalf("stripQRMarker(%q) = %q, %v; want %q, %v", raw, got, found, strings.Join(want, "&"), hit)
 		}
 	})
+}
+
+// TestQRScansCounted: requesting the URL a QR code encodes counts as a
+// click with source qr, apart from plain clicks (group_by=source).
+func TestQRScansCounted(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 42, 0, 0, time.UTC)
+	h := newHandler(t, embeddedStore(t), func(h *Handler) {
+		h.now = func() time.Time { return now }
+		h.ClicksInterval = caddy.Duration(10 * time.Millisecond)
+	})
+	code := create(t, h, `{"long_url":"https://example.com/poster"}`).Code
+	w := serve(t, h, "GET", "/api/links/"+code+"/qr?format=png&size=256", "", auth()...)
+	img, err := png.Decode(bytes.NewReader(w.Body.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanned, err := url.Parse(decodeQR(t, img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const browser = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"
+	for range 3 {
+		if w := serve(t, h, "GET", scanned.RequestURI(), "", "User-Agent", browser); w.Code != http.StatusFound || strings.Contains(w.Header().Get("Location"), "_qr") {
+			t.Fatalf("scan: %d %q", w.Code, w.Header().Get("Location"))
+		}
+	}
+	for range 2 {
+		serve(t, h, "GET", "/"+code, "", "User-Agent", browser)
+	}
+	waitCodeTotal(t, h.clicks.cfg.Sink, code, 5)
+	var st StatsAnswer
+	getJSON(t, h, "/api/links/"+code+"/stats?group_by=source", http.StatusOK, &st)
+	want := []BreakdownEntry{{Value: SourceQR, Clicks: 3}, {Value: SourceLink, Clicks: 2}}
+	if !reflect.DeepEqual(st.Breakdown, want) {
+		t.Errorf("group_by=source: %+v, want %+v", st.Breakdown, want)
+	}
 }

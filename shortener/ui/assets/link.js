@@ -94,9 +94,9 @@ function breakdowns(code, params) {
     const card = h('div', { class: 'card', 'data-dim': dim }, h('h3', {}, title), list);
     box.append(card);
     api.stats(code, { ...params, group_by: dim }).then((s) => {
-      const entries = s.breakdown || s.top || [];
+      const entries = s.breakdown || [];
       if (!entries.length) list.replaceWith(h('p', { class: 'muted' }, 'No clicks in this range.'));
-      for (const e of entries) list.append(h('li', {}, e.value ?? e.host, ' ', h('span', {}, fmt.format(e.clicks ?? e.count))));
+      for (const e of entries) list.append(h('li', {}, e.value, ' ', h('span', {}, fmt.format(e.clicks))));
     }).catch(() => { card.hidden = true; });
   }
   return box;

@@ -10,14 +10,14 @@ export async function overviewView() {
     const s = await api.overview({ from: from.toISOString(), to: to.toISOString() });
     const k = (label, v) => h('div', { class: 'kpi' }, h('span', { class: 'muted' }, label), h('b', {}, v === undefined ? '—' : fmt.format(v)));
     const top = (title, rows, name) => h('div', { class: 'card' }, h('h3', {}, title),
-      rows && rows.length ? h('ol', {}, rows.map((r) => h('li', {}, name(r), ' ', h('span', {}, fmt.format(r.clicks ?? r.count)))))
+      rows && rows.length ? h('ol', {}, rows.map((r) => h('li', {}, name(r), ' ', h('span', {}, fmt.format(r.clicks)))))
         : h('p', { class: 'muted' }, 'No clicks in the last 30 days.'));
     mount(h('h1', {}, 'Overview'), h('p', { class: 'muted' }, 'Last 30 days, all links.'),
       h('div', { class: 'kpis' }, k('Clicks', s.total), k('People', s.people), k('Bots', s.bots)),
       h('div', { class: 'breakdowns' },
-        top('Top links', s.top_links, (r) => h('a', { href: '#/links/' + encodeURIComponent(r.code) }, r.code)),
-        top('Top countries', s.top_countries, (r) => r.value ?? r.country),
-        top('Top referrers', s.top_referrers || s.referrers, (r) => r.value ?? r.host)));
+        top('Top links', s.links, (r) => h('a', { href: '#/links/' + encodeURIComponent(r.code) }, r.code)),
+        top('Top countries', s.countries, (r) => r.value),
+        top('Top referrers', s.referrers, (r) => r.value)));
   } catch (e) {
     mount(h('h1', {}, 'Overview'), errorBox(e, 'Could not load the overview'));
   }
