@@ -25,6 +25,7 @@ type geoDB struct {
 	r      *maxminddb.Reader
 	info   os.FileInfo // the file as it was stated before it was read
 	ipinfo bool        // records of IPinfo's shape (ipinfoRecord)
+	cache  map[uintptr]geoValues
 }
 
 // geoRecord is what a lookup in a GeoLite2, GeoIP2 or DB-IP file decodes:
@@ -94,7 +95,7 @@ func (db *geoDB) check() error {
 		if a.Is6() && db.r.Metadata.IPVersion == 4 {
 			continue
 		}
-		if _, err := db.decode(a); err != nil {
+		if _, err := db.decode(db.r.Lookup(a)); err != nil {
 			return fmt.Errorf("looking up %s: %w", a, err)
 		}
 	}
@@ -112,38 +113,63 @@ func supportedGeoType(typ string) bool {
 		strings.HasPrefix(t, "ipinfo") && strings.Contains(t, "lite")
 }
 
+// maxGeoCache bounds the records a file's lookups keep decoded (by
+// their offset in the file; a City file has a few hundred thousand).
+const maxGeoCache = 8192
+
+// geoValues are a record's click values.
+type geoValues struct{ country, region, city string }
+
 // lookup returns the country, region and city of addr: UnknownDim, "", ""
 // when the address is not in the file, its record does not decode, or its
 // country is not an ISO 3166-1 alpha-2 code. A region or city that is not
 // a valid click value (validRegion, validCity) is dropped (""), never
-// passed on.
+// passed on. Records are decoded once and kept by offset (many networks
+// share one); writer only.
 func (db *geoDB) lookup(addr netip.Addr) (country, region, city string) {
 	if !addr.IsValid() {
 		return UnknownDim, "", ""
 	}
-	rec, err := db.decode(addr)
-	country = rec.Country.ISOCode
-	if err != nil || len(country) != 2 || !validCountry(country) {
+	res := db.r.Lookup(addr)
+	if res.Err() != nil || !res.Found() {
 		return UnknownDim, "", ""
 	}
+	v, ok := db.cache[res.Offset()]
+	if !ok {
+		rec, err := db.decode(res)
+		v = recordValues(rec, err)
+		if db.cache == nil || len(db.cache) >= maxGeoCache {
+			db.cache = make(map[uintptr]geoValues, 256)
+		}
+		db.cache[res.Offset()] = v
+	}
+	return v.country, v.region, v.city
+}
+
+// recordValues judges a decoded record's values.
+func recordValues(rec geoRecord, err error) geoValues {
+	country := rec.Country.ISOCode
+	if err != nil || len(country) != 2 || !validCountry(country) {
+		return geoValues{UnknownDim, "", ""}
+	}
+	v := geoValues{country: country}
 	if len(rec.Subdivisions) > 0 {
 		if sub := rec.Subdivisions[0].ISOCode; len(sub) <= 3 {
-			if region = country + "-" + sub; !validRegion(region) {
-				region = ""
+			if region := country + "-" + sub; validRegion(region) {
+				v.region = region
 			}
 		}
 	}
-	if city = rec.City.Names.EN; !validCity(city) {
-		city = ""
+	if validCity(rec.City.Names.EN) {
+		v.city = rec.City.Names.EN
 	}
-	return country, region, city
+	return v
 }
 
-// decode looks addr up, giving an IPinfo record the shape of a MaxMind
-// one (its country code only). Not found: a zero record.
-func (db *geoDB) decode(addr netip.Addr) (geoRecord, error) {
+// decode decodes a lookup's record, giving an IPinfo record the shape of
+// a MaxMind one (its country code only). Not found: a zero record.
+func (db *geoDB) decode(res maxminddb.Result) (geoRecord, error) {
 	var rec geoRecord
-	res := db.r.Lookup(addr)
 	if db.ipinfo {
 		var ip ipinfoRecord
 		err := res.Decode(&ip)

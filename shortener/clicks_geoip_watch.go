@@ -113,7 +113,7 @@ func (g *geoIP) loaded(db *geoDB, msg string) {
 	g.loads.Add(1)
 	typ, built := db.describe()
 	g.logger.Info(msg, zap.String("path", g.path), zap.String("type", typ),
-		zap.Time("built", built), zap.Int64("bytes", db.info.Size()))
+		zap.String("built", built.Format(time.RFC3339)), zap.Int64("bytes", db.info.Size()))
 }
 
 // close stops using the files once the watcher has stopped: the writer

@@ -1,0 +1,51 @@
+package shortener
+
+import (
+	"net/netip"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/zap"
+)
+
+// BenchmarkClickDeriveGeoIP measures derive with client addresses, without
+// a GeoIP file and with a City file of 4,096 networks (4 countries, 388
+// cities), the addresses spread over all of them, and the user agents of
+// BenchmarkClickDerive.
+func BenchmarkClickDeriveGeoIP(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "city.mmdb")
+	writeGeoDB(b, path, "GeoLite2-City", manyCityNets(4096))
+	uas := []string{
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+		"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
+		"Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.6778.81 Mobile Safari/537.36",
+		"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+	}
+	addrs := make([]netip.Addr, 4096)
+	for i := range addrs {
+		addrs[i] = netip.AddrFrom4([4]byte{10, byte(i * 7 % 4096 / 256), byte(i * 7 % 256), 9})
+	}
+	for _, bc := range []struct {
+		name string
+		geo  bool
+	}{{"off", false}, {"city-4096", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := &ClickRecorder{ua: newUAParser()}
+			if bc.geo {
+				g, err := openGeoIP(path, 0, zap.NewNop())
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.geo = g
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				c := Click{Code: "abc1234", UA: uas[i%len(uas)], Addr: addrs[i%len(addrs)]}
+				r.derive(&c)
+				if bc.geo && c.City == "" {
+					b.Fatalf("derive(%v): no city", addrs[i%len(addrs)])
+				}
+			}
+		})
+	}
+}
