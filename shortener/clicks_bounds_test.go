@@ -252,7 +252,7 @@ func TestClickRetentionPrunesInPages(t *testing.T) {
 				sum += n
 			}
 			want := 72 + 6 + 3 + 3*2*len(clickDimensions) // dimension values and their link-days, 3 link-days
-			if name == "embedded" { // and its counters across links: 3 link-days, 3 days of the dimensions and 2 referrers
+			if name == "embedded" {                       // and its counters across links: 3 link-days, 3 days of the dimensions and 2 referrers
 				want += 3 + 3*(len(clickDimensions)+2)
 			}
 			if sum != want || len(pages) < want/10 {
