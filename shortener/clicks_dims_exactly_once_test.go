@@ -20,10 +20,23 @@ import (
 // GeoIP file written here), devices and 600 visitors over two instances,
 // one killed after a commit and before its XACK and the other before its
 // commit, recovered by a third: every country, device, browser and source
-// count is exact, and the uniques are the 600 visitors (within 2%).
+// count is exact, and the uniques are the 600 visitors (within 2%), on
+// PostgreSQL and in the embedded file.
 func TestClickDimensionsExactlyOnce(t *testing.T) {
+	t.Run("postgres", func(t *testing.T) {
+		dimensionsExactlyOnce(t, newPostgresClickSink(testClickPool(t, testenv.Postgres(t)), 0))
+	})
+	t.Run("embedded", func(t *testing.T) {
+		sink, err := clickSinkFor(embeddedStore(t), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dimensionsExactlyOnce(t, sink)
+	})
+}
+
+func dimensionsExactlyOnce(t *testing.T, sink ClickSink) {
 	rdb, prefix := testenv.Redis(t)
-	sink := newPostgresClickSink(testClickPool(t, testenv.Postgres(t)), 0)
 	geo := filepath.Join(t.TempDir(), "city.mmdb")
 	writeGeoDB(t, geo, "GeoLite2-City", []geoNet{
 		{"198.51.100.0/24", cityRecord("US", "US-CA", "San Jose")},
