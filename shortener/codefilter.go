@@ -100,10 +100,7 @@ func (h *Handler) startCodeFilter(ctx caddy.Context) error {
 	if h.CodeFilterOff {
 		return nil
 	}
-	s := h.store
-	if sh, ok := s.(sharedStore); ok {
-		s = sh.Store
-	}
+	s := unshared(h.store)
 	lister, ok := s.(CodeLister)
 	if !ok {
 		h.logger.Info("no code filter: the store given to the handler lists no codes; unknown codes are looked up",

@@ -22,6 +22,15 @@ type sharedStore struct{ Store }
 
 func (sharedStore) Close() error { return nil }
 
+// unshared is the store a sharedStore holds (s itself otherwise), for the
+// optional interfaces of the real stores.
+func unshared(s Store) Store {
+	if sh, ok := s.(sharedStore); ok {
+		return sh.Store
+	}
+	return s
+}
+
 // openStore opens the configured store: a pooled PostgreSQL connection
 // (migrated, see migrate.go) or the embedded file shared across reloads;
 // ownStore releases it.

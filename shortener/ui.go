@@ -36,7 +36,7 @@ func (h *Handler) provisionUI(ctx caddy.Context) {
 		limit: newSigninLimiter()}
 	u.reserved, _, _ = strings.Cut(path[1:], "/")
 	u.secret = secretCache{name: uiSessionSecret}
-	u.secret.src, _ = h.store.(secretKeeper)
+	u.secret.src, _ = unshared(h.store).(secretKeeper)
 	h.ui = u
 	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

@@ -332,3 +332,22 @@ func TestUISecureCookie(t *testing.T) {
 		t.Errorf("HTTPS sign in: %d, Set-Cookie %q", w.Code, c)
 	}
 }
+
+// TestUIOnConfiguredStores: the dashboard signs in on the stores as a
+// config opens them (the embedded file shared across reloads, PostgreSQL
+// from its dsn), not only on a store handed to the handler.
+func TestUIOnConfiguredStores(t *testing.T) {
+	for name, configure := range map[string]func(h *Handler){
+		"embedded": func(h *Handler) { h.Store, h.Path = "embedded", filepath.Join(t.TempDir(), "links.db") },
+		"postgres": func(h *Handler) { h.Store, h.DSN = "postgres", testenv.Postgres(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHandler(t, nil, func(h *Handler) { configure(h); h.UI = "/admin" })
+			cookie, a := signIn(t, h, testKey)
+			w := serve(t, h, "POST", "/api/links", `{"long_url":"https://example.com/c"}`, "Cookie", cookie, "Origin", origin, csrfHeader, a.CSRFToken)
+			if w.Code != http.StatusCreated {
+				t.Errorf("create with the session: %d %s", w.Code, w.Body)
+			}
+		})
+	}
+}
