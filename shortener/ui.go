@@ -130,8 +130,8 @@ func (h *Handler) serveSession(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusOK, h.sessionAnswer(s, secret))
 		return nil
 	case http.MethodDelete:
-		if !sameOrigin(r) {
-			return apiErr(http.StatusForbidden, "cross-origin request refused: Origin must be this site's")
+		if err := checkOrigin(r); err != nil {
+			return err
 		}
 		h.ui.setSessionCookie(w, r, nil, nil)
 		w.WriteHeader(http.StatusNoContent)
@@ -156,8 +156,8 @@ const maxSignInBody = 1024
 
 // signIn exchanges an API key for a session cookie.
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) error {
-	if !sameOrigin(r) {
-		return apiErr(http.StatusForbidden, "cross-origin request refused: Origin must be this site's")
+	if err := checkOrigin(r); err != nil {
+		return err
 	}
 	if !h.ui.limit.allow(clientAddr(r)) {
 		w.Header().Set("Retry-After", fmt.Sprint(int(signinRetryAfter/time.Second)))
