@@ -23,11 +23,21 @@ func (r *ClickRecorder) derive(c *Click) {
 		c.Country, c.Region, c.City = r.geo.db().lookup(c.Addr)
 	}
 	if r.salts != nil && c.Addr.IsValid() {
-		ctx, cancel := context.WithTimeout(context.Background(), saltTimeout)
-		if salt, err := r.salts.get(ctx, c.At); err == nil {
-			c.Visitor = visitorHash(salt, c.Addr.String(), c.UA)
+		if salt := r.salt(c.At); salt != nil {
+			c.Visitor = r.visitors.hash(salt, c.Addr, c.UA)
 		}
-		cancel()
 	}
 	c.Addr, c.UA = netip.Addr{}, ""
+}
+
+// salt returns the salt of at's day, nil when the store cannot give it;
+// only a day not cached yet waits (at most saltTimeout) for the store.
+func (r *ClickRecorder) salt(at time.Time) []byte {
+	if salt := r.salts.cached(at); salt != nil {
+		return salt
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), saltTimeout)
+	defer cancel()
+	salt, _ := r.salts.get(ctx, at)
+	return salt
 }

@@ -1,9 +1,11 @@
 package shortener
 
 import (
+	"context"
 	"net/netip"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -26,9 +28,10 @@ func BenchmarkClickDeriveGeoIP(b *testing.B) {
 		addrs[i] = netip.AddrFrom4([4]byte{10, byte(i * 7 % 4096 / 256), byte(i * 7 % 256), 9})
 	}
 	for _, bc := range []struct {
-		name string
-		geo  bool
-	}{{"off", false}, {"city-4096", true}} {
+		name  string
+		geo   bool
+		salts bool
+	}{{"off", false, false}, {"city-4096", true, false}, {"city-4096-visitors", true, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			r := &ClickRecorder{ua: newUAParser()}
 			if bc.geo {
@@ -38,10 +41,16 @@ func BenchmarkClickDeriveGeoIP(b *testing.B) {
 				}
 				r.geo = g
 			}
+			if bc.salts {
+				r.salts = &saltCache{src: fixedSalter(newVisitorSalt())}
+			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				c := Click{Code: "abc1234", UA: uas[i%len(uas)], Addr: addrs[i%len(addrs)]}
 				r.derive(&c)
+				if bc.salts && c.Visitor == 0 {
+					b.Fatalf("derive(%v): no visitor", addrs[i%len(addrs)])
+				}
 				if bc.geo && c.City == "" {
 					b.Fatalf("derive(%v): no city", addrs[i%len(addrs)])
 				}
@@ -49,3 +58,9 @@ func BenchmarkClickDeriveGeoIP(b *testing.B) {
 		})
 	}
 }
+
+// fixedSalter gives one salt for every day: the salt store's cost is not
+// what BenchmarkClickDeriveGeoIP measures (the salt is cached per day).
+type fixedSalter []byte
+
+func (s fixedSalter) VisitorSalt(context.Context, time.Time) ([]byte, error) { return s, nil }

@@ -120,9 +120,10 @@ type ClickRecorder struct {
 	stream   string
 	group    string
 	logger   *zap.Logger
-	ua       *uaParser  // the writer's: device, OS and browser
-	salts    *saltCache // the day's visitor salt; nil: the sink keeps none
-	geo      *geoIP     // the writer's GeoIP file; nil: none
+	ua       *uaParser     // the writer's: device, OS and browser
+	salts    *saltCache    // the day's visitor salt; nil: the sink keeps none
+	visitors visitorHasher // the writer's
+	geo      *geoIP        // the writer's GeoIP file; nil: none
 
 	stop     chan struct{} // closed by Close: flush and stop
 	ctx      context.Context

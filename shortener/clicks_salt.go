@@ -63,6 +63,18 @@ type saltCache struct {
 // saltRetry is the wait after a failure to read the salt.
 const saltRetry = 5 * time.Second
 
+// cached returns the salt of the UTC day holding at if this process holds
+// it, else nil.
+func (c *saltCache) cached(at time.Time) []byte {
+	day := dayFloor(at).Unix()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.day == day {
+		return c.salt
+	}
+	return nil
+}
+
 // get returns the salt of the UTC day holding at.
 func (c *saltCache) get(ctx context.Context, at time.Time) ([]byte, error) {
 	day := dayFloor(at)
