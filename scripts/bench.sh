@@ -2,7 +2,7 @@
 # make bench: end-to-end throughput and latency of both handlers against Caddy's
 # own baselines, all measured in one run with the same load generator.
 #   BENCH_PIPELINE_DURATION (default 60s): case 16's run (the click pipeline keeping up)
-#   BENCH_DURATION (default 10s)  BENCH_CONNECTIONS (default 64)  BENCH_CASES (default: all, e.g. "1 2 3")
+#   BENCH_DURATION (default 10s)  BENCH_CONNECTIONS (default 64)  BENCH_CASES (default: all, e.g. "1 3 17")
 #   BENCH_ROUNDS (default 1): run the cases this many times, one after another,
 #   and add the median of each case's per-round ratios (this machine's
 #   baseline moves by a third between runs; medians of interleaved rounds
@@ -13,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 DUR=${BENCH_DURATION:-10s}
 CONNS=${BENCH_CONNECTIONS:-64}
-CASES=${BENCH_CASES:-"1 2 3 4 5 6 7 8 9 10 11 12 14 15 16"}
+CASES=${BENCH_CASES:-"1 2 3 4 5 17 6 7 8 9 10 11 12 14 15 16"}
 RATE_DUR=${BENCH_RATE_DURATION:-5s}
 ROUNDS=${BENCH_ROUNDS:-1}
 
@@ -26,6 +26,9 @@ if [ ! -x "$VEGETA" ]; then go install github.com/tsenart/vegeta/v12@v12.13.0 >&
 setup_redis || exit 1
 REDIS_URL=$TEST_REDIS_URL
 go build -o bin/caddy ./cmd/caddy || exit 1
+# Case 17, issue 19's peer: a plain handler over go-redis/redis_rate, built
+# from bench/redisrate (a go.mod of its own: this module does not depend on it).
+if [[ " $CASES " == *" 17 "* ]]; then (cd bench/redisrate && go build -o ../../bin/caddy-redisrate .) || exit 1; fi
 
 W="$EDGEKIT_TMP/bench"; mkdir -p "$W"
 # Cases 15 and 16: a City database written here (loopback in it: every click
@@ -57,7 +60,7 @@ CF
 }
 
 start_caddy() {
-  XDG_DATA_HOME="$W/data" XDG_CONFIG_HOME="$W/config" bin/caddy run --config "$W/Caddyfile" --adapter caddyfile >"$W/caddy.log" 2>&1 &
+  XDG_DATA_HOME="$W/data" XDG_CONFIG_HOME="$W/config" "$CADDY_BIN" run --config "$W/Caddyfile" --adapter caddyfile >"$W/caddy.log" 2>&1 &
   CADDY_PID=$!
   for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0; sleep 0.05; done
   echo "caddy did not start:" >&2; cat "$W/caddy.log" >&2; return 1
@@ -73,6 +76,7 @@ RL_REDIS="redis {
 		timeout 500ms
 		on_error closed"
 case_config() {
+  CADDY_BIN=bin/caddy
   case $1 in
   1) NAME="baseline respond 200"; site "	respond 200" ;;
   2) NAME="ratelimit memory, allowed"; site "	ratelimit {
@@ -179,6 +183,8 @@ case_config() {
 			window 1s
 		}
 	}
+	respond 200" ;;
+  17) NAME="peer: plain handler over go-redis/redis_rate, allowed (one EVALSHA per request)"; CADDY_BIN=bin/caddy-redisrate; site "	redis_rate $REDIS_URL 1000000000
 	respond 200" ;;
   6) NAME="baseline static redir"; site "	redir /bench01 https://example.com/landing 302" ;;
   7) NAME="shortener L1 hit"; site "	shortener {
@@ -305,7 +311,7 @@ TICK=$(getconf CLK_TCK)
 REDIS_PID=$(redis-cli -u "$REDIS_URL" info server 2>/dev/null | tr -d '\r' | awk -F: '$1=="process_id"{print $2}')
 [ -n "$REDIS_PID" ] && [ -r "/proc/$REDIS_PID/stat" ] || REDIS_PID=""
 
-declare -A RPS P50 P99 NAMES CPU
+declare -A RPS P50 P99 NAMES CPU CCPU RCPU
 
 # The click stream of case 16: its length, and its consumer group's pending
 # entries and lag (entries appended but not yet delivered to a consumer).
@@ -334,6 +340,8 @@ pipeline_report() {
     echo "  redirects answered to wrk $reqs (warm-up included; a few more were sent as wrk stopped), counted $counted, dropped $dropped"
   } | tee "$W/pipeline.txt"
 }
+# per_req TICKS REQUESTS: CPU µs per request.
+per_req() { awk -v t="$1" -v hz="$TICK" -v n="$2" 'BEGIN{ if (n>0) printf "%.1f", t*1e6/hz/n; else print "-" }'; }
 run_case() {
   local c=$1 path script=()
   case_config "$c"; NAMES[$c]=$NAME
@@ -359,7 +367,9 @@ run_case() {
   total=$(awk '/requests in/{print $1}' "$W/wrk-$c.txt")
   # Server CPU per request: Caddy's, plus Redis' when Redis is local
   # (the other Redis clients of this host are idle during the run).
-  CPU[$c]=$(awk -v t=$(( (c1 - c0) + (r1 - r0) )) -v hz="$TICK" -v n="$total" 'BEGIN{ if (n>0) printf "%.1f", t*1e6/hz/n; else print "-" }')
+  CPU[$c]=$(per_req $(( (c1 - c0) + (r1 - r0) )) "$total")
+  CCPU[$c]=$(per_req $(( c1 - c0 )) "$total")
+  RCPU[$c]=$(per_req $(( r1 - r0 )) "$total")
   RPS[$c]=$(awk '/^Requests\/sec/{print $2}' "$W/wrk-$c.txt")
   P50[$c]=$(to_ms "$(awk '$1=="50%"{print $2}' "$W/wrk-$c.txt")")
   P99[$c]=$(to_ms "$(awk '$1=="99%"{print $2}' "$W/wrk-$c.txt")")
@@ -381,11 +391,16 @@ ratio_of() {
     awk -v a="${CPU[$c]:-0}" -v b="${CPU[$ref]:-0}" 'BEGIN{ if (a>0 && b>0) printf "%.2f", b/a; else print "-" }'
   fi
 }
+# spread: "median (min–max)" of the numbers on stdin.
+spread() { tr ' ' '\n' | grep -v '^-*$' | sort -n | awk '{a[NR]=$1} END{ if (NR==0) {print "-"; exit}; m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.1f (%s–%s)", m, a[1], a[NR] }'; }
 median() { tr ' ' '\n' | grep -v '^-*$' | sort -n | awk '{a[NR]=$1} END{ if (NR==0) print "-"; else if (NR%2) print a[(NR+1)/2]; else printf "%.2f", (a[NR/2]+a[NR/2+1])/2 }'; }
-declare -A RATIOS CRATIOS
+declare -A RATIOS CRATIOS CCPUS RCPUS
 for round in $(seq 1 "$ROUNDS"); do
   for c in $CASES; do run_case "$c" || exit 1; done
-  for c in $CASES; do RATIOS[$c]+=" $(ratio_of "$c" rps)"; CRATIOS[$c]+=" $(ratio_of "$c" cpu)"; done
+  for c in $CASES; do
+    RATIOS[$c]+=" $(ratio_of "$c" rps)"; CRATIOS[$c]+=" $(ratio_of "$c" cpu)"
+    CCPUS[$c]+=" ${CCPU[$c]}"; RCPUS[$c]+=" ${RCPU[$c]}"
+  done
   [ "$ROUNDS" -gt 1 ] && echo "round $round: ratios$(for c in $CASES; do printf ' %s=%s' "$c" "$(ratio_of "$c" rps)"; done)"
 done
 
@@ -439,16 +454,16 @@ if [ -n "$base" ]; then
 fi
 
 MED_HEAD="" MED_SEP=""
-[ "$ROUNDS" -gt 1 ] && MED_HEAD=" median ratio ($ROUNDS rounds) | median CPU ratio |" MED_SEP="---:|---:|"
-printf '\n| # | case | req/s | p50 ms | p99 ms | ratio | p99 ms @ %s req/s | server CPU µs/req | CPU ratio |%s\n|---|---|---:|---:|---:|---:|---:|---:|---:|%s\n' "${RATE:-?}" "$MED_HEAD" "$MED_SEP"
+[ "$ROUNDS" -gt 1 ] && MED_HEAD=" median ratio ($ROUNDS rounds) | median CPU ratio | Caddy CPU µs/req, median (min–max) | Redis CPU µs/req, median (min–max) |" MED_SEP="---:|---:|---:|---:|"
+printf '\n| # | case | req/s | p50 ms | p99 ms | ratio | p99 ms @ %s req/s | Caddy CPU µs/req | Redis CPU µs/req | CPU ratio |%s\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|%s\n' "${RATE:-?}" "$MED_HEAD" "$MED_SEP"
 for c in $CASES; do
   med=""
-  [ "$ROUNDS" -gt 1 ] && med=" $(echo ${RATIOS[$c]} | median) | $(echo ${CRATIOS[$c]} | median) |"
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |%s\n' "$c" "${NAMES[$c]}" "${RPS[$c]}" "${P50[$c]}" "${P99[$c]}" "$(ratio_of "$c" rps)" "${RP99[$c]:-}" "${CPU[$c]}" "$(ratio_of "$c" cpu)" "$med"
+  [ "$ROUNDS" -gt 1 ] && med=" $(echo ${RATIOS[$c]} | median) | $(echo ${CRATIOS[$c]} | median) | $(echo ${CCPUS[$c]} | spread) | $(echo ${RCPUS[$c]} | spread) |"
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%s\n' "$c" "${NAMES[$c]}" "${RPS[$c]}" "${P50[$c]}" "${P99[$c]}" "$(ratio_of "$c" rps)" "${RP99[$c]:-}" "${CCPU[$c]}" "${RCPU[$c]}" "$(ratio_of "$c" cpu)" "$med"
 done
-echo "ratios: cases 2-5, 11-12 and 14 against case 1 (respond), cases 7-10, 15 and 16 against case 6 (static redir)"
+echo "ratios: cases 2-5, 11-12, 14 and 17 against case 1 (respond), cases 7-10, 15 and 16 against case 6 (static redir)"
 [ -f "$W/pipeline.txt" ] && cat "$W/pipeline.txt"
-echo "server CPU: Caddy's CPU time per request during the wrk run$([ -n "$REDIS_PID" ] && echo ", plus the local Redis' (pid $REDIS_PID)"); CPU ratio = the baseline's CPU per request / the case's (1.00: costs what the baseline costs)"
+echo "CPU: Caddy's and the local Redis' CPU time per request during the wrk run$([ -n "$REDIS_PID" ] && echo " (Redis pid $REDIS_PID)" || echo " (Redis not local: not measured)"); CPU ratio = the baseline's CPU per request / the case's, Caddy's and Redis' together (1.00: costs what the baseline costs)"
 
 # Listing, search and export of links at 100,000 and 1,000,000 links in
 # PostgreSQL (bench/links; a fresh schema, dropped at the end; ~10 minutes).
