@@ -25,7 +25,13 @@ const (
 // batchRequest is the body of POST <api>/links/batch; each item is decoded
 // on its own, so a malformed one fails alone.
 type batchRequest struct {
-	Links []json.RawMessage `json:"links"`
+	// Mode "import" imports the links (api_import.go); absent, it creates
+	// them.
+	Mode string `json:"mode,omitempty"`
+	// DryRun, with mode import, answers what the import would do and
+	// writes nothing.
+	DryRun bool              `json:"dry_run,omitempty"`
+	Links  []json.RawMessage `json:"links"`
 }
 
 // batchResult is one item's answer: status 201 (created) or 200 (reused)
@@ -46,10 +52,14 @@ func (h *Handler) apiBatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	req, reqErr := decodeBatch(body)
+	if reqErr == nil && req.Mode == batchImport {
+		return h.apiImport(w, r, key, req)
+	}
 	claim := idemClaimOf(r, key, body)
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
-	items, err := h.batchItems(r, body)
+	items, err := h.batchItems(r, req, reqErr)
 	if err != nil {
 		return h.idemRefused(ctx, w, claim, err)
 	}
@@ -68,14 +78,31 @@ func (h *Handler) apiBatch(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// batchItems decodes a batch body and judges each item.
-func (h *Handler) batchItems(r *http.Request, body []byte) ([]*createItem, error) {
+// batchImport is the mode of an import batch.
+const batchImport = "import"
+
+// decodeBatch decodes a batch body and judges its mode and size.
+func decodeBatch(body []byte) (batchRequest, error) {
 	var req batchRequest
 	if err := strictjson.Decode(body, &req); err != nil {
-		return nil, apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
+		return req, apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
 	}
-	if len(req.Links) == 0 || len(req.Links) > maxBatch {
-		return nil, apiErr(http.StatusBadRequest, "links: %d create requests given, 1 to %d are allowed", len(req.Links), maxBatch)
+	switch {
+	case req.Mode != "" && req.Mode != batchImport:
+		return req, apiErr(http.StatusBadRequest, "mode must be import (or absent)")
+	case req.DryRun && req.Mode != batchImport:
+		return req, apiErr(http.StatusBadRequest, "dry_run: only with mode import")
+	case len(req.Links) == 0 || len(req.Links) > maxBatch:
+		return req, apiErr(http.StatusBadRequest, "links: %d given, 1 to %d are allowed", len(req.Links), maxBatch)
+	}
+	return req, nil
+}
+
+// batchItems judges each item of a decoded batch (decodeErr: its
+// refusal).
+func (h *Handler) batchItems(r *http.Request, req batchRequest, decodeErr error) ([]*createItem, error) {
+	if decodeErr != nil {
+		return nil, decodeErr
 	}
 	items := make([]*createItem, len(req.Links))
 	for i, raw := range req.Links {

@@ -34,22 +34,25 @@ func newEmbeddedClickSink(db *bbolt.DB, referrers int) (*embeddedClickSink, erro
 	if referrers <= 0 {
 		referrers = DefaultClicksReferrers
 	}
-	err := db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, bucketClicksDaily, bucketVisitorSalts,
-			bucketClicksDims, bucketDimDays} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		if err := createClickBoundBuckets(tx); err != nil {
-			return err
-		}
-		return createAcrossBuckets(tx)
-	})
-	if err != nil {
+	if err := db.Update(createClickBuckets); err != nil {
 		return nil, fmt.Errorf("click buckets: %w", err)
 	}
 	return &embeddedClickSink{db: db, referrers: referrers}, nil
+}
+
+// createClickBuckets creates the buckets of the click counters that are
+// missing.
+func createClickBuckets(tx *bbolt.Tx) error {
+	for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, bucketClicksDaily, bucketVisitorSalts,
+		bucketClicksDims, bucketDimDays} {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return err
+		}
+	}
+	if err := createClickBoundBuckets(tx); err != nil {
+		return err
+	}
+	return createAcrossBuckets(tx)
 }
 
 // createClickBoundBuckets creates the buckets of the totals and the
@@ -147,24 +150,7 @@ func (s *embeddedClickSink) ApplyClicks(ctx context.Context, batches []ClickBatc
 		}
 		applied = len(todo)
 		agg := aggregateClicks(todo)
-		hourly := tx.Bucket(bucketClicksHourly)
-		for _, k := range agg.sortedHours() {
-			key := clickKey(k.code, k.hour, "")
-			var v [16]byte
-			if old := hourly.Get(key); len(old) == 16 {
-				copy(v[:], old)
-			}
-			inc := agg.hourly[k]
-			binary.BigEndian.PutUint64(v[:8], binary.BigEndian.Uint64(v[:8])+uint64(inc[0]))
-			binary.BigEndian.PutUint64(v[8:], binary.BigEndian.Uint64(v[8:])+uint64(inc[1]))
-			if err := hourly.Put(key, v[:]); err != nil {
-				return err
-			}
-		}
-		if err := addClickTotals(tx, agg); err != nil {
-			return err
-		}
-		if err := addDayLinks(tx, agg); err != nil {
+		if err := addHourlyBolt(tx, agg); err != nil {
 			return err
 		}
 		if err := countVisitorsBolt(tx, agg); err != nil {
@@ -260,6 +246,29 @@ func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, t
 	return st, nil
 }
 
+// addHourlyBolt adds the aggregate's hourly counters to the hourly
+// rollup, the all-time totals and the day-first index of the overview.
+func addHourlyBolt(tx *bbolt.Tx, agg clickAggregate) error {
+	hourly := tx.Bucket(bucketClicksHourly)
+	for _, k := range agg.sortedHours() {
+		key := clickKey(k.code, k.hour, "")
+		var v [16]byte
+		if old := hourly.Get(key); len(old) == 16 {
+			copy(v[:], old)
+		}
+		inc := agg.hourly[k]
+		binary.BigEndian.PutUint64(v[:8], binary.BigEndian.Uint64(v[:8])+uint64(inc[0]))
+		binary.BigEndian.PutUint64(v[8:], binary.BigEndian.Uint64(v[8:])+uint64(inc[1]))
+		if err := hourly.Put(key, v[:]); err != nil {
+			return err
+		}
+	}
+	if err := addClickTotals(tx, agg); err != nil {
+		return err
+	}
+	return addDayLinks(tx, agg)
+}
+
 // ClickTotal implements ClickSink: the all-time total.
 func (s *embeddedClickSink) ClickTotal(ctx context.Context, code string) (int64, error) {
 	var t ClickTotals
@@ -278,7 +287,8 @@ func readClickTotals(tx *bbolt.Tx, code string) ClickTotals {
 	if v := tx.Bucket(bucketClickTotals).Get([]byte(code)); len(v) == 16 {
 		t.People, t.Bots = int64(binary.BigEndian.Uint64(v[:8])), int64(binary.BigEndian.Uint64(v[8:]))
 	}
-	t.Total = t.People + t.Bots
+	t.Imported = readBaseline(tx.Bucket(embeddedBaselines), code)
+	t.Total = t.People + t.Bots + t.Imported
 	return t
 }
 

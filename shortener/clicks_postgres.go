@@ -83,22 +83,8 @@ func (s *postgresClickSink) apply(ctx context.Context, batches []ClickBatch) (in
 		return 0, tx.Commit(ctx)
 	}
 	agg := aggregateClicks(todo)
-	if len(agg.hourly) > 0 {
-		keys := agg.sortedHours()
-		codes := make([]string, len(keys))
-		hours := make([]time.Time, len(keys))
-		people := make([]int64, len(keys))
-		bots := make([]int64, len(keys))
-		for i, k := range keys {
-			codes[i], hours[i] = k.code, time.Unix(k.hour, 0).UTC()
-			people[i], bots[i] = agg.hourly[k][0], agg.hourly[k][1]
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO shortener_link_clicks_hourly AS h (code, hour, people, bots)
-			SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::bigint[], $4::bigint[])
-			ON CONFLICT (code, hour) DO UPDATE SET people = h.people + excluded.people, bots = h.bots + excluded.bots`,
-			codes, hours, people, bots); err != nil {
-			return 0, fmt.Errorf("counting clicks: %w", err)
-		}
+	if err := insertHourly(ctx, tx, agg); err != nil {
+		return 0, err
 	}
 	if err := countVisitorsPG(ctx, tx, agg); err != nil {
 		return 0, err
@@ -222,6 +208,31 @@ func (s *postgresClickSink) readDaily(ctx context.Context, st *ClickStats, first
 	return nil
 }
 
+// insertHourly adds the aggregate's hourly counters in one statement, in
+// code and hour order (the trigger of migration 003 adds them to the
+// all-time totals).
+func insertHourly(ctx context.Context, tx pgx.Tx, agg clickAggregate) error {
+	if len(agg.hourly) == 0 {
+		return nil
+	}
+	keys := agg.sortedHours()
+	codes := make([]string, len(keys))
+	hours := make([]time.Time, len(keys))
+	people := make([]int64, len(keys))
+	bots := make([]int64, len(keys))
+	for i, k := range keys {
+		codes[i], hours[i] = k.code, time.Unix(k.hour, 0).UTC()
+		people[i], bots[i] = agg.hourly[k][0], agg.hourly[k][1]
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO shortener_link_clicks_hourly AS h (code, hour, people, bots)
+		SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::bigint[], $4::bigint[])
+		ON CONFLICT (code, hour) DO UPDATE SET people = h.people + excluded.people, bots = h.bots + excluded.bots`,
+		codes, hours, people, bots); err != nil {
+		return fmt.Errorf("counting clicks: %w", err)
+	}
+	return nil
+}
+
 // ClickTotal implements ClickSink: the all-time total, one row.
 func (s *postgresClickSink) ClickTotal(ctx context.Context, code string) (int64, error) {
 	t, err := s.totals(ctx, code)
@@ -230,11 +241,11 @@ func (s *postgresClickSink) ClickTotal(ctx context.Context, code string) (int64,
 
 func (s *postgresClickSink) totals(ctx context.Context, code string) (ClickTotals, error) {
 	var t ClickTotals
-	err := s.pool.QueryRow(ctx, `SELECT people, bots FROM shortener_link_click_totals WHERE code = $1`, code).Scan(&t.People, &t.Bots)
+	err := s.pool.QueryRow(ctx, `SELECT people, bots, imported FROM shortener_link_click_totals WHERE code = $1`, code).Scan(&t.People, &t.Bots, &t.Imported)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return t, fmt.Errorf("click total: %w", err)
 	}
-	t.Total = t.People + t.Bots
+	t.Total = t.People + t.Bots + t.Imported
 	return t, nil
 }
 

@@ -35,11 +35,16 @@ type ClickStats struct {
 	AllTime *ClickTotals `json:"all_time,omitempty"`
 }
 
-// ClickTotals are a link's all-time counters.
+// ClickTotals are a link's all-time counters: Total is People + Bots +
+// Imported.
 type ClickTotals struct {
 	Total  int64 `json:"total"`
 	People int64 `json:"people"`
 	Bots   int64 `json:"bots"`
+	// Imported is the click total the link brought from another
+	// shortener (an import's clicks, import.go): neither people nor bots,
+	// and without time, so no window or timeseries counts it.
+	Imported int64 `json:"imported"`
 }
 
 // HourlyClicks counts one hour's clicks (hour in UTC, at its start).

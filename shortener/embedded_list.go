@@ -98,7 +98,7 @@ func listByCreated(ctx context.Context, tx *bolt.Tx, q ListQuery, cur *listCurso
 		}
 	}
 	links := tx.Bucket(embeddedLinks)
-	totals := tx.Bucket(bucketClickTotals)
+	totals := listTotalsOf(tx)
 	m := newLinkMatcher(q)
 	var out []ListedLink
 	for n := 0; k != nil && len(out) <= q.Limit; k, _ = next() {
@@ -120,7 +120,7 @@ func listByCreated(ctx context.Context, tx *bolt.Tx, q ListQuery, cur *listCurso
 // listByClicks reads every link, keeps the matches past the cursor and
 // returns the first limit+1 by click total and code.
 func listByClicks(ctx context.Context, tx *bolt.Tx, q ListQuery, cur *listCursor) ([]ListedLink, error) {
-	totals := tx.Bucket(bucketClickTotals)
+	totals := listTotalsOf(tx)
 	m := newLinkMatcher(q)
 	order := func(a, b ListedLink) int {
 		c := cmp.Or(cmp.Compare(a.Clicks, b.Clicks), strings.Compare(a.Code, b.Code))
@@ -152,8 +152,16 @@ func listByClicks(ctx context.Context, tx *bolt.Tx, q ListQuery, cur *listCursor
 	return out[:min(len(out), q.Limit+1)], nil
 }
 
+// listTotals are the buckets of the all-time click totals: counted and
+// imported.
+type listTotals struct{ counted, imported *bolt.Bucket }
+
+func listTotalsOf(tx *bolt.Tx) listTotals {
+	return listTotals{tx.Bucket(bucketClickTotals), tx.Bucket(embeddedBaselines)}
+}
+
 // readListed reads a link and its click total; false if it is missing.
-func readListed(links, totals *bolt.Bucket, code string) (ListedLink, bool, error) {
+func readListed(links *bolt.Bucket, totals listTotals, code string) (ListedLink, bool, error) {
 	v := links.Get([]byte(code))
 	if v == nil {
 		return ListedLink{}, false, nil
@@ -163,11 +171,12 @@ func readListed(links, totals *bolt.Bucket, code string) (ListedLink, bool, erro
 		return ListedLink{}, false, fmt.Errorf("link %q: %w", code, err)
 	}
 	l := ListedLink{Link: rec.link(code)}
-	if totals != nil {
-		if t := totals.Get([]byte(code)); len(t) == 16 {
+	if totals.counted != nil {
+		if t := totals.counted.Get([]byte(code)); len(t) == 16 {
 			l.Clicks = int64(binary.BigEndian.Uint64(t[:8]) + binary.BigEndian.Uint64(t[8:]))
 		}
 	}
+	l.Clicks += readBaseline(totals.imported, code)
 	return l, true, nil
 }
 

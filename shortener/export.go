@@ -34,7 +34,11 @@ var csvHeader = []string{"code", "short_url", "long_url", "created_at", "expires
 // whose code is "export" is read with the listing (q=export) or its
 // stats, and still redirects, and DELETE <api>/links/export revokes it.
 func (h *Handler) apiExport(w http.ResponseWriter, r *http.Request) error {
-	format, status, err := parseExportQuery(r.URL.RawQuery)
+	format, status, withStats, err := parseExportQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	rows, err := h.exportRows(withStats)
 	if err != nil {
 		return err
 	}
@@ -54,7 +58,7 @@ func (h *Handler) apiExport(w http.ResponseWriter, r *http.Request) error {
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	write := h.ndjsonWriter(w, r)
+	write := h.ndjsonWriter(w, r, rows)
 	if format == "csv" {
 		write = h.csvWriter(w, r)
 	}
@@ -90,17 +94,18 @@ func (h *Handler) cutExport(err error) error {
 	panic(http.ErrAbortHandler)
 }
 
-// parseExportQuery judges format (ndjson or csv, default ndjson) and
-// status (as in a listing, default all); other parameters are ignored.
-func parseExportQuery(raw string) (format, status string, err error) {
+// parseExportQuery judges format (ndjson or csv, default ndjson), status
+// (as in a listing, default all) and with_stats (0 or 1, default 0; 1 only
+// with ndjson); other parameters are ignored.
+func parseExportQuery(raw string) (format, status string, withStats bool, err error) {
 	vals, err := url.ParseQuery(raw)
 	if err != nil {
-		return "", "", apiErr(http.StatusBadRequest, "query string: %v", err)
+		return "", "", false, apiErr(http.StatusBadRequest, "query string: %v", err)
 	}
 	format, status = "ndjson", StatusAll
-	for _, name := range []string{"format", "status"} {
+	for _, name := range []string{"format", "status", "with_stats"} {
 		if len(vals[name]) > 1 {
-			return "", "", apiErr(http.StatusBadRequest, "%s: given %d times, at most once is allowed", name, len(vals[name]))
+			return "", "", false, apiErr(http.StatusBadRequest, "%s: given %d times, at most once is allowed", name, len(vals[name]))
 		}
 	}
 	switch v := vals.Get("format"); v {
@@ -108,22 +113,35 @@ func parseExportQuery(raw string) (format, status string, err error) {
 	case "ndjson", "csv":
 		format = v
 	default:
-		return "", "", apiErr(http.StatusBadRequest, "format must be ndjson or csv")
+		return "", "", false, apiErr(http.StatusBadRequest, "format must be ndjson or csv")
 	}
 	if v := vals.Get("status"); v != "" {
 		if err := checkListStatus(v); err != nil {
-			return "", "", err
+			return "", "", false, err
 		}
 		status = v
 	}
-	return format, status, nil
+	switch vals.Get("with_stats") {
+	case "", "0":
+	case "1":
+		withStats = true
+	default:
+		return "", "", false, apiErr(http.StatusBadRequest, "with_stats must be 0 or 1")
+	}
+	if withStats && format != "ndjson" {
+		return "", "", false, apiErr(http.StatusBadRequest, "with_stats: only with format ndjson")
+	}
+	return format, status, withStats, nil
 }
 
 // ndjsonWriter writes each link as GET <api>/links/<code> answers it, one
-// JSON object a line.
-func (h *Handler) ndjsonWriter(w http.ResponseWriter, r *http.Request) func([]ListedLink) error {
+// JSON object a line; with rows (with_stats), with its hourly clicks.
+func (h *Handler) ndjsonWriter(w http.ResponseWriter, r *http.Request, rows clickRowReader) func([]ListedLink) error {
 	enc := json.NewEncoder(w)
 	return func(links []ListedLink) error {
+		if rows != nil {
+			return h.writeWithStats(r, enc, rows, links)
+		}
 		for _, l := range links {
 			if err := enc.Encode(h.listedResponse(r, l)); err != nil {
 				return err

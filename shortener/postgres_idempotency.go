@@ -131,10 +131,10 @@ func (t pgLinkTx) Insert(ctx context.Context, links []Link) ([]bool, error) {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(links[a].Code, links[b].Code) })
-	const cols = 13
+	const cols = 14
 	var q strings.Builder
 	q.WriteString(`INSERT INTO shortener_links (code, long_url, created_at, expires_at, revoked_at, title, tags, notes, custom,
-		redirect_status, valid_from, max_clicks, forward_query) VALUES `)
+		redirect_status, valid_from, max_clicks, forward_query, clicks_served) VALUES `)
 	args := make([]any, 0, cols*len(links))
 	for n, i := range order {
 		l := links[i]
@@ -160,7 +160,7 @@ func (t pgLinkTx) Insert(ctx context.Context, links []Link) ([]bool, error) {
 			tags = []string{}
 		}
 		args = append(args, l.Code, l.LongURL, l.CreatedAt, nullTime(l.ExpiresAt), nullTime(l.RevokedAt), l.Title, tags, l.Notes, l.Custom,
-			int16(l.RedirectStatus), nullTime(l.ValidFrom), l.MaxClicks, l.ForwardQuery)
+			int16(l.RedirectStatus), nullTime(l.ValidFrom), l.MaxClicks, l.ForwardQuery, l.ClicksServed)
 	}
 	q.WriteString(` ON CONFLICT (code) DO NOTHING RETURNING code`)
 	rows, err := t.tx.Query(ctx, q.String(), args...)

@@ -93,7 +93,7 @@ func newListStmt(q ListQuery, cur *listCursor) (*listStmt, error) {
 	}
 	switch {
 	case q.byClicks():
-		st.key = "COALESCE(t.people + t.bots, 0)"
+		st.key = "COALESCE(t.people + t.bots + t.imported, 0)"
 		if q.Tag != "" {
 			st.where = append(st.where, st.hasTag(q.Tag))
 		}
@@ -180,7 +180,7 @@ func (st *listStmt) order() string {
 // its click totals t.
 const listedColumns = `l.code, l.long_url, l.created_at, l.expires_at, l.revoked_at, l.title, l.tags, l.notes,
 	l.redirect_status, l.valid_from, l.max_clicks, l.forward_query, l.clicks_served, l.version,
-	COALESCE(t.people + t.bots, 0)`
+	COALESCE(t.people + t.bots + t.imported, 0)`
 
 // clickTotals joins a link l to its click totals t.
 const clickTotals = ` LEFT JOIN shortener_link_click_totals t ON t.code = (l.code COLLATE "default")`

@@ -48,11 +48,11 @@ func newClicksStmt(q ListQuery, clicked bool, cur *listCursor) (*listStmt, error
 	if clicked {
 		st.from = `shortener_link_click_totals t JOIN shortener_links l ON l.code = (t.code COLLATE "C")`
 		st.join = ""
-		st.key, st.code = "(t.people + t.bots)", `(t.code COLLATE "C")`
-		st.where = append(st.where, "(t.people + t.bots) > 0")
+		st.key, st.code = "(t.people + t.bots + t.imported)", `(t.code COLLATE "C")`
+		st.where = append(st.where, "(t.people + t.bots + t.imported) > 0")
 	} else {
 		st.key = "" // all 0: by code alone
-		st.where = append(st.where, "COALESCE(t.people + t.bots, 0) = 0")
+		st.where = append(st.where, "COALESCE(t.people + t.bots + t.imported, 0) = 0")
 	}
 	if cur != nil {
 		st.where = append(st.where, st.after(cur.Key, cur.Code))

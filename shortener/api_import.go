@@ -1,0 +1,150 @@
+package shortener
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// POST <api>/links/batch with "mode": "import" imports up to maxBatch
+// links (import.go) in one store transaction and answers 200 with a
+// result per item in input order and the count of each result. Only an
+// api_key sent as a Bearer token may import (a dashboard session may
+// not: 403); "dry_run": true answers the same and writes nothing.
+
+// importResult is one item's answer.
+type importResult struct {
+	Code   string `json:"code,omitempty"`
+	Result string `json:"result"`
+	// Field names the field of a refused item ("" for the item as a
+	// whole).
+	Field *string `json:"field,omitempty"`
+	// Error says why an item was refused or what a conflict differs in.
+	Error string `json:"error,omitempty"`
+	// Existing is the stored link of a skipped or conflicting item, in the
+	// shape of an import item.
+	Existing *importedLink `json:"existing,omitempty"`
+}
+
+// importedLink is a stored link as an import item shows it.
+type importedLink struct {
+	LongURL   string     `json:"long_url"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
+	Title     *string    `json:"title"`
+	Tags      []string   `json:"tags"`
+	Notes     *string    `json:"notes"`
+	Clicks    int64      `json:"clicks"`
+}
+
+// importAnswer is the body of a 200 to an import.
+type importAnswer struct {
+	Mode      string         `json:"mode"`
+	DryRun    bool           `json:"dry_run"`
+	Created   int            `json:"created"`
+	Skipped   int            `json:"skipped"`
+	Conflicts int            `json:"conflicts"`
+	Refused   int            `json:"refused"`
+	Results   []importResult `json:"results"`
+}
+
+// apiImport answers an import batch.
+func (h *Handler) apiImport(w http.ResponseWriter, r *http.Request, idem string, req batchRequest) error {
+	if sessionOf(r.Context()) != nil {
+		return apiErr(http.StatusForbidden, "mode import needs an api_key in the Authorization header, not a dashboard session")
+	}
+	if idem != "" {
+		return apiErr(http.StatusBadRequest, "%s: not used with mode import, which is idempotent by itself", idemHeader)
+	}
+	is, ok := importStoreOf(h.store)
+	if !ok {
+		return apiErr(http.StatusNotImplemented, "this link store cannot import")
+	}
+	now := h.now()
+	entries := make([]*importEntry, len(req.Links))
+	for i, raw := range req.Links {
+		l, err := h.judgeImportItem(r, raw, now)
+		entries[i] = &importEntry{link: l, refused: err}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
+	defer cancel()
+	if err := runImport(ctx, is, entries, req.DryRun); err != nil {
+		var ae apiError
+		if errors.As(err, &ae) {
+			return err
+		}
+		return h.storeErr(err)
+	}
+	if !req.DryRun {
+		h.publishImported(ctx, entries)
+	}
+	writeJSON(w, http.StatusOK, importAnswerOf(entries, req.DryRun))
+	return nil
+}
+
+// publishImported writes the links created to the caches, as a create
+// does (a negative entry of the code is replaced).
+func (h *Handler) publishImported(ctx context.Context, entries []*importEntry) {
+	var created []Link
+	for _, e := range entries {
+		if e.result == importCreated {
+			created = append(created, e.link.Link)
+		}
+	}
+	if err := h.cache.publishLinks(ctx, created); err != nil {
+		h.logger.Warn("writing imported links to redis", zap.Error(err))
+	}
+}
+
+// importAnswerOf renders the decided entries.
+func importAnswerOf(entries []*importEntry, dryRun bool) importAnswer {
+	out := importAnswer{Mode: batchImport, DryRun: dryRun, Results: make([]importResult, len(entries))}
+	for i, e := range entries {
+		res := importResult{Code: e.link.Code, Result: e.result, Error: e.reason}
+		switch e.result {
+		case importCreated:
+			out.Created++
+		case importSkipped:
+			out.Skipped++
+		case importConflict:
+			out.Conflicts++
+		case importRefused:
+			out.Refused++
+			var ir importRefusal
+			if errors.As(e.refused, &ir) {
+				res.Field, res.Error = &ir.field, ir.reason
+			} else {
+				res.Error = e.refused.Error()
+			}
+		}
+		if e.existing != nil {
+			res.Existing = importedOf(*e.existing)
+		}
+		out.Results[i] = res
+	}
+	return out
+}
+
+// importedOf shows a stored link as an import item.
+func importedOf(s ImportLink) *importedLink {
+	out := &importedLink{LongURL: s.LongURL, CreatedAt: s.CreatedAt.UTC(), Tags: tagsOrNil(s.Tags), Clicks: s.Baseline}
+	if !s.ExpiresAt.IsZero() {
+		t := s.ExpiresAt.UTC()
+		out.ExpiresAt = &t
+	}
+	if !s.RevokedAt.IsZero() {
+		t := s.RevokedAt.UTC()
+		out.RevokedAt = &t
+	}
+	if s.Title != "" {
+		out.Title = &s.Title
+	}
+	if s.Notes != "" {
+		out.Notes = &s.Notes
+	}
+	return out
+}

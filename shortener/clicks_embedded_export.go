@@ -1,0 +1,52 @@
+package shortener
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// ClickRows implements clickRowReader: a prefix scan of the hourly and
+// daily buckets per code, daily rows as the 00:00 hour of the day.
+func (s *embeddedClickSink) ClickRows(ctx context.Context, codes []string) (map[string][]HourlyClicks, error) {
+	out := map[string][]HourlyClicks{}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		for _, code := range codes {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			prefix := clickKey(code, 0, "")[:len(code)+1]
+			for _, b := range [][]byte{bucketClicksHourly, bucketClicksDaily} {
+				c := tx.Bucket(b).Cursor()
+				for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+					if len(k) != len(prefix)+8 || len(v) < 16 {
+						continue
+					}
+					h := HourlyClicks{Hour: time.Unix(int64(binary.BigEndian.Uint64(k[len(prefix):])), 0).UTC(),
+						People: int64(binary.BigEndian.Uint64(v[:8])), Bots: int64(binary.BigEndian.Uint64(v[8:16]))}
+					if h.People+h.Bots > 0 {
+						out[code] = append(out[code], h)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading click rollups: %w", err)
+	}
+	return mergeHours(out), nil
+}
+
+// sortedHours sorts rows by hour.
+func sortedHours(rows []HourlyClicks) []HourlyClicks {
+	slices.SortFunc(rows, func(a, b HourlyClicks) int { return a.Hour.Compare(b.Hour) })
+	return rows
+}
+
+var _ clickRowReader = (*embeddedClickSink)(nil)

@@ -1,0 +1,103 @@
+package shortener
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// embeddedBaselines holds the imported click totals: code → baseline (8
+// bytes big-endian); a link never imported has no key.
+var embeddedBaselines = []byte("click_baselines")
+
+// readBaseline is the baseline of code in b (nil: none), 0 if it has none.
+func readBaseline(b *bolt.Bucket, code string) int64 {
+	if b == nil {
+		return 0
+	}
+	if v := b.Get([]byte(code)); len(v) == 8 {
+		return int64(binary.BigEndian.Uint64(v))
+	}
+	return 0
+}
+
+// ImportTx implements ImportStore in one bbolt write transaction: bbolt
+// runs one at a time, so concurrent imports of the same codes take turns.
+func (s *EmbeddedStore) ImportTx(ctx context.Context, commit bool, fn func(context.Context, ImportTx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := fn(ctx, embeddedImportTx{tx}); err != nil {
+			return err
+		}
+		if !commit {
+			return errDryRun
+		}
+		return nil
+	})
+	if errors.Is(err, errDryRun) {
+		return nil
+	}
+	return err
+}
+
+// embeddedImportTx is ImportTx in a bbolt write transaction.
+type embeddedImportTx struct{ tx *bolt.Tx }
+
+// Stored implements ImportTx.
+func (t embeddedImportTx) Stored(ctx context.Context, codes []string) (map[string]ImportLink, error) {
+	out := make(map[string]ImportLink)
+	b, base := t.tx.Bucket(embeddedLinks), t.tx.Bucket(embeddedBaselines)
+	for _, code := range codes {
+		rec, err := readRecord(b, code)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[code] = ImportLink{Link: rec.link(code), Baseline: readBaseline(base, code)}
+	}
+	return out, nil
+}
+
+// Insert implements ImportTx: the links, their baselines, and their
+// hourly clicks as the click sink adds them.
+func (t embeddedImportTx) Insert(ctx context.Context, links []ImportLink) ([]bool, error) {
+	plain := make([]Link, len(links))
+	for i, l := range links {
+		plain[i] = l.Link
+	}
+	stored, err := embeddedLinkTx(t).Insert(ctx, plain)
+	if err != nil {
+		return nil, err
+	}
+	base, err := t.tx.CreateBucketIfNotExists(embeddedBaselines)
+	if err != nil {
+		return nil, err
+	}
+	for i, l := range links {
+		if !stored[i] || l.Baseline == 0 {
+			continue
+		}
+		var v [8]byte
+		binary.BigEndian.PutUint64(v[:], uint64(l.Baseline))
+		if err := base.Put([]byte(l.Code), v[:]); err != nil {
+			return nil, err
+		}
+	}
+	if agg := hourlyAggregate(links, stored); len(agg.hourly) > 0 {
+		if err := createClickBuckets(t.tx); err != nil {
+			return nil, err
+		}
+		if err := addHourlyBolt(t.tx, agg); err != nil {
+			return nil, err
+		}
+	}
+	return stored, nil
+}
+
+var _ ImportStore = (*EmbeddedStore)(nil)

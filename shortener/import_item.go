@@ -1,0 +1,221 @@
+package shortener
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/edgekit/caddy-edgekit/internal/strictjson"
+)
+
+// importItem is one link of an import (POST <api>/links/batch with
+// "mode": "import"). A line of the NDJSON export is an import item.
+type importItem struct {
+	// Code: required; any code the redirect path serves (1 to 64 of
+	// A-Z a-z 0-9 _ -), other than the API's and the dashboard's path.
+	Code string `json:"code"`
+	// ShortURL is ignored: the short URL follows the code and the host.
+	ShortURL string `json:"short_url,omitempty"`
+	// LongURL: required, judged as a create judges it.
+	LongURL string `json:"long_url"`
+	// CreatedAt (RFC 3339) is kept as given: from 1990-01-01 to 5 minutes
+	// past now. Default: now.
+	CreatedAt string `json:"created_at,omitempty"`
+	// ExpiresAt (RFC 3339), after created_at; a past one imports the link
+	// expired.
+	ExpiresAt string `json:"expires_at,omitempty"`
+	// RevokedAt (RFC 3339) imports the link revoked at that time: from
+	// created_at to 5 minutes past now.
+	RevokedAt string `json:"revoked_at,omitempty"`
+	// Title, Tags and Notes: bounded as in a create.
+	Title string   `json:"title,omitempty"`
+	Tags  []string `json:"tags,omitempty"`
+	Notes string   `json:"notes,omitempty"`
+	// Clicks is the click total the link had elsewhere, kept as its
+	// baseline: 0 to 1,000,000,000,000. Default: 0.
+	Clicks *int64 `json:"clicks,omitempty"`
+	ruleRequest
+	// RemainingClicks, with max_clicks, keeps the redirects already served
+	// (max_clicks - remaining_clicks): 0 to max_clicks.
+	RemainingClicks *int64 `json:"remaining_clicks,omitempty"`
+	// Hourly are the link's click rollups (import_stats.go): at most
+	// 20,000 rows; clicks, when given, is at least their sum.
+	Hourly []importHour `json:"hourly,omitempty"`
+}
+
+// importRefusal is why an import item is refused, naming the field at
+// fault ("" for the item as a whole).
+type importRefusal struct {
+	field, reason string
+}
+
+func (e importRefusal) Error() string { return e.reason }
+
+// refuse is an importRefusal of field.
+func refuse(field, format string, args ...any) importRefusal {
+	return importRefusal{field, fmt.Sprintf(format, args...)}
+}
+
+// refusedBy is an importRefusal of an error whose text starts with the
+// field's name ("max_clicks must be ...", "tags[2]: ...").
+func refusedBy(err error) importRefusal {
+	msg := err.Error()
+	end := strings.IndexFunc(msg, func(r rune) bool { return !('a' <= r && r <= 'z' || r == '_') })
+	if end < 0 {
+		end = len(msg)
+	}
+	return importRefusal{msg[:end], msg}
+}
+
+// importSkew is how far past now an imported time may lie (clocks of two
+// machines disagree a little).
+const importSkew = 5 * time.Minute
+
+// minImportTime is the earliest imported time.
+var minImportTime = time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// decodeImportItem decodes one item strictly.
+func decodeImportItem(raw []byte) (importItem, error) {
+	var it importItem
+	if field := invalidUTF8Field(raw); field != "" {
+		return it, refuse(field, "%s is not valid UTF-8", field)
+	}
+	if err := strictjson.Decode(raw, &it); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return it, refuse(te.Field, "%s: %s given, %s expected", te.Field, te.Value, te.Type)
+		}
+		if _, rest, ok := strings.Cut(err.Error(), `unknown field "`); ok {
+			if field, _, _ := strings.Cut(rest, `"`); len(field) <= 64 {
+				return it, refuse(field, "%s: not a field of an import item", field)
+			}
+		}
+		return it, refuse("", "invalid JSON item: %v", err)
+	}
+	return it, nil
+}
+
+// judgeImportItem decodes and judges one item at now: the link to import
+// (its Code set also when refused, as given) or the importRefusal.
+func (h *Handler) judgeImportItem(r *http.Request, raw []byte, now time.Time) (ImportLink, error) {
+	it, err := decodeImportItem(raw)
+	if err != nil {
+		return ImportLink{Link: Link{Code: it.Code}}, err
+	}
+	l, err := h.importLink(r, it, now)
+	if err != nil {
+		return ImportLink{Link: Link{Code: it.Code}}, err
+	}
+	return l, nil
+}
+
+// importLink judges a decoded item at now into the link to import.
+func (h *Handler) importLink(r *http.Request, it importItem, now time.Time) (ImportLink, error) {
+	if err := h.checkImportCode(it.Code); err != nil {
+		return ImportLink{}, err
+	}
+	long, err := h.policy.check(it.LongURL, h.selfHosts(r)...)
+	if err != nil {
+		return ImportLink{}, refuse("long_url", "%v", err)
+	}
+	for _, err := range []error{checkMetadata(it.Title, nil, ""), checkMetadata("", it.Tags, ""), checkMetadata("", nil, it.Notes)} {
+		if err != nil {
+			return ImportLink{}, refusedBy(err)
+		}
+	}
+	l := ImportLink{Link: Link{Code: it.Code, LongURL: long, Title: it.Title, Tags: tagsOrNil(it.Tags), Notes: it.Notes, Custom: true}}
+	if err := it.importTimes(&l.Link, now); err != nil {
+		return ImportLink{}, err
+	}
+	if err := it.importRules(&l.Link); err != nil {
+		return ImportLink{}, err
+	}
+	if it.Clicks != nil && (*it.Clicks < 0 || *it.Clicks > maxBaseline) {
+		return ImportLink{}, refuse("clicks", "clicks must be 0 to %d", int64(maxBaseline))
+	}
+	if err := importHourly(it.Hourly, it.Clicks, &l, now); err != nil {
+		return ImportLink{}, err
+	}
+	return l, nil
+}
+
+// checkImportCode refuses a code the redirect path cannot serve.
+func (h *Handler) checkImportCode(code string) error {
+	if code == "" {
+		return refuse("code", "code is required in an import")
+	}
+	if !ValidLookupCode(code) {
+		return refuse("code", "code must be 1 to %d of A-Z a-z 0-9 _ -", MaxCustomCodeLen)
+	}
+	if strings.EqualFold(code, h.reserved) || h.ui != nil && strings.EqualFold(code, h.ui.reserved) {
+		return refuse("code", "code '%s' is reserved", code)
+	}
+	return nil
+}
+
+// importTimes judges created_at, expires_at and revoked_at into l.
+func (it importItem) importTimes(l *Link, now time.Time) error {
+	latest := now.Add(importSkew)
+	var err error
+	l.CreatedAt = now.UTC().Truncate(time.Microsecond)
+	if it.CreatedAt != "" {
+		if l.CreatedAt, err = importTime("created_at", it.CreatedAt, latest); err != nil {
+			return err
+		}
+	}
+	if it.ExpiresAt != "" {
+		if l.ExpiresAt, err = importTime("expires_at", it.ExpiresAt, time.Time{}); err != nil {
+			return err
+		}
+		if !l.ExpiresAt.After(l.CreatedAt) {
+			return refuse("expires_at", "expires_at must be after created_at")
+		}
+	}
+	if it.RevokedAt != "" {
+		if l.RevokedAt, err = importTime("revoked_at", it.RevokedAt, latest); err != nil {
+			return err
+		}
+		if l.RevokedAt.Before(l.CreatedAt) {
+			return refuse("revoked_at", "revoked_at must not be before created_at")
+		}
+	}
+	return nil
+}
+
+// importTime parses an RFC 3339 time of field, from minImportTime to
+// latest (zero: no bound), to the microsecond the stores keep.
+func importTime(field, v string, latest time.Time) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, refuse(field, "%s must be an RFC 3339 time", field)
+	}
+	t = t.UTC().Truncate(time.Microsecond)
+	if t.Before(minImportTime) {
+		return time.Time{}, refuse(field, "%s must not be before %s", field, minImportTime.Format(time.DateOnly))
+	}
+	if !latest.IsZero() && t.After(latest) {
+		return time.Time{}, refuse(field, "%s is in the future", field)
+	}
+	return t, nil
+}
+
+// importRules judges the rules and remaining_clicks into l, whose times
+// are set.
+func (it importItem) importRules(l *Link) error {
+	if err := it.applyRules(l); err != nil {
+		return refusedBy(err)
+	}
+	if it.RemainingClicks != nil {
+		if l.MaxClicks == 0 {
+			return refuse("remaining_clicks", "remaining_clicks is only allowed with max_clicks")
+		}
+		if *it.RemainingClicks < 0 || *it.RemainingClicks > l.MaxClicks {
+			return refuse("remaining_clicks", "remaining_clicks must be 0 to max_clicks")
+		}
+		l.ClicksServed = l.MaxClicks - *it.RemainingClicks
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package shortener
+
+import (
+	"time"
+)
+
+// Click rollups in an import (issue 20's --with-stats): an item may carry
+// "hourly", the people and bots of each UTC hour the link was clicked, as
+// GET <api>/links/export?with_stats=1 writes them (days already rolled up
+// at their 00:00 hour). The import that creates the link adds them as
+// counted clicks, in its transaction; the link's baseline is then clicks
+// minus their sum, so its all-time total stays clicks. Retention later
+// rolls the old hours up into days, as it does for any hour.
+
+// maxImportHours bounds the rows of one item: 400 days of rollups and a
+// week of hours take under 600.
+const maxImportHours = 20000
+
+// importHour is one row of an item's hourly.
+type importHour struct {
+	// Hour (RFC 3339) is the start of a UTC hour.
+	Hour   string `json:"hour"`
+	People int64  `json:"people"`
+	Bots   int64  `json:"bots"`
+}
+
+// importHourly judges the rows into l (whose CreatedAt is set) and sets
+// its baseline: given is the item's clicks, nil when absent (then the sum
+// of the rows).
+func importHourly(rows []importHour, given *int64, l *ImportLink, now time.Time) error {
+	if len(rows) > maxImportHours {
+		return refuse("hourly", "hourly: %d rows given, at most %d are allowed", len(rows), maxImportHours)
+	}
+	var sum int64
+	seen := make(map[time.Time]struct{}, len(rows))
+	for i, row := range rows {
+		t, err := importTime("hourly", row.Hour, now.Add(importSkew))
+		if err != nil {
+			return err
+		}
+		if !t.Equal(t.Truncate(time.Hour)) {
+			return refuse("hourly", "hourly[%d]: hour must be the start of an hour", i)
+		}
+		if _, dup := seen[t]; dup {
+			return refuse("hourly", "hourly[%d]: hour %s given twice", i, row.Hour)
+		}
+		seen[t] = struct{}{}
+		if row.People < 0 || row.Bots < 0 || row.People > maxBaseline || row.Bots > maxBaseline {
+			return refuse("hourly", "hourly[%d]: people and bots must be 0 to %d", i, int64(maxBaseline))
+		}
+		if sum += row.People + row.Bots; sum > maxBaseline {
+			return refuse("hourly", "hourly: more than %d clicks in all", int64(maxBaseline))
+		}
+		if row.People+row.Bots > 0 {
+			l.Hourly = append(l.Hourly, HourlyClicks{Hour: t, People: row.People, Bots: row.Bots})
+		}
+	}
+	if given == nil {
+		return nil // a baseline of 0: the rows are the total
+	}
+	if *given < sum {
+		return refuse("clicks", "clicks: %d given, less than the %d clicks of hourly", *given, sum)
+	}
+	l.Baseline = *given - sum
+	return nil
+}
+
+// hourlyAggregate is the rows of the links stored, as the click sinks add
+// counters.
+func hourlyAggregate(links []ImportLink, stored []bool) clickAggregate {
+	agg := clickAggregate{hourly: map[hourKey]*[2]int64{}}
+	for i, l := range links {
+		if !stored[i] {
+			continue
+		}
+		for _, h := range l.Hourly {
+			agg.hourly[hourKey{l.Code, h.Hour.Unix()}] = &[2]int64{h.People, h.Bots}
+		}
+	}
+	return agg
+}
