@@ -69,6 +69,10 @@ func reportOutcome(w io.Writer, asJSON bool, unit string, o outcome) error {
 	if o.Result == outCreated || o.Result == outSkipped {
 		return nil
 	}
-	_, err := fmt.Fprintf(w, "%s %d: %s %s: %s\n", unit, o.Line, Sanitize(o.Code), o.Result, Sanitize(o.Reason))
+	code := ""
+	if o.Code != "" {
+		code = Sanitize(o.Code) + " "
+	}
+	_, err := fmt.Fprintf(w, "%s %d: %s%s: %s\n", unit, o.Line, code, o.Result, Sanitize(o.Reason))
 	return err
 }
