@@ -247,6 +247,9 @@ func (t embeddedLinkTx) Insert(ctx context.Context, links []Link) ([]bool, error
 		if err := putReuseIndex(t.tx, l); err != nil {
 			return nil, err
 		}
+		if err := t.tx.Bucket(embeddedCreated).Put(createdKey(toMicros(l.CreatedAt), l.Code), nil); err != nil {
+			return nil, err
+		}
 		stored[i] = true
 	}
 	return stored, nil

@@ -31,6 +31,9 @@ type summary struct {
 	Updated   int  `json:"updated"`
 	Refused   int  `json:"refused"`
 	DryRun    bool `json:"dry_run"`
+	// Mode is how the server took the records: import, or create on a
+	// server without the import mode.
+	Mode string `json:"mode,omitempty"`
 }
 
 func (s *summary) add(o outcome) {

@@ -30,6 +30,7 @@ type importer struct {
 	unit      string
 	prog      *progress
 	sum       summary
+	mode      string          // modeImport or modeCreate once the server has answered
 	dropped   map[string]bool // fields the create mode could not keep, noted once
 }
 
@@ -48,6 +49,7 @@ func (im *importer) run(ctx context.Context, src Source) error {
 	im.prog.clear()
 	im.noteDropped()
 	if im.asJSON {
+		im.sum.Mode = im.mode
 		if werr := writeJSONLine(im.out, map[string]any{"summary": im.sum}); err == nil {
 			err = werr
 		}
@@ -107,7 +109,7 @@ func (im *importer) prepare(rec Record) (pending, string) {
 	case rec.LongURL == "":
 		return pending{}, "long_url: empty"
 	}
-	item, err := json.Marshal(createItem(&rec))
+	item, err := json.Marshal(importItem(&rec))
 	if err != nil {
 		return pending{}, err.Error()
 	}

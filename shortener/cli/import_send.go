@@ -3,70 +3,77 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
-// createItem is a record as an item of POST <api>/links/batch.
-type createItemJSON struct {
-	Code           string     `json:"code"`
-	LongURL        string     `json:"long_url"`
-	Title          *string    `json:"title,omitempty"`
-	Tags           []string   `json:"tags,omitempty"`
-	Notes          *string    `json:"notes,omitempty"`
-	ExpiresAt      *time.Time `json:"expires_at,omitempty"`
-	RedirectStatus *int       `json:"redirect_status,omitempty"`
-	ValidFrom      *time.Time `json:"valid_from,omitempty"`
-	MaxClicks      *int64     `json:"max_clicks,omitempty"`
-	ForwardQuery   *bool      `json:"forward_query,omitempty"`
+// Modes of sending an import.
+const (
+	modeImport = "import" // the batch endpoint's import mode (keeps times, revocations, totals)
+	modeCreate = "create" // a server without it: the create mode, and a GET per taken code
+)
+
+// importItemJSON is a record as an item of POST <api>/links/batch with
+// "mode": "import" (an NDJSON export line is one too).
+type importItemJSON struct {
+	Code            string     `json:"code"`
+	LongURL         string     `json:"long_url"`
+	CreatedAt       *time.Time `json:"created_at,omitempty"`
+	ExpiresAt       *time.Time `json:"expires_at,omitempty"`
+	RevokedAt       *time.Time `json:"revoked_at,omitempty"`
+	Title           *string    `json:"title,omitempty"`
+	Tags            []string   `json:"tags,omitempty"`
+	Notes           *string    `json:"notes,omitempty"`
+	Clicks          *int64     `json:"clicks,omitempty"`
+	RedirectStatus  *int       `json:"redirect_status,omitempty"`
+	ValidFrom       *time.Time `json:"valid_from,omitempty"`
+	MaxClicks       *int64     `json:"max_clicks,omitempty"`
+	ForwardQuery    *bool      `json:"forward_query,omitempty"`
+	RemainingClicks *int64     `json:"remaining_clicks,omitempty"`
 }
 
-func createItem(r *Record) createItemJSON {
-	return createItemJSON{
-		Code: r.Code, LongURL: r.LongURL, Title: r.Title, Tags: r.Tags, Notes: r.Notes, ExpiresAt: r.ExpiresAt,
-		RedirectStatus: r.RedirectStatus, ValidFrom: r.ValidFrom, MaxClicks: r.MaxClicks, ForwardQuery: r.ForwardQuery,
+func importItem(r *Record) importItemJSON {
+	return importItemJSON{
+		Code: r.Code, LongURL: r.LongURL, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
+		Title: r.Title, Tags: r.Tags, Notes: r.Notes, Clicks: r.Clicks, RedirectStatus: r.RedirectStatus,
+		ValidFrom: r.ValidFrom, MaxClicks: r.MaxClicks, ForwardQuery: r.ForwardQuery, RemainingClicks: r.RemainingClicks,
 	}
 }
 
-// batchResult is one item's answer of POST <api>/links/batch.
-type batchResult struct {
-	Status int    `json:"status"`
-	Link   *Link  `json:"link"`
-	Error  string `json:"error"`
+// importResult is one item's answer in import mode.
+type importResult struct {
+	Code     string `json:"code"`
+	Result   string `json:"result"`
+	Error    string `json:"error"`
+	Existing *struct {
+		LongURL string `json:"long_url"`
+	} `json:"existing"`
 }
 
-// send imports one batch and answers an outcome per record, in order.
-// It is the one place that knows how the server takes an import: the
-// batch endpoint's create mode, then, for each taken code, the link as
-// stored (skipped or conflict), a PATCH with --overwrite, and a DELETE for
-// a record that was revoked at its source.
+// send imports one batch and answers an outcome per record, in order:
+// through the import mode, or, when the server refuses the mode (a
+// version without it), through the create mode from then on.
 func (im *importer) send(ctx context.Context, batch []pending) ([]outcome, error) {
-	results := make([]batchResult, len(batch))
-	if !im.dryRun {
-		var err error
-		if results, err = im.postBatch(ctx, batch); err != nil {
-			return nil, err
-		}
+	if im.mode == modeCreate {
+		return im.sendCreate(ctx, batch)
 	}
-	outs := make([]outcome, len(batch))
-	for i, p := range batch {
-		o, err := im.settle(ctx, p.rec, results[i])
-		if err != nil {
-			return nil, err
-		}
-		outs[i] = o
+	outs, err := im.sendImport(ctx, batch)
+	if ae, ok := err.(*APIError); ok && im.mode == "" && ae.Status == http.StatusBadRequest && strings.Contains(ae.Msg, "mode") {
+		im.mode = modeCreate
+		return im.sendCreate(ctx, batch)
 	}
-	return outs, nil
+	if err == nil {
+		im.mode = modeImport
+	}
+	return outs, err
 }
 
-// postBatch sends the items; a failure of the whole request ends the
-// import (records before this batch are in, this batch may be: run the
-// import again, the links created are skipped).
-func (im *importer) postBatch(ctx context.Context, batch []pending) ([]batchResult, error) {
+// sendImport posts the batch in import mode (dry_run with --dry-run);
+// conflicts are PATCHed with --overwrite.
+func (im *importer) sendImport(ctx context.Context, batch []pending) ([]outcome, error) {
 	var body bytes.Buffer
-	body.WriteString(`{"links":[`)
+	body.WriteString(`{"mode":"import","dry_run":` + map[bool]string{true: "true", false: "false"}[im.dryRun] + `,"links":[`)
 	for i, p := range batch {
 		if i > 0 {
 			body.WriteByte(',')
@@ -75,7 +82,7 @@ func (im *importer) postBatch(ctx context.Context, batch []pending) ([]batchResu
 	}
 	body.WriteString("]}")
 	var answer struct {
-		Results []batchResult `json:"results"`
+		Results []importResult `json:"results"`
 	}
 	if _, err := im.c.getJSON(ctx, http.MethodPost, "/links/batch", nil, body.Bytes(), nil, &answer); err != nil {
 		return nil, err
@@ -83,88 +90,36 @@ func (im *importer) postBatch(ctx context.Context, batch []pending) ([]batchResu
 	if len(answer.Results) != len(batch) {
 		return nil, exitErr(ExitServer, "the batch endpoint answered %d results for %d links", len(answer.Results), len(batch))
 	}
-	return answer.Results, nil
+	outs := make([]outcome, len(batch))
+	for i, r := range answer.Results {
+		o, err := im.settleImport(ctx, batch[i].rec, r)
+		if err != nil {
+			return nil, err
+		}
+		outs[i] = o
+	}
+	return outs, nil
 }
 
-// settle turns one item's answer into its outcome. In a dry run the
-// answer is empty and the stored link decides.
-func (im *importer) settle(ctx context.Context, rec Record, r batchResult) (outcome, error) {
-	o := outcome{Line: rec.Line, Code: rec.Code}
-	if rec.CreatedAt != nil {
-		im.dropped["created_at"] = true
-	}
-	if rec.Clicks != nil && *rec.Clicks > 0 {
-		im.dropped["clicks"] = true
-	}
-	switch {
-	case r.Status == http.StatusCreated:
-		o.Result = outCreated
-		return o, im.revokeIfRevoked(ctx, rec)
-	case r.Status == 0 || r.Status == http.StatusConflict:
-		return im.compare(ctx, rec)
-	case r.Status >= 500:
-		return o, exitErr(ExitServer, "%s %d: %s (HTTP %d)", im.unit, rec.Line, r.Error, r.Status)
-	}
-	o.Result, o.Reason = outRefused, r.Error
-	return o, nil
-}
-
-// revokeIfRevoked revokes a created link that was revoked at its source.
-func (im *importer) revokeIfRevoked(ctx context.Context, rec Record) error {
-	if rec.RevokedAt == nil {
-		return nil
-	}
-	resp, err := im.c.request(ctx, http.MethodDelete, linkPath(rec.Code), nil, nil, nil)
-	if err != nil {
-		return fmt.Errorf("%s %d: revoking %s: %w", im.unit, rec.Line, rec.Code, err)
-	}
-	resp.Body.Close()
-	return nil
-}
-
-// compare decides a record whose code may be taken: the stored link with
-// the same destination is skipped, another one a conflict (updated with
-// --overwrite); no stored link is a creation (in a dry run).
-func (im *importer) compare(ctx context.Context, rec Record) (outcome, error) {
-	o := outcome{Line: rec.Line, Code: rec.Code}
-	var stored Link
-	_, err := im.c.getJSON(ctx, http.MethodGet, linkPath(rec.Code), nil, nil, nil, &stored)
-	if ae, ok := err.(*APIError); ok && ae.Status == http.StatusNotFound && im.dryRun {
-		o.Result = outCreated
+// settleImport turns one import result into its outcome.
+func (im *importer) settleImport(ctx context.Context, rec Record, r importResult) (outcome, error) {
+	o := outcome{Line: rec.Line, Code: rec.Code, Result: r.Result, Reason: r.Error}
+	switch r.Result {
+	case outCreated, outSkipped, outRefused:
 		return o, nil
+	case outConflict:
+		if !im.overwrite {
+			return o, nil
+		}
+		if r.Existing != nil && r.Existing.LongURL == rec.LongURL {
+			o.Reason += " (--overwrite edits the link's fields through PATCH, not its click total)"
+			return o, nil
+		}
+		if im.dryRun {
+			o.Result = outUpdated
+			return o, nil
+		}
+		return im.overwriteLink(ctx, rec)
 	}
-	if err != nil {
-		return o, fmt.Errorf("%s %d: reading %s: %w", im.unit, rec.Line, rec.Code, err)
-	}
-	if stored.LongURL == rec.LongURL {
-		o.Result = outSkipped
-		return o, nil
-	}
-	o.Result, o.Reason = outConflict, "the code is taken, with long_url "+stored.LongURL
-	if !im.overwrite || stored.RevokedAt != nil {
-		return o, nil
-	}
-	if im.dryRun {
-		o.Result = outUpdated
-		return o, nil
-	}
-	return im.overwriteLink(ctx, rec)
-}
-
-// overwriteLink edits a conflicting link to the record (PATCH keeps the
-// link's history).
-func (im *importer) overwriteLink(ctx context.Context, rec Record) (outcome, error) {
-	o := outcome{Line: rec.Line, Code: rec.Code, Result: outUpdated}
-	patch, _ := json.Marshal(map[string]any{"long_url": rec.LongURL, "title": rec.Title, "tags": rec.Tags, "notes": rec.Notes})
-	hdr := http.Header{"Content-Type": {"application/merge-patch+json"}}
-	resp, err := im.c.request(ctx, http.MethodPatch, linkPath(rec.Code), nil, patch, hdr)
-	if ae, ok := err.(*APIError); ok && ae.Status < 500 {
-		o.Result, o.Reason = outRefused, "overwrite: "+ae.Msg
-		return o, nil
-	}
-	if err != nil {
-		return o, fmt.Errorf("%s %d: editing %s: %w", im.unit, rec.Line, rec.Code, err)
-	}
-	resp.Body.Close()
-	return o, nil
+	return o, exitErr(ExitServer, "%s %d: the import answered result %q", im.unit, rec.Line, r.Result)
 }

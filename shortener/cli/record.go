@@ -31,6 +31,8 @@ type Record struct {
 	ValidFrom      *time.Time
 	MaxClicks      *int64
 	ForwardQuery   *bool
+	// RemainingClicks, with MaxClicks, keeps the redirects already served.
+	RemainingClicks *int64
 }
 
 // Source reads the records of an import file one at a time, in constant

@@ -12,20 +12,21 @@ import (
 // ndjsonLink is one line of GET <api>/links/export (the JSON of GET
 // <api>/links/<code>); fields it does not name are ignored.
 type ndjsonLink struct {
-	Code           string     `json:"code"`
-	ShortURL       string     `json:"short_url,omitempty"`
-	LongURL        string     `json:"long_url"`
-	CreatedAt      *time.Time `json:"created_at"`
-	ExpiresAt      *time.Time `json:"expires_at"`
-	RevokedAt      *time.Time `json:"revoked_at,omitempty"`
-	Title          *string    `json:"title"`
-	Tags           []string   `json:"tags"`
-	Notes          *string    `json:"notes"`
-	RedirectStatus *int       `json:"redirect_status,omitempty"`
-	ValidFrom      *time.Time `json:"valid_from,omitempty"`
-	MaxClicks      *int64     `json:"max_clicks,omitempty"`
-	ForwardQuery   *bool      `json:"forward_query,omitempty"`
-	Clicks         *int64     `json:"clicks,omitempty"`
+	Code            string     `json:"code"`
+	ShortURL        string     `json:"short_url,omitempty"`
+	LongURL         string     `json:"long_url"`
+	CreatedAt       *time.Time `json:"created_at"`
+	ExpiresAt       *time.Time `json:"expires_at"`
+	RevokedAt       *time.Time `json:"revoked_at,omitempty"`
+	Title           *string    `json:"title"`
+	Tags            []string   `json:"tags"`
+	Notes           *string    `json:"notes"`
+	RedirectStatus  *int       `json:"redirect_status,omitempty"`
+	ValidFrom       *time.Time `json:"valid_from,omitempty"`
+	MaxClicks       *int64     `json:"max_clicks,omitempty"`
+	ForwardQuery    *bool      `json:"forward_query,omitempty"`
+	RemainingClicks *int64     `json:"remaining_clicks,omitempty"`
+	Clicks          *int64     `json:"clicks,omitempty"`
 }
 
 // ndjsonSource reads an NDJSON export line by line; blank lines are
@@ -58,6 +59,7 @@ func (s *ndjsonSource) Next() (Record, error) {
 			Line: s.line, Code: l.Code, LongURL: l.LongURL, Title: l.Title, Tags: l.Tags, Notes: l.Notes,
 			CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, RevokedAt: l.RevokedAt, Clicks: l.Clicks,
 			RedirectStatus: l.RedirectStatus, ValidFrom: l.ValidFrom, MaxClicks: l.MaxClicks, ForwardQuery: l.ForwardQuery,
+			RemainingClicks: l.RemainingClicks,
 		}, nil
 	}
 }
@@ -98,6 +100,6 @@ func MarshalNDJSON(rec *Record) ([]byte, error) {
 	return json.Marshal(ndjsonLink{
 		Code: rec.Code, LongURL: rec.LongURL, CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt, RevokedAt: rec.RevokedAt,
 		Title: rec.Title, Tags: rec.Tags, Notes: rec.Notes, RedirectStatus: rec.RedirectStatus, ValidFrom: rec.ValidFrom,
-		MaxClicks: rec.MaxClicks, ForwardQuery: rec.ForwardQuery, Clicks: rec.Clicks,
+		MaxClicks: rec.MaxClicks, ForwardQuery: rec.ForwardQuery, RemainingClicks: rec.RemainingClicks, Clicks: rec.Clicks,
 	})
 }
