@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -57,7 +58,7 @@ func (im *importer) run(ctx context.Context, src Source) error {
 		im.sum.write(im.out)
 	}
 	if err == nil && (im.sum.Conflicts > 0 || im.sum.Refused > 0) {
-		return &cmdError{ExitConflict, fmt.Sprintf("%d conflicts, %d refused", im.sum.Conflicts, im.sum.Refused)}
+		return &cmdError{ExitConflict, fmt.Sprintf("%d conflicts and %d refused records (%ss above)", im.sum.Conflicts, im.sum.Refused, im.unit)}
 	}
 	return err
 }
@@ -158,5 +159,5 @@ func (im *importer) noteDropped() {
 			names = append(names, n)
 		}
 	}
-	fmt.Fprintf(im.errw, "note: this server's batch endpoint has no import mode: %v of the file were not kept\n", names)
+	fmt.Fprintf(im.errw, "note: this server's batch endpoint has no import mode, so the file's %s are not kept\n", strings.Join(names, " and "))
 }

@@ -119,7 +119,11 @@ func (im *importer) settleImport(ctx context.Context, rec Record, r importResult
 			o.Result = outUpdated
 			return o, nil
 		}
-		return im.overwriteLink(ctx, rec)
+		was := ""
+		if r.Existing != nil {
+			was = r.Existing.LongURL
+		}
+		return im.overwriteLink(ctx, rec, was)
 	}
 	return o, exitErr(ExitServer, "%s %d: the import answered result %q", im.unit, rec.Line, r.Result)
 }

@@ -149,13 +149,13 @@ func (im *importer) compare(ctx context.Context, rec Record) (outcome, error) {
 		o.Result = outUpdated
 		return o, nil
 	}
-	return im.overwriteLink(ctx, rec)
+	return im.overwriteLink(ctx, rec, stored.LongURL)
 }
 
 // overwriteLink edits a conflicting link to the record (PATCH keeps the
 // link's history).
-func (im *importer) overwriteLink(ctx context.Context, rec Record) (outcome, error) {
-	o := outcome{Line: rec.Line, Code: rec.Code, Result: outUpdated}
+func (im *importer) overwriteLink(ctx context.Context, rec Record, was string) (outcome, error) {
+	o := outcome{Line: rec.Line, Code: rec.Code, Result: outUpdated, Reason: "long_url was " + was + " (edited through PATCH, history kept)"}
 	patch, _ := json.Marshal(map[string]any{"long_url": rec.LongURL, "title": rec.Title, "tags": rec.Tags, "notes": rec.Notes})
 	hdr := http.Header{"Content-Type": {"application/merge-patch+json"}}
 	resp, err := im.c.request(ctx, http.MethodPatch, linkPath(rec.Code), nil, patch, hdr)

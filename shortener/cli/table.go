@@ -97,7 +97,9 @@ func writeLinkTable(w io.Writer, l *Link, now time.Time) error {
 	if l.ForwardQuery != nil {
 		t.row("forward_query", strconv.FormatBool(*l.ForwardQuery))
 	}
-	t.row("clicks", cellInt(l.Clicks))
+	if l.Clicks != nil {
+		t.row("clicks", cellInt(l.Clicks))
+	}
 	if l.Warning != "" {
 		t.row("warning", l.Warning)
 	}
