@@ -15,12 +15,18 @@ import (
 	"time"
 )
 
-// importModeServer answers POST /links/batch as the import mode does
-// (created for a new code, skipped for a known one with the same
-// destination, conflict otherwise), remembering only a count: it lets the
-// test measure the client's memory alone.
+// importModeServer answers POST /links/batch in the import mode's shape,
+// remembering only a count, so the test measures the client alone: a code
+// starting with "skip-" is skipped, "conf-" a conflict with the long URL
+// https://example.com/old, "bad-" refused; any other is created. A PATCH
+// answers 200.
 func importModeServer(t *testing.T, received *atomic.Int64) *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPatch {
+			received.Add(1_000_000)
+			w.Write([]byte(`{}`))
+			return
+		}
 		var req struct {
 			Mode  string            `json:"mode"`
 			Links []json.RawMessage `json:"links"`
@@ -37,13 +43,58 @@ func importModeServer(t *testing.T, received *atomic.Int64) *httptest.Server {
 			if i > 0 {
 				out.WriteByte(',')
 			}
-			fmt.Fprintf(&out, `{"code":%q,"result":"created"}`, it.Code)
+			fmt.Fprintf(&out, `{"code":%q,%s}`, it.Code, importModeResult(it.Code))
 		}
 		out.WriteString("]}")
 		received.Add(int64(len(req.Links)))
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(out.Bytes())
 	}))
+}
+
+// importModeResult is the test server's answer for a code.
+func importModeResult(code string) string {
+	switch {
+	case strings.HasPrefix(code, "skip-"):
+		return `"result":"skipped","existing":{"long_url":"https://example.com/same"}`
+	case strings.HasPrefix(code, "conf-"):
+		return `"result":"conflict","error":"long_url differs","existing":{"long_url":"https://example.com/old"}`
+	case strings.HasPrefix(code, "bad-"):
+		return `"result":"refused","field":"long_url","error":"long_url scheme 'ftp' is not allowed"`
+	}
+	return `"result":"created"`
+}
+
+// TestImportModeResults: each import-mode result becomes its outcome;
+// --overwrite PATCHes a conflict with another destination.
+func TestImportModeResults(t *testing.T) {
+	var received atomic.Int64
+	srv := importModeServer(t, &received)
+	defer srv.Close()
+	c, _ := newClient(srv.URL+"/api", "k", time.Minute)
+	file := `{"code":"new-1","long_url":"https://example.com/n"}
+{"code":"skip-1","long_url":"https://example.com/same"}
+{"code":"conf-1","long_url":"https://example.com/new"}
+{"code":"bad-1","long_url":"ftp://example.com/"}
+`
+	for _, overwrite := range []bool{false, true} {
+		var out bytes.Buffer
+		src, _ := newNDJSONSource(strings.NewReader(file), SourceOptions{})
+		im := &importer{c: c, batchSize: 500, overwrite: overwrite, out: &out, errw: io.Discard, dropped: map[string]bool{}}
+		err := im.run(context.Background(), src)
+		want := "line 3: conf-1 conflict: long_url differs\nline 4: bad-1 refused: long_url scheme 'ftp' is not allowed\n" +
+			"4 records: created 1, skipped 1, conflicts 1, updated 0, refused 1\n"
+		if overwrite {
+			want = "line 3: conf-1 updated: long_url was https://example.com/old (edited through PATCH, history kept)\n" +
+				"line 4: bad-1 refused: long_url scheme 'ftp' is not allowed\n4 records: created 1, skipped 1, conflicts 0, updated 1, refused 1\n"
+		}
+		if out.String() != want || exitCodeOf(err) != ExitConflict {
+			t.Errorf("overwrite %v: exit %d, printed\n%s\nwant\n%s", overwrite, exitCodeOf(err), out.String(), want)
+		}
+	}
+	if received.Load() != 8+1_000_000 {
+		t.Errorf("the server received %d (links + 1e6 per PATCH), want one PATCH", received.Load())
+	}
 }
 
 // generatedNDJSON writes n export lines to a pipe as they are read.
