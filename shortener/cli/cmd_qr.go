@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -42,8 +44,29 @@ func newQRCmd(g *globals) *cobra.Command {
 			return err
 		}
 		defer resp.Body.Close()
-		_, err = writeOutput(output, out, resp.Body)
+		_, err = writeOutput(output, out, &capReader{r: resp.Body, left: maxQRBytes})
 		return err
 	})
 	return cmd
+}
+
+// maxQRBytes bounds a QR code's image (a 2048-pixel PNG is far smaller):
+// a server that sends more is not answering a QR code.
+const maxQRBytes = 16 << 20
+
+// capReader fails once more than left bytes come through.
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	if c.left -= int64(n); c.left < 0 {
+		return n, fmt.Errorf("the answer is larger than %d bytes", maxQRBytes)
+	}
+	return n, err
 }
