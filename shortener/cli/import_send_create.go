@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// createItem is a record as an item of POST <api>/links/batch.
+type createItemJSON struct {
+	Code           string     `json:"code"`
+	LongURL        string     `json:"long_url"`
+	Title          *string    `json:"title,omitempty"`
+	Tags           []string   `json:"tags,omitempty"`
+	Notes          *string    `json:"notes,omitempty"`
+	ExpiresAt      *time.Time `json:"expires_at,omitempty"`
+	RedirectStatus *int       `json:"redirect_status,omitempty"`
+	ValidFrom      *time.Time `json:"valid_from,omitempty"`
+	MaxClicks      *int64     `json:"max_clicks,omitempty"`
+	ForwardQuery   *bool      `json:"forward_query,omitempty"`
+}
+
+func createItem(r *Record) createItemJSON {
+	return createItemJSON{
+		Code: r.Code, LongURL: r.LongURL, Title: r.Title, Tags: r.Tags, Notes: r.Notes, ExpiresAt: r.ExpiresAt,
+		RedirectStatus: r.RedirectStatus, ValidFrom: r.ValidFrom, MaxClicks: r.MaxClicks, ForwardQuery: r.ForwardQuery,
+	}
+}
+
+// batchResult is one item's answer of POST <api>/links/batch.
+type batchResult struct {
+	Status int    `json:"status"`
+	Link   *Link  `json:"link"`
+	Error  string `json:"error"`
+}
+
+// sendCreate imports one batch through a server without the import
+// mode: the batch endpoint's create mode, then, for each taken code, the
+// link as stored (skipped or conflict), a PATCH with --overwrite, and a
+// DELETE for a record that was revoked at its source. Creation times and
+// click totals are not kept (the summary notes it).
+func (im *importer) sendCreate(ctx context.Context, batch []pending) ([]outcome, error) {
+	results := make([]batchResult, len(batch))
+	if !im.dryRun {
+		var err error
+		if results, err = im.postBatch(ctx, batch); err != nil {
+			return nil, err
+		}
+	}
+	outs := make([]outcome, len(batch))
+	for i, p := range batch {
+		o, err := im.settle(ctx, p.rec, results[i])
+		if err != nil {
+			return nil, err
+		}
+		outs[i] = o
+	}
+	return outs, nil
+}
+
+// postBatch sends the items; a failure of the whole request ends the
+// import (records before this batch are in, this batch may be: run the
+// import again, the links created are skipped).
+func (im *importer) postBatch(ctx context.Context, batch []pending) ([]batchResult, error) {
+	var body bytes.Buffer
+	body.WriteString(`{"links":[`)
+	for i, p := range batch {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		item, _ := json.Marshal(createItem(&p.rec))
+		body.Write(item)
+	}
+	body.WriteString("]}")
+	var answer struct {
+		Results []batchResult `json:"results"`
+	}
+	if _, err := im.c.getJSON(ctx, http.MethodPost, "/links/batch", nil, body.Bytes(), nil, &answer); err != nil {
+		return nil, err
+	}
+	if len(answer.Results) != len(batch) {
+		return nil, exitErr(ExitServer, "the batch endpoint answered %d results for %d links", len(answer.Results), len(batch))
+	}
+	return answer.Results, nil
+}
+
+// settle turns one item's answer into its outcome. In a dry run the
+// answer is empty and the stored link decides.
+func (im *importer) settle(ctx context.Context, rec Record, r batchResult) (outcome, error) {
+	o := outcome{Line: rec.Line, Code: rec.Code}
+	if rec.CreatedAt != nil {
+		im.dropped["created_at"] = true
+	}
+	if rec.Clicks != nil && *rec.Clicks > 0 {
+		im.dropped["clicks"] = true
+	}
+	switch {
+	case r.Status == http.StatusCreated:
+		o.Result = outCreated
+		return o, im.revokeIfRevoked(ctx, rec)
+	case r.Status == 0 || r.Status == http.StatusConflict:
+		return im.compare(ctx, rec)
+	case r.Status >= 500:
+		return o, exitErr(ExitServer, "%s %d: %s (HTTP %d)", im.unit, rec.Line, r.Error, r.Status)
+	}
+	o.Result, o.Reason = outRefused, r.Error
+	return o, nil
+}
+
+// revokeIfRevoked revokes a created link that was revoked at its source.
+func (im *importer) revokeIfRevoked(ctx context.Context, rec Record) error {
+	if rec.RevokedAt == nil {
+		return nil
+	}
+	resp, err := im.c.request(ctx, http.MethodDelete, linkPath(rec.Code), nil, nil, nil)
+	if err != nil {
+		return fmt.Errorf("%s %d: revoking %s: %w", im.unit, rec.Line, rec.Code, err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// compare decides a record whose code may be taken: the stored link with
+// the same destination is skipped, another one a conflict (updated with
+// --overwrite); no stored link is a creation (in a dry run).
+func (im *importer) compare(ctx context.Context, rec Record) (outcome, error) {
+	o := outcome{Line: rec.Line, Code: rec.Code}
+	var stored Link
+	_, err := im.c.getJSON(ctx, http.MethodGet, linkPath(rec.Code), nil, nil, nil, &stored)
+	if ae, ok := err.(*APIError); ok && ae.Status == http.StatusNotFound && im.dryRun {
+		o.Result = outCreated
+		return o, nil
+	}
+	if err != nil {
+		return o, fmt.Errorf("%s %d: reading %s: %w", im.unit, rec.Line, rec.Code, err)
+	}
+	if stored.LongURL == rec.LongURL {
+		o.Result = outSkipped
+		return o, nil
+	}
+	o.Result, o.Reason = outConflict, "the code is taken, with long_url "+stored.LongURL
+	if !im.overwrite || stored.RevokedAt != nil {
+		return o, nil
+	}
+	if im.dryRun {
+		o.Result = outUpdated
+		return o, nil
+	}
+	return im.overwriteLink(ctx, rec, stored.LongURL)
+}
+
+// overwriteLink edits a conflicting link to the record (PATCH keeps the
+// link's history).
+func (im *importer) overwriteLink(ctx context.Context, rec Record, was string) (outcome, error) {
+	o := outcome{Line: rec.Line, Code: rec.Code, Result: outUpdated, Reason: "long_url was " + was + " (edited through PATCH, history kept)"}
+	patch, _ := json.Marshal(map[string]any{"long_url": rec.LongURL, "title": rec.Title, "tags": rec.Tags, "notes": rec.Notes})
+	hdr := http.Header{"Content-Type": {"application/merge-patch+json"}}
+	resp, err := im.c.request(ctx, http.MethodPatch, linkPath(rec.Code), nil, patch, hdr)
+	if ae, ok := err.(*APIError); ok && ae.Status < 500 {
+		o.Result, o.Reason = outRefused, "overwrite: "+ae.Msg
+		return o, nil
+	}
+	if err != nil {
+		return o, fmt.Errorf("%s %d: editing %s: %w", im.unit, rec.Line, rec.Code, err)
+	}
+	resp.Body.Close()
+	return o, nil
+}
