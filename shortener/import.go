@@ -7,9 +7,10 @@ import (
 
 // An import (issue 20) brings links from another shortener, or from an
 // export, as they were: codes, times, revocations and click totals. It
-// never overwrites: a code already stored is skipped when its long URL and
-// baseline are the import's, else reported as a conflict with the stored
-// values. Re-running an import therefore changes nothing.
+// never overwrites: a code already stored is skipped when its long URL is
+// the import's and its total has not grown (a source without totals gives
+// 0), else reported as a conflict with the stored values. Re-running an
+// import therefore changes nothing.
 
 // Outcomes of an import item.
 const (
@@ -129,14 +130,15 @@ func insertFresh(ctx context.Context, tx ImportTx, fresh []*importEntry, dryRun 
 	return nil
 }
 
-// judge decides an entry whose code holds s: skipped when the long URL and
-// the baseline are the same, else a conflict naming the difference.
+// judge decides an entry whose code holds s: skipped when the long URL is
+// the same and the baseline did not grow, else a conflict naming the
+// difference.
 func (e *importEntry) judge(s ImportLink) {
 	e.existing = &s
 	switch {
 	case s.LongURL != e.link.LongURL:
 		e.result, e.reason = importConflict, "long_url differs from the stored link's"
-	case s.Baseline != e.link.Baseline:
+	case e.link.Baseline > s.Baseline:
 		e.result, e.reason = importConflict, fmt.Sprintf("clicks: %d given, %d stored", e.link.Baseline, s.Baseline)
 	default:
 		e.result = importSkipped
