@@ -58,3 +58,12 @@ soak:
 	bash scripts/soak.sh
 
 .PHONY: chaos soak
+
+# The dashboard's pages at desktop and phone widths on fixed data, into
+# docs/screenshots/ (TestUIScreenshots, build tag screenshots; Chromium and
+# playwright-core from scripts/browser.sh).
+screenshots:
+	bash scripts/browser.sh
+	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(GO) test -tags screenshots -count=1 -run TestUIScreenshots -v ./shortener/
+
+.PHONY: screenshots

@@ -12,8 +12,11 @@ export function env(name) {
   return v;
 }
 
-export async function launch() {
-  return chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium' });
+// launch starts Chromium; with host and addr ("127.0.0.1:port"), the
+// browser reaches host (over plain HTTP, no upgrade to HTTPS) at addr.
+export async function launch(host, addr) {
+  const args = host ? [`--host-resolver-rules=MAP ${host} ${addr}`, '--disable-features=HttpsUpgrades'] : [];
+  return chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args });
 }
 
 // plainHTTP is a client without cookies that does not follow redirects.
