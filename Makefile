@@ -37,10 +37,13 @@ xcaddy:
 clean:
 	rm -rf bin
 
-# End-to-end benchmark table against Caddy's own baselines (wrk + vegeta; see scripts/bench.sh).
+# End-to-end benchmark table against Caddy's own baselines (wrk + vegeta; see scripts/bench.sh),
+# the Go benchmarks, and the dashboard's list render time in Chromium (TestUIListRender).
 bench:
 	bash scripts/bench.sh
 	$(GO) test -run '^$$' -bench . -benchmem ./ratelimit/ ./shortener/
+	bash scripts/browser.sh
+	$(GO) test -tags uibench -count=1 -run TestUIListRender -v ./shortener/
 
 # Every fuzz target for FUZZTIME (default 30s) each.
 fuzz:
