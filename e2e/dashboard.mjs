@@ -62,6 +62,7 @@ try {
     await poll('tag filter keeps the tagged link only', 5000, async () =>
       (await page.locator('tbody tr').count()) === 1 && (await page.locator(`tr[data-code="${code}"]`).count()) === 1);
     equal((await page.locator(`tr[data-code="${code}"] .tag`).allTextContents()).join(','), 'print,campaign:spring', 'tags in the list');
+    assert(await page.getByRole('button', { name: 'Load more' }).isHidden(), 'no Load more under 50 links');
   });
 
   await step('real redirects: browser navigations and plain requests', async () => {

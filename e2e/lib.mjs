@@ -74,6 +74,8 @@ export async function poll(what, ms, fn) {
 // signIn opens the dashboard at url and signs in with key.
 export async function signIn(page, url, key) {
   await page.goto(url);
+  await page.getByLabel('API key').waitFor();
+  assert(await page.locator('header.bar').isHidden(), 'the bar (links, sign out) is hidden before signing in');
   await page.getByLabel('API key').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.locator('header.bar').waitFor({ state: 'visible' });
