@@ -20,6 +20,7 @@ const pages = [
     await p.locator('[data-dim="browser"] li').first().waitFor();
     await p.locator('#hist-h + *').waitFor();
     await p.locator('.qr img').evaluate((img) => img.complete || new Promise((r) => { img.onload = r; }));
+    await p.mouse.move(0, 0); // no bar under the pointer: the readout tells the focused one
     await p.locator('.chart rect.hit').last().focus();
   }, true],
   ['overview', '#/overview', async (p) => { await p.locator('.kpis').waitFor(); }, true],
