@@ -22,6 +22,10 @@ browser_setup() {
       }
     fi
   fi
+  if [ ! -x "$chromium" ]; then
+    echo "browser: $chromium is still missing after installing chromium: set CHROMIUM to its path" >&2
+    return 1
+  fi
   # playwright-core wants node 20 or later (Debian 12's own nodejs is 18).
   if ! command -v npm >/dev/null || [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -lt 20 ]; then
     echo "browser: node 20 or later and npm are needed (found: $(node --version 2>/dev/null || echo none))" >&2
