@@ -37,10 +37,13 @@ xcaddy:
 clean:
 	rm -rf bin
 
-# End-to-end benchmark table against Caddy's own baselines (wrk + vegeta; see scripts/bench.sh).
+# End-to-end benchmark table against Caddy's own baselines (wrk + vegeta; see scripts/bench.sh),
+# the Go benchmarks, and the dashboard's list render time in Chromium (TestUIListRender).
 bench:
 	bash scripts/bench.sh
 	$(GO) test -run '^$$' -bench . -benchmem ./ratelimit/ ./shortener/
+	bash scripts/browser.sh
+	$(GO) test -tags uibench -count=1 -run TestUIListRender -v ./shortener/
 
 # Every fuzz target for FUZZTIME (default 30s) each.
 fuzz:
@@ -58,3 +61,12 @@ soak:
 	bash scripts/soak.sh
 
 .PHONY: chaos soak
+
+# The dashboard's pages at desktop and phone widths on fixed data, into
+# docs/screenshots/ (TestUIScreenshots, build tag screenshots; Chromium and
+# playwright-core from scripts/browser.sh).
+screenshots:
+	bash scripts/browser.sh
+	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(GO) test -tags screenshots -count=1 -run TestUIScreenshots -v ./shortener/
+
+.PHONY: screenshots

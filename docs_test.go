@@ -88,7 +88,7 @@ func markdownFiles(t *testing.T, root string) []string {
 		}
 		if d.IsDir() {
 			name := d.Name()
-			if path != root && (strings.HasPrefix(name, ".") || name == "bin" || name == "testdata") {
+			if path != root && (strings.HasPrefix(name, ".") || name == "bin" || name == "testdata" || name == "node_modules") {
 				return filepath.SkipDir
 			}
 			return nil

@@ -27,6 +27,11 @@ staticcheck() {
 step "go mod tidy" tidy
 step "go vet" go vet ./...
 step staticcheck staticcheck
+# The dashboard's browser tests (TestUIBrowser) need Chromium and
+# playwright-core: installed when missing; under CI=true failing to get
+# them fails the run, elsewhere those tests skip and say why.
+browser() { . scripts/browser.sh && browser_setup || [ "${CI:-}" != true ]; }
+step browser browser
 step "go test -race" go test -race -count=1 -timeout 20m "$@" ./...
 # Issue 13's flood acceptance measures this machine, not the race detector:
 # its own step, without -race, after the race tests.

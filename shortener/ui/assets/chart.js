@@ -22,15 +22,15 @@ export function barChart(points, granularity) {
       svg('rect', { class: 'hit', x, y: PAD / 2, width: bw, height: H - PAD - PAD / 2, tabindex: 0, role: 'img',
         'aria-label': label(p), 'data-clicks': p.clicks, onmouseenter: show, onfocus: show }));
   });
-  const axis = svg('g', {},
-    svg('text', { x: 2, y: PAD - 8 }, fmt.format(max)),
-    svg('text', { x: 2, y: H - PAD }, '0'),
-    svg('text', { x: PAD, y: H - 6 }, bucketName(points[0].start, granularity)),
-    svg('text', { x: W - 4, y: H - 6, 'text-anchor': 'end' }, bucketName(points[points.length - 1].start, granularity)),
-    svg('line', { x1: PAD, y1: H - PAD, x2: W, y2: H - PAD, stroke: 'currentColor', 'stroke-opacity': 0.3 }));
+  const axis = svg('line', { x1: PAD, y1: H - PAD, x2: W, y2: H - PAD, stroke: 'currentColor', 'stroke-opacity': 0.3 });
   const chart = svg('svg', { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'none', role: 'group', 'aria-label': 'Clicks over time' }, g, axis);
-  return h('div', { class: 'chart card' }, chart, readout,
-    h('p', { class: 'muted' }, 'Dark: people. Light: bots.'));
+  // The labels are text beside the drawing, which stretches: inside it
+  // they would be squeezed on a narrow screen.
+  return h('div', { class: 'chart card' },
+    h('div', { class: 'axis' }, h('span', {}, `${fmt.format(max)} at most`)), chart,
+    h('div', { class: 'axis' }, h('span', {}, bucketName(points[0].start, granularity)),
+      h('span', {}, bucketName(points[points.length - 1].start, granularity))),
+    readout, h('p', { class: 'muted' }, 'Dark: people. Light: bots.'));
 }
 
 function bucketName(iso, granularity) {

@@ -48,10 +48,12 @@ export function toast(msg) {
 
 export const fmt = new Intl.NumberFormat();
 
+// One formatter for every date shown, not one built per call (as
+// toLocaleString does): the list formats 50 at once.
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+
 export function when(iso) {
-  if (!iso) return '—';
-  const d = new Date(iso);
-  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  return iso ? dateTime.format(new Date(iso)) : '—';
 }
 
 // copyText copies to the clipboard and says so.

@@ -23,7 +23,7 @@ export async function linksView() {
     note.replaceChildren(h('p', { class: 'muted' }, 'Loading…'));
     try {
       const page = await api.list({ ...state, cursor, limit: 50 });
-      for (const l of page.links) body.append(row(l));
+      body.append(...page.links.map(row));
       cursor = page.next_cursor;
       more.hidden = !cursor;
       note.replaceChildren();
