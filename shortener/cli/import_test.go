@@ -92,7 +92,7 @@ func TestImportDryRunAndOverwrite(t *testing.T) {
 	}
 	s.must("import", "--from", "ndjson", "testdata/links.ndjson")
 	moved := filepath.Join(t.TempDir(), "moved.csv")
-	if err := os.WriteFile(moved, []byte("keyword,url,title\nspring,https://example.com/spring-2028,Moved\nlaunch,https://example.com/launch,\n"), 0o600); err != nil {
+	if err := os.WriteFile(moved, []byte("keyword,url,title,clicks\nspring,https://example.com/spring-2028,Moved,3\nlaunch,https://example.com/launch,,1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r = s.run("import", "--from", "yourls", moved)
