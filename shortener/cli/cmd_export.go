@@ -11,6 +11,7 @@ import (
 
 func newExportCmd(g *globals) *cobra.Command {
 	var format, status, output string
+	var withStats bool
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Write every link as NDJSON or CSV, streamed (GET <api>/links/export)",
@@ -24,6 +25,7 @@ the way to move links between stores.`,
 	fl.StringVar(&format, "format", "ndjson", "ndjson or csv")
 	fl.StringVar(&status, "status", "", "all (default), active, expired, revoked, exhausted or scheduled")
 	fl.StringVarP(&output, "output", "o", "-", "file to write, - for standard output")
+	fl.BoolVar(&withStats, "with-stats", false, "add each link's click rollups by hour (NDJSON only), which import restores")
 	cmd.RunE = runE(func(cmd *cobra.Command, _ []string) error {
 		c, err := g.client()
 		if err != nil {
@@ -32,6 +34,9 @@ the way to move links between stores.`,
 		q := url.Values{"format": {format}}
 		if status != "" {
 			q.Set("status", status)
+		}
+		if withStats {
+			q.Set("with_stats", "1")
 		}
 		c.http.Timeout = 0 // a long export is fine; the context still ends it
 		resp, err := c.request(ctxOf(cmd), http.MethodGet, "/links/export", q, nil, nil)

@@ -154,7 +154,7 @@ func (im *importer) noteDropped() {
 		return
 	}
 	var names []string
-	for _, n := range []string{"created_at", "clicks"} {
+	for _, n := range []string{"created_at", "clicks", "hourly"} {
 		if im.dropped[n] {
 			names = append(names, n)
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -17,20 +18,21 @@ const (
 // importItemJSON is a record as an item of POST <api>/links/batch with
 // "mode": "import" (an NDJSON export line is one too).
 type importItemJSON struct {
-	Code            string     `json:"code"`
-	LongURL         string     `json:"long_url"`
-	CreatedAt       *time.Time `json:"created_at,omitempty"`
-	ExpiresAt       *time.Time `json:"expires_at,omitempty"`
-	RevokedAt       *time.Time `json:"revoked_at,omitempty"`
-	Title           *string    `json:"title,omitempty"`
-	Tags            []string   `json:"tags,omitempty"`
-	Notes           *string    `json:"notes,omitempty"`
-	Clicks          *int64     `json:"clicks,omitempty"`
-	RedirectStatus  *int       `json:"redirect_status,omitempty"`
-	ValidFrom       *time.Time `json:"valid_from,omitempty"`
-	MaxClicks       *int64     `json:"max_clicks,omitempty"`
-	ForwardQuery    *bool      `json:"forward_query,omitempty"`
-	RemainingClicks *int64     `json:"remaining_clicks,omitempty"`
+	Code            string          `json:"code"`
+	LongURL         string          `json:"long_url"`
+	CreatedAt       *time.Time      `json:"created_at,omitempty"`
+	ExpiresAt       *time.Time      `json:"expires_at,omitempty"`
+	RevokedAt       *time.Time      `json:"revoked_at,omitempty"`
+	Title           *string         `json:"title,omitempty"`
+	Tags            []string        `json:"tags,omitempty"`
+	Notes           *string         `json:"notes,omitempty"`
+	Clicks          *int64          `json:"clicks,omitempty"`
+	RedirectStatus  *int            `json:"redirect_status,omitempty"`
+	ValidFrom       *time.Time      `json:"valid_from,omitempty"`
+	MaxClicks       *int64          `json:"max_clicks,omitempty"`
+	ForwardQuery    *bool           `json:"forward_query,omitempty"`
+	RemainingClicks *int64          `json:"remaining_clicks,omitempty"`
+	Hourly          json.RawMessage `json:"hourly,omitempty"`
 }
 
 func importItem(r *Record) importItemJSON {
@@ -38,6 +40,7 @@ func importItem(r *Record) importItemJSON {
 		Code: r.Code, LongURL: r.LongURL, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
 		Title: r.Title, Tags: r.Tags, Notes: r.Notes, Clicks: r.Clicks, RedirectStatus: r.RedirectStatus,
 		ValidFrom: r.ValidFrom, MaxClicks: r.MaxClicks, ForwardQuery: r.ForwardQuery, RemainingClicks: r.RemainingClicks,
+		Hourly: r.Hourly,
 	}
 }
 

@@ -97,6 +97,9 @@ func (im *importer) settle(ctx context.Context, rec Record, r batchResult) (outc
 	if rec.Clicks != nil && *rec.Clicks > 0 {
 		im.dropped["clicks"] = true
 	}
+	if len(rec.Hourly) > 0 && string(rec.Hourly) != "null" && string(rec.Hourly) != "[]" {
+		im.dropped["hourly"] = true
+	}
 	switch {
 	case r.Status == http.StatusCreated:
 		o.Result = outCreated

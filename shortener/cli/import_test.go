@@ -92,11 +92,11 @@ func TestImportDryRunAndOverwrite(t *testing.T) {
 	}
 	s.must("import", "--from", "ndjson", "testdata/links.ndjson")
 	moved := filepath.Join(t.TempDir(), "moved.csv")
-	if err := os.WriteFile(moved, []byte("keyword,url,title\nspring,https://example.com/spring-2028,Moved\nlaunch,https://example.com/launch,\n"), 0o600); err != nil {
+	if err := os.WriteFile(moved, []byte("keyword,url,title,clicks\nspring,https://example.com/spring-2028,Moved,3\nlaunch,https://example.com/launch,,1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r = s.run("import", "--from", "yourls", moved)
-	if r.code != cli.ExitConflict || !strings.Contains(r.stdout, "line 2: spring conflict: long_url differs from the stored link") ||
+	if r.code != cli.ExitConflict || !strings.Contains(r.stdout, "line 2: spring conflict: ") ||
 		!strings.Contains(r.stdout, "2 records: created 0, skipped 1, conflicts 1, updated 0") {
 		t.Errorf("conflicting import: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

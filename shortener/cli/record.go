@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,9 @@ type Record struct {
 	ForwardQuery   *bool
 	// RemainingClicks, with MaxClicks, keeps the redirects already served.
 	RemainingClicks *int64
+	// Hourly is the click rollups of an export --with-stats, passed to the
+	// import mode as they are (NDJSON only).
+	Hourly json.RawMessage
 }
 
 // Source reads the records of an import file one at a time, in constant

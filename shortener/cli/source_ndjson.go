@@ -27,6 +27,8 @@ type ndjsonLink struct {
 	ForwardQuery    *bool      `json:"forward_query,omitempty"`
 	RemainingClicks *int64     `json:"remaining_clicks,omitempty"`
 	Clicks          *int64     `json:"clicks,omitempty"`
+	// Hourly is the click rollups of an export with_stats=1.
+	Hourly json.RawMessage `json:"hourly,omitempty"`
 }
 
 // ndjsonSource reads an NDJSON export line by line; blank lines are
@@ -59,7 +61,7 @@ func (s *ndjsonSource) Next() (Record, error) {
 			Line: s.line, Code: l.Code, LongURL: l.LongURL, Title: l.Title, Tags: l.Tags, Notes: l.Notes,
 			CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, RevokedAt: l.RevokedAt, Clicks: l.Clicks,
 			RedirectStatus: l.RedirectStatus, ValidFrom: l.ValidFrom, MaxClicks: l.MaxClicks, ForwardQuery: l.ForwardQuery,
-			RemainingClicks: l.RemainingClicks,
+			RemainingClicks: l.RemainingClicks, Hourly: l.Hourly,
 		}, nil
 	}
 }
@@ -100,6 +102,6 @@ func MarshalNDJSON(rec *Record) ([]byte, error) {
 	return json.Marshal(ndjsonLink{
 		Code: rec.Code, LongURL: rec.LongURL, CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt, RevokedAt: rec.RevokedAt,
 		Title: rec.Title, Tags: rec.Tags, Notes: rec.Notes, RedirectStatus: rec.RedirectStatus, ValidFrom: rec.ValidFrom,
-		MaxClicks: rec.MaxClicks, ForwardQuery: rec.ForwardQuery, RemainingClicks: rec.RemainingClicks, Clicks: rec.Clicks,
+		MaxClicks: rec.MaxClicks, ForwardQuery: rec.ForwardQuery, RemainingClicks: rec.RemainingClicks, Clicks: rec.Clicks, Hourly: rec.Hourly,
 	})
 }
