@@ -182,20 +182,8 @@ func (h *Handler) shortURL(r *http.Request, code string) string {
 
 func (h *Handler) response(r *http.Request, l Link) linkResponse {
 	out := linkResponse{Code: l.Code, ShortURL: h.shortURL(r, l.Code), LongURL: l.LongURL, CreatedAt: l.CreatedAt.UTC()}
-	if !l.ExpiresAt.IsZero() {
-		t := l.ExpiresAt.UTC()
-		out.ExpiresAt = &t
-	}
-	if !l.RevokedAt.IsZero() {
-		t := l.RevokedAt.UTC()
-		out.RevokedAt = &t
-	}
-	if l.Title != "" {
-		out.Title = &l.Title
-	}
-	if l.Notes != "" {
-		out.Notes = &l.Notes
-	}
+	out.ExpiresAt, out.RevokedAt = utcOrNil(l.ExpiresAt), utcOrNil(l.RevokedAt)
+	out.Title, out.Notes = textOrNil(l.Title), textOrNil(l.Notes)
 	out.Tags = tagsOrNil(l.Tags)
 	out.ruleResponse = rulesResponse(l)
 	return out

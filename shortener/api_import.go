@@ -131,20 +131,6 @@ func importAnswerOf(entries []*importEntry, dryRun bool) importAnswer {
 
 // importedOf shows a stored link as an import item.
 func importedOf(s ImportLink) *importedLink {
-	out := &importedLink{LongURL: s.LongURL, CreatedAt: s.CreatedAt.UTC(), Tags: tagsOrNil(s.Tags), Clicks: s.Baseline}
-	if !s.ExpiresAt.IsZero() {
-		t := s.ExpiresAt.UTC()
-		out.ExpiresAt = &t
-	}
-	if !s.RevokedAt.IsZero() {
-		t := s.RevokedAt.UTC()
-		out.RevokedAt = &t
-	}
-	if s.Title != "" {
-		out.Title = &s.Title
-	}
-	if s.Notes != "" {
-		out.Notes = &s.Notes
-	}
-	return out
+	return &importedLink{LongURL: s.LongURL, CreatedAt: s.CreatedAt.UTC(), Tags: tagsOrNil(s.Tags), Clicks: s.Baseline,
+		ExpiresAt: utcOrNil(s.ExpiresAt), RevokedAt: utcOrNil(s.RevokedAt), Title: textOrNil(s.Title), Notes: textOrNil(s.Notes)}
 }

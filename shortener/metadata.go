@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -116,4 +117,21 @@ func tagsOrNil(tags []string) []string {
 		return nil
 	}
 	return tags
+}
+
+// utcOrNil is t in UTC, nil for the zero time (an optional time of an answer).
+func utcOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// textOrNil is nil for "" (an optional text of an answer).
+func textOrNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -113,10 +113,7 @@ func rulesResponse(l Link) ruleResponse {
 		s := l.RedirectStatus
 		out.RedirectStatus = &s
 	}
-	if !l.ValidFrom.IsZero() {
-		t := l.ValidFrom.UTC()
-		out.ValidFrom = &t
-	}
+	out.ValidFrom = utcOrNil(l.ValidFrom)
 	if l.MaxClicks > 0 {
 		m, left := l.MaxClicks, max(l.MaxClicks-l.ClicksServed, 0)
 		out.MaxClicks, out.RemainingClicks = &m, &left
