@@ -40,12 +40,14 @@ try {
     await page.getByLabel('Custom code (optional)').fill(code);
     await page.getByLabel('Title').fill('Spring poster');
     await page.getByLabel('Tags (comma-separated)').fill('print, campaign:spring');
+    await page.getByLabel('Max clicks').fill('1000');
     await page.getByRole('button', { name: 'Create link' }).click();
     await poll('the link page opens', 5000, async () => page.url().endsWith('#/links/' + code) ||
       Promise.reject(new Error((await page.locator('main .error').textContent()) || 'no error shown')));
     await page.getByRole('heading', { name: 'Spring poster' }).waitFor();
     const tags = await page.locator('.meta .tag').allTextContents();
     equal(tags.join(','), 'print,campaign:spring', 'tags on the link page');
+    equal(await page.locator('.meta dd.rules').textContent(), 'at most 1,000 clicks (1,000 left)', 'the rule set in the form');
     return page.locator('.meta a[rel=noreferrer]').textContent();
   });
   equal(shortURL, `${BASE}/${code}`, 'short URL');

@@ -43,8 +43,19 @@ function details(l) {
       h('dt', {}, 'Expires'), h('dd', {}, when(l.expires_at)),
       h('dt', {}, 'Tags'), h('dd', {}, (l.tags || []).length ? l.tags.map((t) => h('span', { class: 'tag' }, t)) : '—'),
       l.notes ? [h('dt', {}, 'Notes'), h('dd', { style: null }, l.notes)] : null,
+      rules(l),
       h('dt', {}, 'Clicks'), h('dd', {}, l.clicks === undefined ? '—' : fmt.format(l.clicks))),
     qrBox);
+}
+
+// rules lists the link's own rules, those it has.
+function rules(l) {
+  const out = [];
+  if (l.redirect_status) out.push('redirects with ' + l.redirect_status);
+  if (l.valid_from) out.push('valid from ' + when(l.valid_from));
+  if (l.max_clicks) out.push(`at most ${fmt.format(l.max_clicks)} clicks (${fmt.format(l.remaining_clicks ?? 0)} left)`);
+  if (l.forward_query !== null && l.forward_query !== undefined) out.push(l.forward_query ? 'forwards the query string' : 'drops the query string');
+  return out.length ? [h('dt', {}, 'Rules'), h('dd', { class: 'rules' }, out.join('; '))] : null;
 }
 
 const ranges = [['24h', 'Last 24 hours', 1], ['7d', 'Last 7 days', 7], ['30d', 'Last 30 days', 30], ['90d', 'Last 90 days', 90]];

@@ -96,6 +96,27 @@ export function fieldValues(f) {
   };
 }
 
+// ruleFields are the per-link rules a new link may carry; empty means the
+// handler's default.
+function ruleFields() {
+  const f = {
+    redirect_status: select('redirect_status', '', [['', 'Default'], ['301', '301 Moved Permanently'], ['302', '302 Found'], ['307', '307 Temporary Redirect'], ['308', '308 Permanent Redirect']]),
+    valid_from: h('input', { type: 'datetime-local', name: 'valid_from', id: 'valid_from' }),
+    max_clicks: h('input', { type: 'number', name: 'max_clicks', id: 'max_clicks', min: 1, max: 1000000000000, step: 1, placeholder: 'no limit' }),
+    forward_query: select('forward_query', '', [['', 'Default'], ['true', 'Yes'], ['false', 'No']]),
+  };
+  const labels = { redirect_status: 'Redirect status', valid_from: 'Valid from', max_clicks: 'Max clicks', forward_query: 'Forward the query string' };
+  return { f, labeled: Object.entries(f).map(([k, el]) => h('label', { for: k }, labels[k], el)) };
+}
+
+// ruleValues adds the rules set in the form to body.
+function ruleValues(f, body) {
+  if (f.redirect_status.value) body.redirect_status = Number(f.redirect_status.value);
+  if (f.valid_from.value) body.valid_from = new Date(f.valid_from.value).toISOString();
+  if (f.max_clicks.value) body.max_clicks = Number(f.max_clicks.value);
+  if (f.forward_query.value) body.forward_query = f.forward_query.value === 'true';
+}
+
 function local(iso) {
   if (!iso) return '';
   const d = new Date(iso);
@@ -109,6 +130,7 @@ export function newLinkView() {
     return;
   }
   const { f, labeled } = linkFields();
+  const rules = ruleFields();
   const code = h('input', { type: 'text', name: 'code', id: 'code', pattern: '[A-Za-z0-9_\\-]{3,64}', placeholder: 'generated' });
   const err = h('p', { class: 'error', role: 'alert' });
   const button = h('button', { type: 'submit' }, 'Create link');
@@ -120,6 +142,7 @@ export function newLinkView() {
     const body = { long_url: v.long_url };
     for (const k of ['title', 'tags', 'expires_at', 'notes']) if (v[k] !== null) body[k] = v[k];
     if (code.value.trim()) body.code = code.value.trim();
+    ruleValues(rules.f, body);
     try {
       const l = await api.create(body);
       location.hash = '#/links/' + encodeURIComponent(l.code);
@@ -127,7 +150,8 @@ export function newLinkView() {
       err.textContent = ex.message;
       button.disabled = false;
     }
-  } }, labeled[0], h('label', { for: 'code' }, 'Custom code (optional)', code), labeled.slice(1), err,
+  } }, labeled[0], h('label', { for: 'code' }, 'Custom code (optional)', code), labeled.slice(1),
+  h('fieldset', { class: 'grid' }, h('legend', {}, 'Rules'), rules.labeled), err,
   h('div', { class: 'actions' }, button));
   mount(h('h1', {}, 'New link'), form);
   f.long_url.focus();
