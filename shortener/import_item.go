@@ -80,7 +80,11 @@ var minImportTime = time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC)
 // decodeImportItem decodes one item strictly.
 func decodeImportItem(raw []byte) (importItem, error) {
 	var it importItem
-	if field := invalidUTF8Field(raw); field != "" {
+	switch field := invalidUTF8Field(raw); field {
+	case "":
+	case "body": // not an object with the bad bytes in a field
+		return it, refuse("", "the item is not valid UTF-8")
+	default:
 		return it, refuse(field, "%s is not valid UTF-8", field)
 	}
 	if err := strictjson.Decode(raw, &it); err != nil {
