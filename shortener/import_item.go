@@ -77,15 +77,20 @@ const importSkew = 5 * time.Minute
 // minImportTime is the earliest imported time.
 var minImportTime = time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// importFields are the fields of an import item.
+var importFields = map[string]bool{"code": true, "short_url": true, "long_url": true, "created_at": true, "expires_at": true,
+	"revoked_at": true, "title": true, "tags": true, "notes": true, "clicks": true, "redirect_status": true, "valid_from": true,
+	"max_clicks": true, "forward_query": true, "remaining_clicks": true, "hourly": true}
+
 // decodeImportItem decodes one item strictly.
 func decodeImportItem(raw []byte) (importItem, error) {
 	var it importItem
-	switch field := invalidUTF8Field(raw); field {
-	case "":
-	case "body": // not an object with the bad bytes in a field
-		return it, refuse("", "the item is not valid UTF-8")
-	default:
+	switch field := invalidUTF8Field(raw); {
+	case field == "":
+	case importFields[field]:
 		return it, refuse(field, "%s is not valid UTF-8", field)
+	default: // not in a field of an item ("body": not an object)
+		return it, refuse("", "the item is not valid UTF-8")
 	}
 	if err := strictjson.Decode(raw, &it); err != nil {
 		var te *json.UnmarshalTypeError
