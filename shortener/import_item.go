@@ -95,7 +95,9 @@ func decodeImportItem(raw []byte) (importItem, error) {
 	if err := strictjson.Decode(raw, &it); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return it, refuse(te.Field, "%s: %s given, %s expected", te.Field, te.Value, te.Type)
+			// te.Field is a path: "hourly.people", "ruleRequest.max_clicks".
+			field, _, _ := strings.Cut(strings.TrimPrefix(te.Field, "ruleRequest."), ".")
+			return it, refuse(field, "%s: %s given, %s expected", field, te.Value, te.Type)
 		}
 		if _, rest, ok := strings.Cut(err.Error(), `unknown field "`); ok {
 			if field, _, _ := strings.Cut(rest, `"`); len(field) <= 64 {
