@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/edgekit/caddy-edgekit/internal/strictjson"
 )
@@ -99,10 +101,8 @@ func decodeImportItem(raw []byte) (importItem, error) {
 			field, _, _ := strings.Cut(strings.TrimPrefix(te.Field, "ruleRequest."), ".")
 			return it, refuse(field, "%s: %s given, %s expected", field, te.Value, te.Type)
 		}
-		if _, rest, ok := strings.Cut(err.Error(), `unknown field "`); ok {
-			if field, _, _ := strings.Cut(rest, `"`); len(field) <= 64 {
-				return it, refuse(field, "%s: not a field of an import item", field)
-			}
+		if field, ok := unknownField(err); ok {
+			return it, refuse(field, "%s: not a field of an import item", field)
 		}
 		return it, refuse("", "invalid JSON item: %v", err)
 	}
@@ -121,6 +121,21 @@ func (h *Handler) judgeImportItem(r *http.Request, raw []byte, now time.Time) (I
 		return ImportLink{Link: Link{Code: it.Code}}, err
 	}
 	return l, nil
+}
+
+// unknownField is the name in a decoder's "unknown field" error, when it
+// is at most 64 bytes of UTF-8.
+func unknownField(err error) (string, bool) {
+	_, rest, ok := strings.Cut(err.Error(), "unknown field ")
+	if !ok {
+		return "", false
+	}
+	q, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return "", false
+	}
+	field, err := strconv.Unquote(q)
+	return field, err == nil && len(field) <= 64 && utf8.ValidString(field)
 }
 
 // importLink judges a decoded item at now into the link to import.
