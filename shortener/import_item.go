@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/edgekit/caddy-edgekit/internal/strictjson"
 )
@@ -77,21 +79,30 @@ const importSkew = 5 * time.Minute
 // minImportTime is the earliest imported time.
 var minImportTime = time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// importFields are the fields of an import item.
+var importFields = map[string]bool{"code": true, "short_url": true, "long_url": true, "created_at": true, "expires_at": true,
+	"revoked_at": true, "title": true, "tags": true, "notes": true, "clicks": true, "redirect_status": true, "valid_from": true,
+	"max_clicks": true, "forward_query": true, "remaining_clicks": true, "hourly": true}
+
 // decodeImportItem decodes one item strictly.
 func decodeImportItem(raw []byte) (importItem, error) {
 	var it importItem
-	if field := invalidUTF8Field(raw); field != "" {
+	switch field := invalidUTF8Field(raw); {
+	case field == "":
+	case importFields[field]:
 		return it, refuse(field, "%s is not valid UTF-8", field)
+	default: // not in a field of an item ("body": not an object)
+		return it, refuse("", "the item is not valid UTF-8")
 	}
 	if err := strictjson.Decode(raw, &it); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return it, refuse(te.Field, "%s: %s given, %s expected", te.Field, te.Value, te.Type)
+			// te.Field is a path: "hourly.people", "ruleRequest.max_clicks".
+			field, _, _ := strings.Cut(strings.TrimPrefix(te.Field, "ruleRequest."), ".")
+			return it, refuse(field, "%s: %s given, %s expected", field, te.Value, te.Type)
 		}
-		if _, rest, ok := strings.Cut(err.Error(), `unknown field "`); ok {
-			if field, _, _ := strings.Cut(rest, `"`); len(field) <= 64 {
-				return it, refuse(field, "%s: not a field of an import item", field)
-			}
+		if field, ok := unknownField(err); ok {
+			return it, refuse(field, "%s: not a field of an import item", field)
 		}
 		return it, refuse("", "invalid JSON item: %v", err)
 	}
@@ -110,6 +121,21 @@ func (h *Handler) judgeImportItem(r *http.Request, raw []byte, now time.Time) (I
 		return ImportLink{Link: Link{Code: it.Code}}, err
 	}
 	return l, nil
+}
+
+// unknownField is the name in a decoder's "unknown field" error, when it
+// is at most 64 bytes of UTF-8.
+func unknownField(err error) (string, bool) {
+	_, rest, ok := strings.Cut(err.Error(), "unknown field ")
+	if !ok {
+		return "", false
+	}
+	q, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return "", false
+	}
+	field, err := strconv.Unquote(q)
+	return field, err == nil && len(field) <= 64 && utf8.ValidString(field)
 }
 
 // importLink judges a decoded item at now into the link to import.

@@ -177,11 +177,6 @@ func checkImported(t *testing.T, h *Handler) {
 		l.Title == nil || *l.Title != "old" || fmt.Sprint(l.Tags) != "[x y]" {
 		t.Errorf("GET a = %+v (clicks %v), want created 2011-03-04T05:06:07.123456Z, clicks 4711, title, tags", l, l.Clicks)
 	}
-	for code, want := range map[string]int{"a": http.StatusFound, "Old_Code-9": http.StatusGone, "imp-revoked": http.StatusGone, "imp-plain": http.StatusFound} {
-		if w := serve(t, h, "GET", "/"+code, ""); w.Code != want {
-			t.Errorf("GET /%s = %d, want %d", code, w.Code, want)
-		}
-	}
 	var rules linkResponse
 	getJSON(t, h, "/api/links/imp-rules", http.StatusOK, &rules)
 	if rules.RemainingClicks == nil || *rules.RemainingClicks != 4 || rules.RedirectStatus == nil || *rules.RedirectStatus != 301 {
@@ -202,6 +197,12 @@ func checkImported(t *testing.T, h *Handler) {
 	csv := serve(t, h, "GET", "/api/links/export?format=csv", "", auth()...).Body.String()
 	if !strings.Contains(csv, "\na,http://sho.rt/a,https://example.com/one-char,2011-03-04T05:06:07.123456Z,,,old,x y,n,4711\n") {
 		t.Errorf("CSV export lacks a's row with 4711 clicks:\n%s", csv)
+	}
+	// Last: a redirect counts a click, which would move the totals above.
+	for code, want := range map[string]int{"a": http.StatusFound, "Old_Code-9": http.StatusGone, "imp-revoked": http.StatusGone, "imp-plain": http.StatusFound} {
+		if w := serve(t, h, "GET", "/"+code, ""); w.Code != want {
+			t.Errorf("GET /%s = %d, want %d", code, w.Code, want)
+		}
 	}
 }
 
