@@ -46,16 +46,6 @@ func openSample(t *testing.T, format, file string) Source {
 	return src
 }
 
-func ts(s string) *time.Time {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		panic(err)
-	}
-	return &t
-}
-
-func i64(n int64) *int64 { return &n }
-
 // brief is a record on one line, for comparisons.
 func brief(r Record) string {
 	s := func(p *string) string {
