@@ -80,5 +80,6 @@ rate=$(awk -v n="$N" -v s="$secs" 'BEGIN{printf "%d", n/s}')
 echo
 echo "import of $N NDJSON links ($(du -m "$W/links.ndjson" | cut -f1) MB) into store $STORE through caddy shortener import:"
 tail -n 3 "$W/import.out" | grep -v '^line ' | sed 's/^/  /'
-echo "  exit $rc; ${secs}s, $rate links/s; peak RSS: importer ${importer} MiB, server ${server} MiB (${server_before} MiB before)"
-[ "$rc" = 0 ] || { head -n 20 "$W/import.out" >&2; exit 1; }
+echo "  exit $rc; ${secs}s, $rate links/s; peak RSS: importer ${importer} MiB, server ${server} MiB (${server_before} MiB before);" \
+  "$(grep -c 'sending the batch again' "$W/import.out") batches sent again after a 503"
+[ "$rc" = 0 ] || { head -n 20 "$W/import.out" >&2; tail -n 20 "$W/caddy.log" >&2; exit 1; }
