@@ -56,8 +56,12 @@ func TestExportWithStatsMove(t *testing.T) {
 	before := map[string]linkStats{}
 	for _, code := range codes {
 		before[code] = waitClicks(t, s, code, from)
-		if n := statsClicks[code]; before[code].Clicks != int64(n[0]+n[1]) {
-			t.Fatalf("%s: %d clicks counted, want %d", code, before[code].Clicks, n[0]+n[1])
+		var people, bots int64
+		for _, h := range before[code].Hours {
+			people, bots = people+h.People, bots+h.Bots
+		}
+		if n, st := statsClicks[code], before[code]; st.Clicks != int64(n[0]+n[1]) || st.Total != st.Clicks || people != int64(n[0]) || bots != int64(n[1]) {
+			t.Fatalf("%s: %+v (people %d, bots %d), want %d people and %d bots", code, st, people, bots, n[0], n[1])
 		}
 	}
 	dir := t.TempDir()
