@@ -75,11 +75,13 @@ done
 wait "$IMP"; rc=$?
 end=$(date +%s.%N)
 server=$(hwm "$CADDY_PID")
+# Of the server's RSS now: anonymous memory (heap, stacks) and file pages (the embedded store's bbolt file is mmapped).
+split=$(awk '/^RssAnon/{a=$2} /^RssFile/{f=$2} END{printf "anon %.1f MiB, file %.1f MiB", a/1024, f/1024}' "/proc/$CADDY_PID/status")
 secs=$(awk -v a="$start" -v b="$end" 'BEGIN{printf "%.1f", b-a}')
 rate=$(awk -v n="$N" -v s="$secs" 'BEGIN{printf "%d", n/s}')
 echo
 echo "import of $N NDJSON links ($(du -m "$W/links.ndjson" | cut -f1) MB) into store $STORE through caddy shortener import:"
 tail -n 3 "$W/import.out" | grep -v '^line ' | sed 's/^/  /'
-echo "  exit $rc; ${secs}s, $rate links/s; peak RSS: importer ${importer} MiB, server ${server} MiB (${server_before} MiB before);" \
+echo "  exit $rc; ${secs}s, $rate links/s; peak RSS: importer ${importer} MiB, server ${server} MiB (${server_before} MiB before; now $split);" \
   "$(grep -c 'sending the batch again' "$W/import.out") batches sent again after a 503"
 [ "$rc" = 0 ] || { head -n 20 "$W/import.out" >&2; tail -n 20 "$W/caddy.log" >&2; exit 1; }
