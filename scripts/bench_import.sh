@@ -67,16 +67,19 @@ start=$(date +%s.%N)
 SHORTENER_API="http://127.0.0.1:$PORT/api" SHORTENER_API_KEY=$KEY \
   bin/caddy shortener import --from ndjson --no-progress "$W/links.ndjson" >"$W/import.out" 2>&1 &
 IMP=$!
-importer=0
+importer=0 anon_max=0 file_max=0
 while kill -0 "$IMP" 2>/dev/null; do
   v=$(hwm "$IMP"); [ -n "$v" ] && importer=$v   # VmHWM only grows: the last reading is the peak
+  read -r a f < <(awk '/^RssAnon/{a=$2} /^RssFile/{f=$2} END{print a+0, f+0}' "/proc/$CADDY_PID/status")
+  [ "$a" -gt "$anon_max" ] && anon_max=$a; [ "$f" -gt "$file_max" ] && file_max=$f
   sleep 0.2
 done
 wait "$IMP"; rc=$?
 end=$(date +%s.%N)
 server=$(hwm "$CADDY_PID")
 # Of the server's RSS now: anonymous memory (heap, stacks) and file pages (the embedded store's bbolt file is mmapped).
-split=$(awk '/^RssAnon/{a=$2} /^RssFile/{f=$2} END{printf "anon %.1f MiB, file %.1f MiB", a/1024, f/1024}' "/proc/$CADDY_PID/status")
+split=$(awk -v am="$anon_max" -v fm="$file_max" '/^RssAnon/{a=$2} /^RssFile/{f=$2}
+  END{printf "anon %.1f MiB, file %.1f MiB; sampled peaks anon %.1f MiB, file %.1f MiB", a/1024, f/1024, am/1024, fm/1024}' "/proc/$CADDY_PID/status")
 secs=$(awk -v a="$start" -v b="$end" 'BEGIN{printf "%.1f", b-a}')
 rate=$(awk -v n="$N" -v s="$secs" 'BEGIN{printf "%d", n/s}')
 echo
