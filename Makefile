@@ -38,9 +38,11 @@ clean:
 	rm -rf bin
 
 # End-to-end benchmark table against Caddy's own baselines (wrk + vegeta; see scripts/bench.sh),
-# the Go benchmarks, and the dashboard's list render time in Chromium (TestUIListRender).
+# the Go benchmarks, the dashboard's list render time in Chromium (TestUIListRender), and
+# 1,000,000 NDJSON links through `caddy shortener import` (scripts/bench_import.sh; BENCH_IMPORT=0 skips it).
 bench:
 	bash scripts/bench.sh
+	bash scripts/bench_import.sh
 	$(GO) test -run '^$$' -bench . -benchmem ./ratelimit/ ./shortener/
 	bash scripts/browser.sh
 	$(GO) test -tags uibench -count=1 -run TestUIListRender -v ./shortener/

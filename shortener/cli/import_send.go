@@ -87,7 +87,7 @@ func (im *importer) sendImport(ctx context.Context, batch []pending) ([]outcome,
 	var answer struct {
 		Results []importResult `json:"results"`
 	}
-	if _, err := im.c.getJSON(ctx, http.MethodPost, "/links/batch", nil, body.Bytes(), nil, &answer); err != nil {
+	if err := im.postImportBatch(ctx, body.Bytes(), &answer); err != nil {
 		return nil, err
 	}
 	if len(answer.Results) != len(batch) {
