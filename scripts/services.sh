@@ -156,14 +156,20 @@ setup_postgres() {
 }
 
 services_stop() {
-  local pidf
+  local pidf pids=() p
   for pidf in "${EDGEKIT_STARTED_REDIS[@]}"; do
-    [ -f "$pidf" ] && kill "$(cat "$pidf")" 2>/dev/null
+    [ -f "$pidf" ] && pids+=("$(cat "$pidf")") && { kill "${pids[-1]}" 2>/dev/null || true; }
   done
   if [ -n "$EDGEKIT_STARTED_PG" ]; then
-    "${EDGEKIT_PG_RUNAS[@]}" "$(pg_bin_dir)/pg_ctl" -D "$EDGEKIT_STARTED_PG" -m immediate -w stop >/dev/null 2>&1
+    "${EDGEKIT_PG_RUNAS[@]}" "$(pg_bin_dir)/pg_ctl" -D "$EDGEKIT_STARTED_PG" -m immediate -w stop >/dev/null 2>&1 || true
   fi
-  rm -rf "$EDGEKIT_TMP"
+  # A Redis writes its files (a cluster node its nodes.conf) as it shuts
+  # down: wait for each (5 s at most) before removing their directory, so
+  # the removal does not race it and fail the run after its tests passed.
+  for p in "${pids[@]}"; do
+    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+  done
+  rm -rf "$EDGEKIT_TMP" 2>/dev/null || { sleep 1; rm -rf "$EDGEKIT_TMP"; } || true
 }
 
 services_start() {
