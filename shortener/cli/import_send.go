@@ -35,6 +35,17 @@ type importItemJSON struct {
 	Hourly          json.RawMessage `json:"hourly,omitempty"`
 }
 
+// record is the item read from line.
+func (it importItemJSON) record(line int) Record {
+	return Record{
+		Line: line, Code: it.Code, LongURL: it.LongURL, Title: it.Title, Tags: it.Tags, Notes: it.Notes,
+		CreatedAt: it.CreatedAt, ExpiresAt: it.ExpiresAt, RevokedAt: it.RevokedAt, Clicks: it.Clicks,
+		RedirectStatus: it.RedirectStatus, ValidFrom: it.ValidFrom, MaxClicks: it.MaxClicks, ForwardQuery: it.ForwardQuery,
+		RemainingClicks: it.RemainingClicks, Hourly: it.Hourly,
+	}
+}
+
+// importItem is r as an import item.
 func importItem(r *Record) importItemJSON {
 	return importItemJSON{
 		Code: r.Code, LongURL: r.LongURL, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
