@@ -46,7 +46,7 @@ func (h *RoundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-// IsScriptCmd reports whether cmd runs a Lua script (EVALSHA or EVAL).
+// IsScriptCmd reports whether cmd runs Lua (FCALL, EVALSHA or EVAL).
 func IsScriptCmd(cmd redis.Cmder) bool {
-	return cmd.Name() == "evalsha" || cmd.Name() == "eval"
+	return cmd.Name() == "evalsha" || cmd.Name() == "eval" || cmd.Name() == "fcall"
 }

@@ -49,7 +49,8 @@ const (
 // trip of the batch that carries it, not for the time it queued behind
 // another: its deadline is stamped when its batch is written.
 type coalescer struct {
-	c redis.UniversalClient
+	c     redis.UniversalClient
+	calls *scriptRunner // runs each batch
 
 	mu       sync.Mutex
 	queue    []*scriptCall
@@ -100,7 +101,7 @@ func (call *scriptCall) reset() {
 }
 
 func newCoalescer(c redis.UniversalClient) *coalescer {
-	return &coalescer{c: c}
+	return &coalescer{c: c, calls: &scriptRunner{c: c}}
 }
 
 // run decides one request (keys and args: its part of the script's KEYS
@@ -205,8 +206,8 @@ func (co *coalescer) flush(batch []*scriptCall) {
 	}
 }
 
-// exec runs one batch: one script call per Redis Cluster slot (a single
-// call off a cluster), EVALSHA with EVAL on NOSCRIPT, several calls as one
+// exec runs one batch: one call of decide.lua per Redis Cluster slot (a
+// single call off a cluster; see scriptRunner), several calls as one
 // pipeline.
 func (co *coalescer) exec(batch []*scriptCall) {
 	// A call whose caller stopped waiting (it queued behind a slow batch)
@@ -239,31 +240,15 @@ func (co *coalescer) exec(batch []*scriptCall) {
 	groups := co.slotGroups(batch)
 	if len(groups) == 1 {
 		keys, args := joinCalls(groups[0])
-		v, err := decideScript.Run(ctx, co.c, keys, args...).Result()
+		v, err := co.calls.run(ctx, keys, args)
 		deliver(groups[0], v, err)
 		return
 	}
-	cmds := make([]*redis.Cmd, len(groups))
-	pipe := co.c.Pipeline()
+	keys, args := make([][]string, len(groups)), make([][]any, len(groups))
 	for i, g := range groups {
-		keys, args := joinCalls(g)
-		cmds[i] = pipe.EvalSha(ctx, decideScript.Hash(), keys, args...)
+		keys[i], args[i] = joinCalls(g)
 	}
-	_, _ = pipe.Exec(ctx) // each command holds its own error
-	var missing []int
-	for i, cmd := range cmds {
-		if isNoScript(cmd.Err()) {
-			missing = append(missing, i)
-		}
-	}
-	if len(missing) > 0 {
-		pipe := co.c.Pipeline()
-		for _, i := range missing {
-			keys, args := joinCalls(groups[i])
-			cmds[i] = pipe.Eval(ctx, decideLua, keys, args...)
-		}
-		_, _ = pipe.Exec(ctx)
-	}
+	cmds := co.calls.runEach(ctx, keys, args)
 	for i, g := range groups {
 		v, err := cmds[i].Result()
 		deliver(g, v, err)

@@ -3,7 +3,9 @@ package limiter
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,4 +142,81 @@ func TestCoalescerOverloaded(t *testing.T) {
 			t.Errorf("key %s: EXISTS = %d, %v; want %d (only what was sent is charged)", k, n, err, want)
 		}
 	}
+}
+
+// slowTrips delays each script round trip by up to max, at random.
+type slowTrips struct{ max time.Duration }
+
+func (h slowTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h slowTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		time.Sleep(rand.N(h.max))
+		return next(ctx, cmd)
+	}
+}
+
+func (h slowTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Each batch is sent by one of its own waiting callers (handOff). Callers
+// that give up at random, often while they hold a batch handed to them,
+// never strand it: every call returns, the coalescer ends idle, and each
+// decision that came back allowed took exactly one unit.
+func TestCoalescerHandOffSurvivesCallersLeaving(t *testing.T) {
+	c, prefix := timedRedis(t)
+	c.AddHook(slowTrips{max: time.Millisecond})
+	s := NewRedisStore(c)
+	ask := Ask{Key: StoreKey(prefix, "co", "", "handoff"), Limit: Limit{Algorithm: FixedWindow, Events: 1 << 30, Window: time.Hour}, Cost: 1}
+	var allowed, gaveUp atomic.Int64
+	var wg sync.WaitGroup
+	for range 300 {
+		wg.Go(func() {
+			for range 20 {
+				ctx, cancel := context.WithTimeout(context.Background(), rand.N(20*time.Millisecond))
+				res, err := s.DecideWithin(ctx, time.Second, []Ask{ask})
+				cancel()
+				switch {
+				case err == nil && res[0].Allowed:
+					allowed.Add(1)
+				case errors.Is(err, context.DeadlineExceeded):
+					gaveUp.Add(1)
+				case errors.Is(err, ErrOverloaded): // gone callers fill the queue: nothing charged
+				case err != nil:
+					t.Errorf("DecideWithin: %v", err)
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("callers still waiting after 60 s: a batch was stranded")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		s.co.mu.Lock()
+		idle := s.co.inFlight == 0 && len(s.co.queue) == 0
+		s.co.mu.Unlock()
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the coalescer never went idle")
+		}
+	}
+	res, err := s.DecideWithin(context.Background(), time.Second, []Ask{ask})
+	if err != nil || !res[0].Allowed {
+		t.Fatalf("a decision after the storm: %v, %v", res, err)
+	}
+	used := (1 << 30) - res[0].Remaining - 1
+	if used < allowed.Load() || used > allowed.Load()+gaveUp.Load() {
+		t.Errorf("units charged %d: want between the %d allowed and %d (allowed + gave up)", used, allowed.Load(), allowed.Load()+gaveUp.Load())
+	}
+	if gaveUp.Load() == 0 || allowed.Load() == 0 {
+		t.Errorf("allowed %d, gave up %d: the storm should have both", allowed.Load(), gaveUp.Load())
+	}
+	t.Logf("allowed %d, gave up %d", allowed.Load(), gaveUp.Load())
 }

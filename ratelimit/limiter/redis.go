@@ -28,13 +28,20 @@ var bansLua string
 //go:embed scripts/settle.lua
 var settleLua string
 
-// decideLua is decide.lua with its sections kept in files of their own
-// included where it names them.
-var decideLua = includeLua(includeLua(includeLua(includeLua(decideMain,
+// decideBody is decide.lua with its sections kept in files of their own
+// included where it names them: the library, without its entry point.
+var decideBody = includeLua(includeLua(includeLua(includeLua(decideMain,
 	"concurrency.lua", concurrencyLua),
 	"absorb.lua", absorbLua),
 	"bans.lua", bansLua),
 	"settle.lua", settleLua)
+
+// decideLua is decide.lua run as a script: main of each call. Redis < 5
+// replicates scripts verbatim, which TIME forbids (later: a no-op).
+var decideLua = includeLua(decideBody, "entry", `if redis.replicate_commands then
+  redis.replicate_commands()
+end
+return main(KEYS, ARGV)`)
 
 // includeLua replaces the line "-- #include <name>" of script with text,
 // set apart by blank lines.

@@ -10,9 +10,13 @@
 -- ask_code returns an ask's algorithm code and its ban ({us, after, max_us})
 -- or nil.
 local function ask_code(v)
+  local plain = tonumber(v) -- no ban: no pattern to match
+  if plain then
+    return plain, nil
+  end
   local c, b, n, m = string.match(v, '^(%d+) (%d+) (%d+) (%d+)$')
   if not c then
-    return tonumber(v), nil
+    return nil, nil
   end
   return tonumber(c), {tonumber(b) * 1000, tonumber(n), tonumber(m) * 1000}
 end
@@ -26,7 +30,7 @@ local function ban_key(key)
 end
 
 -- ban_cache: companion key -> {count, since, until, level, exp, dirty}
-local ban_cache = {}
+local ban_cache -- a new table per call (main)
 
 local function ban_load(bkey)
   local st = ban_cache[bkey]

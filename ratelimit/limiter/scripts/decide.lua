@@ -29,18 +29,18 @@
 -- per key. A refusal writes nothing (sliding_log only drops expired
 -- entries).
 
--- Redis < 5 replicates scripts verbatim, which TIME forbids (later: a no-op).
-if redis.replicate_commands then
-  redis.replicate_commands()
-end
+-- The file is one library: its functions are defined once, and main
+-- decides one call. Run as a Redis function (FUNCTION LOAD, then FCALL),
+-- the definitions cost nothing per call; run as a script (EVALSHA), they
+-- are made again on every call. A function library is loaded without the
+-- standard libraries (Redis 7.0): they are read inside main.
 
 local MAX_STEPS = 16
 local SECOND = 1000000
-local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
+local floor, ceil, max, min -- math's, set by main
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local now_ms = floor(now / 1000)
+-- The Redis TIME of the call (µs, ms): set by main.
+local now, now_ms
 
 -- num renders a number exactly and short: integers (times, counts) as
 -- such, others with 17 significant digits (redis.call would use %.14g).
@@ -56,8 +56,8 @@ local FIELDS = {2, 3, 2, 0, 1, 0}
 
 -- cache: key -> state entry {code, field1, field2, field3, exp = expiry
 -- (µs; false: keep the key's TTL), dirty = written by this call}, or
--- false when the key holds no readable state.
-local cache = {}
+-- false when the key holds no readable state. A new table per call (main).
+local cache
 
 -- load returns the state entry of key for algorithm code, or nil when the
 -- key is absent or holds another algorithm's state (the zone changed
@@ -427,65 +427,77 @@ local force = {token_bucket_force, sliding_window_force, fixed_window_force}
 -- #include bans.lua
 -- #include settle.lua
 
-local mode = ARGV[1]
-local at = tonumber(ARGV[2])
-local reply = {now}
-local function answer(r)
-  for j = 1, 5 do
-    reply[#reply + 1] = r[j]
+-- main decides one call: KEYS and ARGV as described at the top.
+local function main(KEYS, ARGV)
+  floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now_ms = floor(now / 1000)
+  cache, ban_cache = {}, {}
+  local mode = ARGV[1]
+  local at = tonumber(ARGV[2])
+  local reply = {now}
+  local function answer(r)
+    for j = 1, 5 do
+      reply[#reply + 1] = r[j]
+    end
   end
-end
-local writes = {}
-local a, k = 3, 1 -- next request's ARGV and KEYS
-while a <= #ARGV do
-  local n = tonumber(ARGV[a])
-  local nw, all = 0, true
-  for i = 0, n - 1 do
-    local b = a + 1 + i * 5
-    local key = KEYS[k + i]
-    local code, ban = ask_code(ARGV[b])
-    local events = tonumber(ARGV[b + 1])
-    local w = tonumber(ARGV[b + 2]) * 1000
-    local burst = code == CONCURRENCY and ARGV[b + 3] or tonumber(ARGV[b + 3]) -- concurrency: the lease id
-    local cost = tonumber(ARGV[b + 4])
-    if mode == 'r' then
-      if cost > 0 then
-        refund[code](key, code, events, w, burst, cost, at)
-      end
-    elseif mode == 's' then
-      settle(key, code, events, w, burst, cost, at)
-    elseif mode == 'a' then
-      if cost > 0 then
-        force[code](key, code, events, w, burst, cost)
-      end
-      local r = decide[code](key, code, events, w, burst, 0)
-      if ban and r[1] == 0 then
-        r = offend(key, w, ban, r)
-      end
-      answer(r)
-    else
-      local r, write
-      if ban then
-        r, write = decide_banned(key, code, events, w, burst, cost, ban)
+  local writes = {}
+  local a, k = 3, 1 -- next request's ARGV and KEYS
+  while a <= #ARGV do
+    local n = tonumber(ARGV[a])
+    local nw, all = 0, true
+    for i = 0, n - 1 do
+      local b = a + 1 + i * 5
+      local key = KEYS[k + i]
+      local code, ban = ask_code(ARGV[b])
+      local events = tonumber(ARGV[b + 1])
+      local w = tonumber(ARGV[b + 2]) * 1000
+      local burst = code == CONCURRENCY and ARGV[b + 3] or tonumber(ARGV[b + 3]) -- concurrency: the lease id
+      local cost = tonumber(ARGV[b + 4])
+      if mode == 'r' then
+        if cost > 0 then
+          refund[code](key, code, events, w, burst, cost, at)
+        end
+      elseif mode == 's' then
+        settle(key, code, events, w, burst, cost, at)
+      elseif mode == 'a' then
+        if cost > 0 then
+          force[code](key, code, events, w, burst, cost)
+        end
+        local r = decide[code](key, code, events, w, burst, 0)
+        if ban and r[1] == 0 then
+          r = offend(key, w, ban, r)
+        end
+        answer(r)
       else
-        r, write = decide[code](key, code, events, w, burst, cost)
-      end
-      answer(r)
-      if r[1] ~= 1 then
-        all = false
-      elseif cost > 0 then
-        nw = nw + 1
-        writes[nw] = write
+        local r, write
+        if ban then
+          r, write = decide_banned(key, code, events, w, burst, cost, ban)
+        else
+          r, write = decide[code](key, code, events, w, burst, cost)
+        end
+        answer(r)
+        if r[1] ~= 1 then
+          all = false
+        elseif cost > 0 then
+          nw = nw + 1
+          writes[nw] = write
+        end
       end
     end
-  end
-  if all then
-    for j = 1, nw do
-      writes[j]()
+    if all then
+      for j = 1, nw do
+        writes[j]()
+      end
     end
+    a, k = a + 1 + n * 5, k + n
   end
-  a, k = a + 1 + n * 5, k + n
+  flush()
+  ban_flush()
+  return reply
 end
-flush()
-ban_flush()
-return reply
+
+-- The entry point, per form: a script returns main(KEYS, ARGV), a
+-- function library registers main (redis.go, redis_function.go).
+-- #include entry
