@@ -160,11 +160,11 @@ func (h slowTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return next
 }
 
-// Each batch is sent by one of its own waiting callers (handOff). Callers
-// that give up at random, often while they hold a batch handed to them,
-// never strand it: every call returns, the coalescer ends idle, and each
-// decision that came back allowed took exactly one unit.
-func TestCoalescerHandOffSurvivesCallersLeaving(t *testing.T) {
+// Callers that give up at random, while their call queues, while it is
+// in flight or while it sends its batch, never strand one: every call
+// returns, the coalescer ends idle, and the units charged lie between the
+// decisions that came back allowed and those plus the abandoned ones.
+func TestCoalescerSurvivesCallersLeaving(t *testing.T) {
 	c, prefix := timedRedis(t)
 	c.AddHook(slowTrips{max: time.Millisecond})
 	s := NewRedisStore(c)
