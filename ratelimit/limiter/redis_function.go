@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"sync/atomic"
 
@@ -141,11 +142,9 @@ func (r *scriptRunner) unanswered(err error) bool {
 // refused reports whether err is the server refusing functions, and then
 // turns the runner to the script.
 func (r *scriptRunner) refused(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := strings.ToLower(err.Error())
-	if redis.HasErrorPrefix(err, "NOPERM") || strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown subcommand") {
+	msg, ok := serverError(err)
+	msg = strings.ToLower(msg) // Redis 6 answers "ERR unknown command 'fcall'…"
+	if ok && (strings.HasPrefix(msg, "noperm") || strings.HasPrefix(msg, "err unknown command") || strings.HasPrefix(msg, "err unknown subcommand")) {
 		r.mode.Store(runScript)
 		return true
 	}
@@ -155,5 +154,16 @@ func (r *scriptRunner) refused(err error) bool {
 // isFunctionMissing reports whether err is a server's answer to FCALL of
 // a function it does not hold.
 func isFunctionMissing(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "Function not found")
+	msg, ok := serverError(err)
+	return ok && strings.HasPrefix(msg, "ERR Function not found")
+}
+
+// serverError returns the text of err when it is the server's answer (not
+// the network's or the client's).
+func serverError(err error) (string, bool) {
+	var re redis.Error
+	if err == nil || !errors.As(err, &re) {
+		return "", false
+	}
+	return re.Error(), true
 }

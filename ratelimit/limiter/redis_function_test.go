@@ -2,6 +2,8 @@ package limiter
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -170,5 +172,40 @@ func TestDecideFunctionCluster(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// replyError is an error reply of a server, as go-redis returns them.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+// Only the server's own answers turn the runner: a Lua error that quotes
+// the same words does not, nor a client's error.
+func TestScriptRunnerErrorsRead(t *testing.T) {
+	for _, tc := range []struct {
+		err              string
+		missing, refused bool
+	}{
+		{"ERR Function not found", true, false},
+		{"ERR unknown command 'fcall', with args beginning with: 'edgekit_decide_x' ", false, true},
+		{"ERR unknown subcommand 'load'. Try FUNCTION HELP.", false, true},
+		{"NOPERM User u has no permissions to run the 'fcall' command", false, true},
+		{"ERR user_function:12: Script attempted to access nonexistent global variable 'x' (Function not found)", false, false},
+		{"ERR user_function:3: Unknown Redis command called from script", false, false},
+		{"LOADING Redis is loading the dataset in memory", false, false},
+	} {
+		if isFunctionMissing(errors.New(tc.err)) || (&scriptRunner{}).refused(errors.New(tc.err)) {
+			t.Errorf("%q, not from a server, read as its answer", tc.err)
+		}
+		r := &scriptRunner{}
+		err := fmt.Errorf("wrapped: %w", replyError(tc.err))
+		if got := isFunctionMissing(err); got != tc.missing {
+			t.Errorf("%q: missing %v, want %v", tc.err, got, tc.missing)
+		}
+		if got := r.refused(err); got != tc.refused || (r.mode.Load() == runScript) != tc.refused {
+			t.Errorf("%q: refused %v (mode %d), want %v", tc.err, got, r.mode.Load(), tc.refused)
+		}
 	}
 }
