@@ -29,11 +29,9 @@
 -- per key. A refusal writes nothing (sliding_log only drops expired
 -- entries).
 
--- The file is one library: its functions are defined once, and main
--- decides one call. Run as a Redis function (FUNCTION LOAD, then FCALL),
--- the definitions cost nothing per call; run as a script (EVALSHA), they
--- are made again on every call. A function library is loaded without the
--- standard libraries (Redis 7.0): they are read inside main.
+-- One library: main decides a call. As a Redis function (FCALL) the definitions
+-- are made once, as a script (EVALSHA) on every call; a 7.0 library is loaded
+-- without math: main reads it.
 
 local MAX_STEPS = 16
 local SECOND = 1000000
@@ -498,6 +496,5 @@ local function main(KEYS, ARGV)
   return reply
 end
 
--- The entry point, per form: a script returns main(KEYS, ARGV), a
--- function library registers main (redis.go, redis_function.go).
+-- The entry point per form (redis.go, redis_function.go):
 -- #include entry
