@@ -76,6 +76,10 @@ http://localhost:%d {
 	if err := caddy.Load(cfg, true); err != nil {
 		return fmt.Errorf("loading the config: %w", err)
 	}
+	// A kept-alive connection still reaches the old config's server while
+	// it drains (its grace period), which answers with the old handlers:
+	// the next requests go on new connections.
+	s.client.CloseIdleConnections()
 	return nil
 }
 
