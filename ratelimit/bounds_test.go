@@ -175,7 +175,7 @@ func TestInvalidAskNotAStoreFailure(t *testing.T) {
 	ask := limiter.Ask{Key: limiter.StoreKey(h.prefix, "def", "", "k"), Limit: limiter.Limit{Algorithm: limiter.TokenBucket, Events: 3, Window: time.Minute}, Cost: 1 << 52}
 	errs0 := counterValue(metrics.storeErrors)
 	for range 10 {
-		_, err := h.callStore(context.Background(), []limiter.Ask{ask})
+		_, err := h.callStore(context.Background(), []limiter.Ask{ask}, time.Now())
 		if !errors.Is(err, limiter.ErrInvalidAsk) {
 			t.Fatalf("callStore(cost 2^52) = %v, want limiter.ErrInvalidAsk", err)
 		}

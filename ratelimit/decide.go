@@ -73,8 +73,11 @@ func putAsks(b *askBuf) {
 }
 
 // decide asks the store for every zone; when it fails, each zone follows
-// its failure mode. It returns the store's error, if any.
-func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
+// its failure mode. It returns the store's error, if any. now, read once
+// per request (the clock costs a syscall on some VMs), is the send time
+// the deny cache counts from (a little early: its entries end no later
+// than the store's) and the start of the store call's timing.
+func (h *Handler) decide(ctx context.Context, ds []zoneDecision, now time.Time) error {
 	var ibuf [4]int
 	idx := ibuf[:0] // the zones not decided yet
 	for i := range ds {
@@ -86,11 +89,7 @@ func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
 	for j, i := range idx {
 		asks[j] = ds[i].ask
 	}
-	var sent time.Time
-	if h.deny != nil {
-		sent = time.Now()
-	}
-	results, err := h.callStore(ctx, asks)
+	results, err := h.callStore(ctx, asks, now)
 	putAsks(ab)
 	if errors.Is(err, limiter.ErrOverloaded) { // load, not a store failure: no on_error
 		for _, i := range idx {
@@ -102,8 +101,8 @@ func (h *Handler) decide(ctx context.Context, ds []zoneDecision) error {
 		for j, i := range idx {
 			ds[i].res, ds[i].state = results[j], stateStore
 		}
-		if h.deny != nil {
-			h.deny.remember(ds, sent, time.Now())
+		if h.deny != nil && refusedAny(ds, idx) {
+			h.deny.remember(ds, now, time.Now())
 		}
 		h.noteBans(ds)
 		if h.events != nil {
@@ -194,7 +193,7 @@ func (h *Handler) rechargeAfterDryRun(ctx context.Context, ds []zoneDecision) {
 	for j, i := range store {
 		asks[j] = ds[i].ask
 	}
-	results, err := h.callStore(ctx, asks)
+	results, err := h.callStore(ctx, asks, time.Now())
 	putAsks(ab)
 	if err != nil {
 		h.warnStoreFailure(ds, err) // the first decision stands
@@ -238,7 +237,7 @@ func (h *Handler) chargeAfter(ctx context.Context, ds []zoneDecision, status int
 	for j, i := range store {
 		asks[j] = charge(i)
 	}
-	_, err := h.callStore(ctx, asks)
+	_, err := h.callStore(ctx, asks, time.Now())
 	putAsks(ab)
 	if err != nil {
 		var fallback []int
@@ -375,9 +374,20 @@ func (d *zoneDecision) uncharged(storeRefused bool) int64 {
 	return 0
 }
 
+// refusedAny reports whether a zone of idx was refused: only a refusal
+// goes into the deny cache.
+func refusedAny(ds []zoneDecision, idx []int) bool {
+	for _, i := range idx {
+		if !ds[i].res.Allowed {
+			return true
+		}
+	}
+	return false
+}
+
 // callStore makes one decision on the store under the timeout and the
-// circuit breaker, and records its latency and failure.
-func (h *Handler) callStore(parent context.Context, asks []limiter.Ask) ([]limiter.Result, error) {
+// circuit breaker, and records its latency (from start) and failure.
+func (h *Handler) callStore(parent context.Context, asks []limiter.Ask, start time.Time) ([]limiter.Result, error) {
 	if h.inProcess { // no I/O: nothing to time out, to break or to time
 		results, err := h.store.Decide(parent, asks)
 		if err != nil {
@@ -389,7 +399,6 @@ func (h *Handler) callStore(parent context.Context, asks []limiter.Ask) ([]limit
 	if !ok {
 		return nil, errBreakerOpen
 	}
-	start := time.Now()
 	var results []limiter.Result
 	var err error
 	switch s := h.store.(type) {

@@ -107,13 +107,13 @@ func (h *Handler) collect(r *http.Request, repl *caddy.Replacer, ds []zoneDecisi
 // error, if any.
 func (h *Handler) decideAll(ctx context.Context, ds []zoneDecision) error {
 	var storeErr error
-	var now time.Time // for the deny cache and approximate zones
-	if h.deny != nil || h.approx {
+	var now time.Time // for the deny cache, approximate zones and the store's timing
+	if h.deny != nil || h.approx || !h.inProcess {
 		now = time.Now()
 	}
 	if !h.approx || h.approxTake(ds, now) {
 		if h.deny == nil || !h.decideDenied(ds, now) {
-			storeErr = h.decide(ctx, ds)
+			storeErr = h.decide(ctx, ds, now)
 			h.rechargeAfterDryRun(ctx, ds)
 		}
 	}
