@@ -128,6 +128,9 @@ func (h *Handler) flushRefusals() {
 // and brake, and where it came from); at info for the key's first in the
 // zone's interval, else at debug and summed (see refusallog.go).
 func (h *Handler) logRefusal(msg string, d *zoneDecision) {
+	if !h.logger.Core().Enabled(zapcore.InfoLevel) {
+		return // nothing of it would be written: no counts, no clock, no lock
+	}
 	c := h.logger.Check(h.refusalLevel(d, h.now()), msg)
 	if c == nil {
 		return

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // In a flood of refusals, each key's first refusal in an interval is one
@@ -93,5 +95,28 @@ func TestRefusalLogBounded(t *testing.T) {
 	_, sum, ok := r.admit("again", now.Add(refusalLogEvery))
 	if !ok || sum.refused != refusalLogKeys+100 || !sum.full || sum.keys != refusalLogKeys {
 		t.Errorf("summary %+v, %v; want %d refused, keys capped at %d", sum, ok, refusalLogKeys+100, refusalLogKeys)
+	}
+}
+
+// A logger that writes nothing at info (Caddy's `log { level WARN }` or
+// above) costs a refusal no bookkeeping: nothing is counted or locked,
+// and nothing is written.
+func TestRefusalLogOffAboveInfo(t *testing.T) {
+	h := &Handler{Zones: []*Zone{zone("quiet", 1, time.Hour)}, now: newClock().Now}
+	provision(t, h)
+	core, logs := observer.New(zapcore.WarnLevel)
+	h.logger = zap.New(core)
+	next := new(statusHandler)
+	for i := range 5 {
+		if res := do(h, next, get("/", "X-API-Key", "k")); (res.status == http.StatusOK) != (i == 0) {
+			t.Fatalf("request %d: status %d", i+1, res.status)
+		}
+	}
+	r := h.Zones[0].refusals
+	r.mu.Lock()
+	refused := r.refused
+	r.mu.Unlock()
+	if refused != 0 || logs.Len() != 0 {
+		t.Errorf("refusals counted %d, lines written %d; want none with the logger above info", refused, logs.Len())
 	}
 }
