@@ -161,8 +161,11 @@ func isFunctionMissing(err error) bool {
 // serverError returns the text of err when it is the server's answer (not
 // the network's or the client's).
 func serverError(err error) (string, bool) {
+	if err == nil {
+		return "", false // before re, which escapes: a success allocates nothing
+	}
 	var re redis.Error
-	if err == nil || !errors.As(err, &re) {
+	if !errors.As(err, &re) {
 		return "", false
 	}
 	return re.Error(), true
