@@ -18,6 +18,7 @@ RATE_DUR=${BENCH_RATE_DURATION:-5s}
 ROUNDS=${BENCH_ROUNDS:-1}
 
 . scripts/services.sh
+. scripts/bench_caddy.sh
 trap 'stop_caddy; services_stop' EXIT
 
 if ! command -v wrk >/dev/null; then apt_install wrk || { echo "wrk is required" >&2; exit 1; }; fi
@@ -37,34 +38,7 @@ go run ./bench/geoipdb -o "$W/city.mmdb" || exit 1
 PORT=$(free_port)
 ADMIN=$(free_port)
 PREFIX="edgekit-bench-$RANDOM$RANDOM"
-CADDY_PID=""
-
-stop_caddy() {
-  if [ -n "$CADDY_PID" ]; then kill "$CADDY_PID" 2>/dev/null; wait "$CADDY_PID" 2>/dev/null; CADDY_PID=""; fi
-}
-
-site() { # body -> Caddyfile
-  cat >"$W/Caddyfile" <<CF
-{
-	admin 127.0.0.1:$ADMIN
-	storage file_system $W/storage
-	auto_https off
-	log default {
-		level ERROR
-	}
-}
-http://127.0.0.1:$PORT {
-$1
-}
-CF
-}
-
-start_caddy() {
-  XDG_DATA_HOME="$W/data" XDG_CONFIG_HOME="$W/config" "$CADDY_BIN" run --config "$W/Caddyfile" --adapter caddyfile >"$W/caddy.log" 2>&1 &
-  CADDY_PID=$!
-  for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0; sleep 0.05; done
-  echo "caddy did not start:" >&2; cat "$W/caddy.log" >&2; return 1
-}
+site() { bench_site "$1"; }
 
 # A loaded 2-core box running wrk, Caddy and Redis together queues decisions for
 # longer than the 10ms default: a timeout would fail open and pass requests

@@ -18,10 +18,7 @@ DUR=${BENCH_AB_DURATION:-6s}
 CONNS=${BENCH_CONNECTIONS:-64}
 
 . scripts/services.sh
-CADDY_PID=""
-stop_caddy() {
-  if [ -n "$CADDY_PID" ]; then kill "$CADDY_PID" 2>/dev/null; wait "$CADDY_PID" 2>/dev/null; CADDY_PID=""; fi
-}
+. scripts/bench_caddy.sh
 trap 'stop_caddy; services_stop' EXIT
 if ! command -v wrk >/dev/null; then apt_install wrk || { echo "wrk is required" >&2; exit 1; }; fi
 setup_redis || exit 1
@@ -55,33 +52,15 @@ handler() {
   printf '\trespond 200\n'
 }
 
-site() { # case prefix
-  local body; body=$(handler "$1" "$2") || return 1
-  cat >"$W/Caddyfile" <<CF
-{
-	admin 127.0.0.1:$ADMIN
-	storage file_system $W/storage
-	auto_https off
-	log default {
-		level ERROR
-	}
-}
-http://127.0.0.1:$PORT {
-$body
-}
-CF
-}
+for c in $CASES; do handler "$c" x >/dev/null || exit 2; done
 
 ticks() { awk -v f="$2" '{print $f}' "/proc/$1/stat"; } # pid field: 14 user, 15 system
 
 # run bin case: one line "bin case rps user sys redis" (µs per request)
 run() {
   local bin=$1 c=$2 prefix="edgekit-ab-$RANDOM$RANDOM"
-  site "$c" "$prefix" || return 1
-  XDG_DATA_HOME="$W/data" XDG_CONFIG_HOME="$W/config" "$bin" run --config "$W/Caddyfile" --adapter caddyfile >"$W/caddy.log" 2>&1 &
-  CADDY_PID=$!
-  for _ in $(seq 1 100); do port_open "$PORT" && break; sleep 0.05; done
-  kill -0 "$CADDY_PID" 2>/dev/null || { CADDY_PID=""; return 1; }
+  bench_site "$(handler "$c" "$prefix")"
+  start_caddy "$bin" || return 1
   wrk -t2 -c"$CONNS" -d2s "http://127.0.0.1:$PORT/" >/dev/null 2>&1 # warm up
   local u0 s0 r0=0 u1 s1 r1=0
   u0=$(ticks "$CADDY_PID" 14); s0=$(ticks "$CADDY_PID" 15); [ -n "$REDIS_PID" ] && r0=$(($(ticks "$REDIS_PID" 14) + $(ticks "$REDIS_PID" 15)))
@@ -99,7 +78,7 @@ run() {
 for round in $(seq 1 "$ROUNDS"); do
   for c in $CASES; do
     for bin in "$@"; do
-      line=$(run "$bin" "$c") || { echo "$bin $c failed: $(tail -3 "$W/caddy.log")" >&2; exit 1; }
+      line=$(run "$bin" "$c") || { echo "$bin $c failed" >&2; exit 1; }
       echo "round $round: $line" | awk '{printf "%s %s %-28s %-8s %8s req/s  user %5s  sys %5s  redis %5s\n", $1, $2, $3, $4, $5, $6, $7, $8}'
       echo "$line" >>"$W/rounds.txt"
     done

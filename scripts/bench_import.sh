@@ -13,10 +13,11 @@ STORE=${BENCH_IMPORT_STORE:-postgres}
 case $STORE in postgres|embedded) ;; *) echo "BENCH_IMPORT_STORE must be postgres or embedded" >&2; exit 1;; esac
 
 . scripts/services.sh
+. scripts/bench_caddy.sh
 W="$EDGEKIT_TMP/bench-import"; mkdir -p "$W"
-CADDY_PID="" SCHEMA=""
+SCHEMA=""
 cleanup() {
-  if [ -n "$CADDY_PID" ]; then kill "$CADDY_PID" 2>/dev/null; wait "$CADDY_PID" 2>/dev/null; fi
+  stop_caddy
   if [ -n "$SCHEMA" ]; then psql "$TEST_DATABASE_URL" -qAtc "DROP SCHEMA $SCHEMA CASCADE" >/dev/null 2>&1; fi
   rm -rf "$W"
   services_stop
@@ -38,28 +39,13 @@ fi
 
 PORT=$(free_port) ADMIN=$(free_port)
 KEY="bench-import-key-$RANDOM$RANDOM$RANDOM"
-cat >"$W/Caddyfile" <<CF
-{
-	admin 127.0.0.1:$ADMIN
-	storage file_system $W/storage
-	auto_https off
-	log default {
-		level ERROR
-	}
-}
-http://127.0.0.1:$PORT {
-	shortener {
+bench_site "	shortener {
 		$STORE_LINE
 		base_url https://sho.rt
 		api /api
 		api_key $KEY
-	}
-}
-CF
-XDG_DATA_HOME="$W/data" XDG_CONFIG_HOME="$W/config" bin/caddy run --config "$W/Caddyfile" --adapter caddyfile >"$W/caddy.log" 2>&1 &
-CADDY_PID=$!
-for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.05; done
-(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null || { echo "caddy did not start:" >&2; cat "$W/caddy.log" >&2; exit 1; }
+	}"
+start_caddy bin/caddy || exit 1
 
 hwm() { awk '/^VmHWM/{printf "%.1f", $2/1024}' "/proc/$1/status" 2>/dev/null; } # MiB
 server_before=$(hwm "$CADDY_PID")
