@@ -101,8 +101,8 @@ func (h *Handler) decide(ctx context.Context, ds []zoneDecision, now time.Time) 
 		for j, i := range idx {
 			ds[i].res, ds[i].state = results[j], stateStore
 		}
-		if h.deny != nil && refusedAny(ds, idx) {
-			h.deny.remember(ds, now, time.Now())
+		if h.deny != nil {
+			h.deny.remember(ds, now, time.Time{})
 		}
 		h.noteBans(ds)
 		if h.events != nil {
@@ -372,17 +372,6 @@ func (d *zoneDecision) uncharged(storeRefused bool) int64 {
 		return d.ask.Cost
 	}
 	return 0
-}
-
-// refusedAny reports whether a zone of idx was refused: only a refusal
-// goes into the deny cache.
-func refusedAny(ds []zoneDecision, idx []int) bool {
-	for _, i := range idx {
-		if !ds[i].res.Allowed {
-			return true
-		}
-	}
-	return false
 }
 
 // callStore makes one decision on the store under the timeout and the

@@ -81,7 +81,7 @@ func newDenyTable() *denyTable {
 }
 
 // remember records the refusals the store gave for ds, asked at sent and
-// answered at got.
+// answered at got (zero: now, read only when there is a refusal to record).
 func (c *denyCache) remember(ds []zoneDecision, sent, got time.Time) {
 	for i := range ds {
 		d := &ds[i]
@@ -96,6 +96,9 @@ func (c *denyCache) remember(ds []zoneDecision, sent, got time.Time) {
 		wait := d.res.RetryAfter
 		if d.res.Banned { // a ban may be lifted: asked again within banDenyFor
 			wait = min(wait, banDenyFor)
+		}
+		if got.IsZero() {
+			got = time.Now()
 		}
 		t.entries.Set(d.ask.Key, denial{
 			limit: d.ask.Limit,

@@ -2,7 +2,6 @@ package limiter
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -304,12 +303,6 @@ func deliver(calls []*scriptCall, v any, err error) {
 		}
 		c.done <- struct{}{}
 	}
-}
-
-// isNoScript reports whether err is Redis' NOSCRIPT (the script is not
-// cached on that server).
-func isNoScript(err error) bool {
-	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }
 
 // batchContext is the context of one batch written at now: the values of

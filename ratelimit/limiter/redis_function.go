@@ -158,6 +158,12 @@ func isFunctionMissing(err error) bool {
 	return ok && strings.HasPrefix(msg, "ERR Function not found")
 }
 
+// isNoScript reports whether err is Redis' NOSCRIPT (the script is not
+// cached on that server).
+func isNoScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
+}
+
 // serverError returns the text of err when it is the server's answer (not
 // the network's or the client's).
 func serverError(err error) (string, bool) {
