@@ -56,6 +56,13 @@ func banStateExists(t *testing.T, h *Handler, key string) bool {
 // banned; after the ban the quota is as it was (still used up), and the
 // next ban doubles to 4s, capped by ban_max at 3s.
 func TestHandlerBanAcrossInstances(t *testing.T) {
+	// A fixed window of a minute ends on the clock's minute: started in
+	// its last seconds, the first refusal's Retry-After (the window's
+	// remainder) could read as the ban's 2s, and the window could turn
+	// during the test's 2.5s.
+	if left := time.Minute - time.Duration(time.Now().UnixNano())%time.Minute; left < 5*time.Second {
+		time.Sleep(left + 10*time.Millisecond)
+	}
 	hs := banHandlers(t, 3, nil)
 	next := new(statusHandler)
 	key, other := "k-"+testenv.RandomID(6), "o-"+testenv.RandomID(6)
