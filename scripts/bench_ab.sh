@@ -3,7 +3,8 @@
 # way issue 19's changes were judged: each round runs every case on every
 # binary, one after another, and the summary gives per binary and case the
 # median (min–max) over the rounds of req/s, Caddy CPU µs per request (user
-# and system apart) and the local Redis' CPU µs per request.
+# and system apart), the local Redis' and the load generator's (wrk's) CPU
+# µs per request: on one machine the three share its cores.
 #   BENCH_AB_CASES (default "respond exact"): respond, memory, exact, three,
 #     refused (make bench's cases 1, 2, 3, 5 and 4)
 #   BENCH_AB_ROUNDS (default 5)  BENCH_AB_DURATION (default 6s)
@@ -56,7 +57,7 @@ for c in $CASES; do handler "$c" x >/dev/null || exit 2; done
 
 ticks() { awk -v f="$2" '{print $f}' "/proc/$1/stat"; } # pid field: 14 user, 15 system
 
-# run bin case: one line "bin case rps user sys redis" (µs per request)
+# run bin case: one line "bin case rps user sys redis wrk" (µs per request)
 run() {
   local bin=$1 c=$2 prefix="edgekit-ab-$RANDOM$RANDOM"
   bench_site "$(handler "$c" "$prefix")"
@@ -64,14 +65,16 @@ run() {
   wrk -t2 -c"$CONNS" -d2s "http://127.0.0.1:$PORT/" >/dev/null 2>&1 # warm up
   local u0 s0 r0=0 u1 s1 r1=0
   u0=$(ticks "$CADDY_PID" 14); s0=$(ticks "$CADDY_PID" 15); [ -n "$REDIS_PID" ] && r0=$(($(ticks "$REDIS_PID" 14) + $(ticks "$REDIS_PID" 15)))
-  wrk -t2 -c"$CONNS" -d"$DUR" "http://127.0.0.1:$PORT/" >"$W/wrk.txt" 2>&1
+  # the subshell's waited-for children's CPU (cutime + cstime) is wrk's
+  local dw
+  dw=$(wrk -t2 -c"$CONNS" -d"$DUR" "http://127.0.0.1:$PORT/" >"$W/wrk.txt" 2>&1; awk '{print $16 + $17}' "/proc/$BASHPID/stat")
   u1=$(ticks "$CADDY_PID" 14); s1=$(ticks "$CADDY_PID" 15); [ -n "$REDIS_PID" ] && r1=$(($(ticks "$REDIS_PID" 14) + $(ticks "$REDIS_PID" 15)))
   stop_caddy
   redis-cli -u "$TEST_REDIS_URL" --scan --pattern "$prefix*" | xargs -r -n 500 redis-cli -u "$TEST_REDIS_URL" del >/dev/null
-  awk -v b="$bin" -v c="$c" -v hz="$TICK" -v du=$((u1 - u0)) -v ds=$((s1 - s0)) -v dr=$((r1 - r0)) '
+  awk -v b="$bin" -v c="$c" -v hz="$TICK" -v du=$((u1 - u0)) -v ds=$((s1 - s0)) -v dr=$((r1 - r0)) -v dw="$dw" '
     /requests in/ {n = $1} /^Requests\/sec/ {rps = $2}
     END { if (n == 0) exit 1; k = 1e6 / hz / n
-      printf "%s %s %.0f %.1f %.1f %.1f\n", b, c, rps, du * k, ds * k, dr * k }' "$W/wrk.txt"
+      printf "%s %s %.0f %.1f %.1f %.1f %.1f\n", b, c, rps, du * k, ds * k, dr * k, dw * k }' "$W/wrk.txt"
 }
 
 : >"$W/rounds.txt"
@@ -79,7 +82,7 @@ for round in $(seq 1 "$ROUNDS"); do
   for c in $CASES; do
     for bin in "$@"; do
       line=$(run "$bin" "$c") || { echo "$bin $c failed" >&2; exit 1; }
-      echo "round $round: $line" | awk '{printf "%s %s %-28s %-8s %8s req/s  user %5s  sys %5s  redis %5s\n", $1, $2, $3, $4, $5, $6, $7, $8}'
+      echo "round $round: $line" | awk '{printf "%s %s %-28s %-8s %8s req/s  user %5s  sys %5s  redis %5s  wrk %5s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}'
       echo "$line" >>"$W/rounds.txt"
     done
   done
@@ -93,10 +96,10 @@ col() {
     awk -v fmt="$4" '{a[NR] = $1} END { m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
       printf fmt " (" fmt "–" fmt ")", m, a[1], a[NR] }'
 }
-printf '| binary | case | req/s | Caddy user | Caddy system | Redis |\n|---|---|---:|---:|---:|---:|\n'
+printf '| binary | case | req/s | Caddy user | Caddy system | Redis | wrk |\n|---|---|---:|---:|---:|---:|---:|\n'
 for bin in "$@"; do
   for c in $CASES; do
-    printf '| %s | %s | %s | %s | %s | %s |\n' "$bin" "$c" "$(col "$bin" "$c" 3 %.0f)" "$(col "$bin" "$c" 4 %.1f)" \
-      "$(col "$bin" "$c" 5 %.1f)" "$(col "$bin" "$c" 6 %.1f)"
+    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$bin" "$c" "$(col "$bin" "$c" 3 %.0f)" "$(col "$bin" "$c" 4 %.1f)" \
+      "$(col "$bin" "$c" 5 %.1f)" "$(col "$bin" "$c" 6 %.1f)" "$(col "$bin" "$c" 7 %.1f)"
   done
 done
