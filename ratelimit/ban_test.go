@@ -60,9 +60,7 @@ func TestHandlerBanAcrossInstances(t *testing.T) {
 	// its last seconds, the first refusal's Retry-After (the window's
 	// remainder) could read as the ban's 2s, and the window could turn
 	// during the test's 2.5s.
-	if left := time.Minute - time.Duration(time.Now().UnixNano())%time.Minute; left < 5*time.Second {
-		time.Sleep(left + 10*time.Millisecond)
-	}
+	testenv.AwayFromWindowEnd(t, time.Minute, 5*time.Second)
 	hs := banHandlers(t, 3, nil)
 	next := new(statusHandler)
 	key, other := "k-"+testenv.RandomID(6), "o-"+testenv.RandomID(6)

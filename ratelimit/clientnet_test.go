@@ -87,6 +87,9 @@ func TestClientNetworkPlaceholder(t *testing.T) {
 // on Redis.
 func TestClientNetworkE2E(t *testing.T) {
 	_, prefix := testenv.Redis(t)
+	// The 1,000 requests must share one fixed window of a minute (its
+	// count read back in each answer): about a second, longer under -race.
+	testenv.AwayFromWindowEnd(t, time.Minute, 15*time.Second)
 	tester, port := startCaddy(t, "\tservers {\n\t\ttrusted_proxies static 127.0.0.0/8 ::1/128\n\t}\n", fmt.Sprintf(`
 http://localhost:$PORT {
 	ratelimit {

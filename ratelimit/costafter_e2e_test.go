@@ -88,6 +88,8 @@ func inOneWindow(t *testing.T, c *redis.Client, w time.Duration, run func(attemp
 // or a client that hangs up before the trailer is charged the fallback.
 func TestCostAfterE2E(t *testing.T) {
 	c, prefix := testenv.Redis(t)
+	// The requests of a key must share one fixed window of a minute.
+	testenv.AwayFromWindowEnd(t, time.Minute, 10*time.Second)
 	up, hung := llmUpstream(t)
 	tester, port := startCaddy(t, "", fmt.Sprintf(`
 http://localhost:$PORT {
