@@ -21,7 +21,7 @@ ROUNDS=${BENCH_ROUNDS:-1}
 . scripts/bench_caddy.sh
 trap 'stop_caddy; services_stop' EXIT
 
-if ! command -v wrk >/dev/null; then apt_install wrk || { echo "wrk is required" >&2; exit 1; }; fi
+need_wrk || exit 1
 VEGETA=$(go env GOPATH)/bin/vegeta
 if [ ! -x "$VEGETA" ]; then go install github.com/tsenart/vegeta/v12@v12.13.0 >&2 || { echo "vegeta is required" >&2; exit 1; }; fi
 setup_redis || exit 1
@@ -282,8 +282,7 @@ to_ms() { # wrk latency like 1.23ms / 456.00us / 1.01s -> ms
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 TICK=$(getconf CLK_TCK)
 # Redis' pid when it runs on this host (its CPU counts for the Redis cases).
-REDIS_PID=$(redis-cli -u "$REDIS_URL" info server 2>/dev/null | tr -d '\r' | awk -F: '$1=="process_id"{print $2}')
-[ -n "$REDIS_PID" ] && [ -r "/proc/$REDIS_PID/stat" ] || REDIS_PID=""
+REDIS_PID=$(redis_pid "$REDIS_URL")
 
 declare -A RPS P50 P99 NAMES CPU CCPU RCPU
 

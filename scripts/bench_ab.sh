@@ -21,10 +21,9 @@ CONNS=${BENCH_CONNECTIONS:-64}
 . scripts/services.sh
 . scripts/bench_caddy.sh
 trap 'stop_caddy; services_stop' EXIT
-if ! command -v wrk >/dev/null; then apt_install wrk || { echo "wrk is required" >&2; exit 1; }; fi
+need_wrk || exit 1
 setup_redis || exit 1
-REDIS_PID=$(redis-cli -u "$TEST_REDIS_URL" info server | tr -d '\r' | awk -F: '$1=="process_id"{print $2}')
-[ -r "/proc/${REDIS_PID:-x}/stat" ] || REDIS_PID=""
+REDIS_PID=$(redis_pid "$TEST_REDIS_URL")
 W="$EDGEKIT_TMP/bench-ab"; mkdir -p "$W"
 PORT=$(free_port)
 ADMIN=$(free_port)

@@ -1,5 +1,6 @@
-# bench_caddy.sh: the Caddy a bench script runs (sourced after services.sh;
-# the caller sets W, its work directory, and PORT and ADMIN, free ports).
+# bench_caddy.sh: the Caddy a bench script runs, and what it measures with
+# (sourced after services.sh; the caller sets W, its work directory, and
+# PORT and ADMIN, free ports).
 
 CADDY_PID=""
 
@@ -35,4 +36,17 @@ start_caddy() {
 
 stop_caddy() {
   if [ -n "$CADDY_PID" ]; then kill "$CADDY_PID" 2>/dev/null; wait "$CADDY_PID" 2>/dev/null; CADDY_PID=""; fi
+}
+
+# need_wrk: wrk, installed from apt when missing.
+need_wrk() {
+  command -v wrk >/dev/null || apt_install wrk || { echo "wrk is required" >&2; return 1; }
+}
+
+# redis_pid url: the pid of the Redis at url when it runs on this host (its
+# CPU is read from /proc), else nothing.
+redis_pid() {
+  local pid
+  pid=$(redis-cli -u "$1" info server 2>/dev/null | tr -d '\r' | awk -F: '$1=="process_id"{print $2}')
+  [ -r "/proc/${pid:-x}/stat" ] && echo "$pid"
 }
