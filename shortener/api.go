@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/edgekit/caddy-edgekit/internal/strictjson"
+	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
 // maxBody is the largest API request body; larger ones get 413.
@@ -294,7 +295,7 @@ func decodeLinkRequest(body []byte) (linkRequest, error) {
 // newLink judges a create request: the link to store (without its code)
 // and the code mode, or a 400.
 func (h *Handler) newLink(r *http.Request, req linkRequest) (Link, string, error) {
-	long, err := h.policy.check(req.LongURL, h.selfHosts(r)...)
+	long, err := h.policy.Check(req.LongURL, h.selfHosts(r)...)
 	if err != nil {
 		return Link{}, "", apiErr(http.StatusBadRequest, "%v", err)
 	}
@@ -375,7 +376,7 @@ func (h *Handler) createSequential(ctx context.Context, l *Link) error {
 
 // selfHosts are the hosts a long URL must not point to.
 func (h *Handler) selfHosts(r *http.Request) []string {
-	hosts := []string{hostOnly(r.Host)}
+	hosts := []string{urlpolicy.HostOnly(r.Host)}
 	if h.baseURL != nil {
 		hosts = append(hosts, h.baseURL.Hostname())
 	}

@@ -80,7 +80,7 @@ func sameLink(a, b Link) bool {
 // redirects to exactly its URL.
 func checkValidLink(t *testing.T, h *Handler, body string, l Link) {
 	t.Helper()
-	if long, err := h.policy.check(l.LongURL, "sho.rt"); err != nil || long != l.LongURL {
+	if long, err := h.policy.Check(l.LongURL, "sho.rt"); err != nil || long != l.LongURL {
 		t.Fatalf("PATCH %q stored a long URL create would refuse or change: %q → %q, %v", body, l.LongURL, long, err)
 	}
 	if err := checkMetadata(l.Title, l.Tags, l.Notes); err != nil {

@@ -78,7 +78,7 @@ func FuzzAPICreate(f *testing.F) {
 		}
 		checkMetadataStored(t, s, body, out)
 		checkRulesStored(t, s, body, out)
-		if _, err := h.policy.check(out.LongURL, "sho.rt"); err != nil {
+		if _, err := h.policy.Check(out.LongURL, "sho.rt"); err != nil {
 			t.Fatalf("created a link to a refused URL %q: %v", out.LongURL, err)
 		}
 		if strings.Contains(out.LongURL, "evil.com") && strings.Contains(strings.ToLower(out.LongURL), "://evil.com") {

@@ -155,7 +155,7 @@ func patchLongURL(h *Handler, r *http.Request, raw json.RawMessage, p *linkPatch
 	if err := decodeField("long_url", "a string", raw, &s); err != nil {
 		return err
 	}
-	long, err := h.policy.check(s, h.selfHosts(r)...)
+	long, err := h.policy.Check(s, h.selfHosts(r)...)
 	if err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}

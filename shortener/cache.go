@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 	"github.com/maypok86/otter/v2"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -43,7 +44,7 @@ func (e *entry) gone(now int64) bool {
 var maxExpiry = time.Unix(0, math.MaxInt64)
 
 func liveEntry(longURL string, expires time.Time, ttl time.Duration) *entry {
-	e := &entry{state: stateLive, location: asciiLocation(longURL), ttl: ttl} // once per cache load, not per hit
+	e := &entry{state: stateLive, location: urlpolicy.ASCIILocation(longURL), ttl: ttl} // once per cache load, not per hit
 	if !expires.IsZero() {
 		e.expires = math.MaxInt64 // past 2262, Unix nanoseconds overflow
 		if expires.Before(maxExpiry) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
 // postLink posts long to the API and returns the answer.
@@ -133,23 +134,23 @@ func TestHostsDenyPrivate(t *testing.T) {
 	on := newURLPolicyT(t, true)
 	off := newURLPolicyT(t, false)
 	for _, raw := range private {
-		if _, err := on.check(raw); err == nil || !strings.Contains(err.Error(), "deny_private") {
+		if _, err := on.Check(raw); err == nil || !strings.Contains(err.Error(), "deny_private") {
 			t.Errorf("deny_private on: check(%q) = %v, want a deny_private refusal", raw, err)
 		}
-		if _, err := off.check(raw); err != nil {
+		if _, err := off.Check(raw); err != nil {
 			t.Errorf("deny_private off: check(%q) = %v, want ok", raw, err)
 		}
 	}
 	for _, raw := range public {
-		if _, err := on.check(raw); err != nil {
+		if _, err := on.Check(raw); err != nil {
 			t.Errorf("deny_private on: check(%q) = %v, want ok", raw, err)
 		}
 	}
 }
 
-func newURLPolicyT(t *testing.T, denyPrivate bool) urlPolicy {
+func newURLPolicyT(t *testing.T, denyPrivate bool) urlpolicy.Policy {
 	t.Helper()
-	p, err := newURLPolicy([]string{"http", "https"}, nil, denyPrivate)
+	p, err := urlpolicy.New([]string{"http", "https"}, nil, denyPrivate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestHostsDenyPrivateHandler(t *testing.T) {
 // deny_hosts entries are read as hosts too: Unicode, numeric, IPv6 and
 // percent-encoded entries match every spelling; a bad entry fails Validate.
 func TestHostsDenyEntriesNormalised(t *testing.T) {
-	p, err := newURLPolicy([]string{"http", "https"},
+	p, err := urlpolicy.New([]string{"http", "https"},
 		[]string{"ＥＶＩＬ.com", "2130706433", "::1", "*.Bücher.example", "%65xample.org."}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -188,11 +189,11 @@ func TestHostsDenyEntriesNormalised(t *testing.T) {
 		"https://evil.com/", "https://evil.com./", "http://127.0.0.1/", "http://[::ffff:7f00:1]/",
 		"http://[0:0::1]/", "https://a.xn--bcher-kva.example/", "https://a.bücher.example/", "https://EXAMPLE.org/",
 	} {
-		if _, err := p.check(raw); err == nil || !strings.Contains(err.Error(), "not allowed") {
+		if _, err := p.Check(raw); err == nil || !strings.Contains(err.Error(), "not allowed") {
 			t.Errorf("check(%q) = %v, want 'not allowed'", raw, err)
 		}
 	}
-	if _, err := p.check("https://bücher.example/"); err != nil {
+	if _, err := p.Check("https://bücher.example/"); err != nil {
 		t.Errorf("the *. entry refused its own domain: %v", err)
 	}
 	for _, bad := range []string{"a..b", "*.127.0.0.1", "ev\u202eil.com", "xn--a", "[::1", "a b"} {

@@ -143,7 +143,7 @@ func (h *Handler) importLink(r *http.Request, it importItem, now time.Time) (Imp
 	if err := h.checkImportCode(it.Code); err != nil {
 		return ImportLink{}, err
 	}
-	long, err := h.policy.check(it.LongURL, h.selfHosts(r)...)
+	long, err := h.policy.Check(it.LongURL, h.selfHosts(r)...)
 	if err != nil {
 		return ImportLink{}, refuse("long_url", "%v", err)
 	}

@@ -1,6 +1,7 @@
 package shortener
 
 import (
+	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 	"net/url"
 	"strings"
 	"testing"
@@ -9,7 +10,7 @@ import (
 // FuzzWithQuery appends any request query to a long URL: the result is the
 // long URL alone, or the long URL's part before its fragment, a separator,
 // the query (bytes a Location may not hold escaped), then the same
-// fragment; within maxLongURL, with no control, space or non-ASCII byte,
+// fragment; within MaxLongURL, with no control, space or non-ASCII byte,
 // and the query's parameters read back as the request sent them.
 func FuzzWithQuery(f *testing.F) {
 	for _, seed := range [][2]string{
@@ -29,7 +30,7 @@ func FuzzWithQuery(f *testing.F) {
 		if got == long {
 			return
 		}
-		if len(got) > maxLongURL {
+		if len(got) > urlpolicy.MaxLongURL {
 			t.Fatalf("withQuery(%q, %q) is %d bytes", long, query, len(got))
 		}
 		base, frag, hasFrag := strings.Cut(long, "#")

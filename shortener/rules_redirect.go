@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -51,7 +52,7 @@ func (h *Handler) forwards(rules *entryRules) bool {
 // withQuery appends a request's raw query to a long URL: after its own
 // query (joined with '&'), before its fragment. Bytes a URL may not hold
 // as they are (controls, space, non-ASCII, '#') are percent-encoded. A
-// result longer than maxLongURL is the long URL alone.
+// result longer than MaxLongURL is the long URL alone.
 func withQuery(long, query string) string {
 	base, frag, hasFrag := strings.Cut(long, "#")
 	var b strings.Builder
@@ -78,7 +79,7 @@ func withQuery(long, query string) string {
 		b.WriteByte('#')
 		b.WriteString(frag)
 	}
-	if b.Len() > maxLongURL {
+	if b.Len() > urlpolicy.MaxLongURL {
 		return long
 	}
 	return b.String()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
 // TakeServe makes the test store a ServeCounter, like both real stores.
@@ -66,7 +67,7 @@ func TestRedirectStatusPerLink(t *testing.T) {
 // says nothing and the handler's forward_query is on; a result over the
 // length limit redirects to the long URL alone.
 func TestForwardQuery(t *testing.T) {
-	long2040 := "https://example.com/?" + strings.Repeat("a", maxLongURL-21-8) // 2040 bytes
+	long2040 := "https://example.com/?" + strings.Repeat("a", urlpolicy.MaxLongURL-21-8) // 2040 bytes
 	cases := []struct {
 		handlerOn bool
 		link      string // forward_query of the link: "", "true", "false"

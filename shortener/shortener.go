@@ -17,6 +17,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/errroute"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
+	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
 // Defaults of the handler's settings.
@@ -272,7 +273,7 @@ type Handler struct {
 	direct       errroute.Direct // 404/410 written directly when no error route could shape them
 	metrics      *metrics
 	logger       *zap.Logger
-	policy       urlPolicy
+	policy       urlpolicy.Policy
 	cacheControl string
 	apiKeys      []apiKey
 	baseURL      *url.URL
@@ -406,7 +407,7 @@ func (h *Handler) setDefaults() {
 	if len(h.AllowSchemes) == 0 {
 		h.AllowSchemes = []string{"http", "https"}
 	}
-	h.policy, _ = newURLPolicy(h.AllowSchemes, h.DenyHosts, h.denyPrivate()) // Validate reports a bad entry
+	h.policy, _ = urlpolicy.New(h.AllowSchemes, h.DenyHosts, h.denyPrivate()) // Validate reports a bad entry
 	if h.API != "" {
 		h.API = "/" + strings.Trim(h.API, "/")
 		h.reserved, _, _ = strings.Cut(h.API[1:], "/")

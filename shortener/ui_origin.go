@@ -2,6 +2,7 @@ package shortener
 
 import (
 	"crypto/subtle"
+	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 	"net/http"
 	"net/url"
 	"strings"
@@ -57,11 +58,11 @@ func originHost(hostport, scheme string) (host, port string, ok bool) {
 		}
 	}
 	p = strings.TrimLeft(p, "0")
-	wh, err := parseHost(h)
+	wh, err := urlpolicy.ParseHost(h)
 	if err != nil || p == "" || len(p) > 5 {
 		return "", "", false
 	}
-	return wh.ascii, p, true
+	return wh.ASCII, p, true
 }
 
 // checkOrigin refuses a request whose Origin is not this site (403).

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
+	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
 // positions are where a Caddyfile set each setting, by JSON field name
@@ -170,7 +171,7 @@ func checkLiteralKey(k string) error {
 // validateTargets judges deny_hosts and base_url.
 func (h *Handler) validateTargets(pos positions) error {
 	for _, entry := range h.DenyHosts {
-		if _, _, err := parseDenyEntry(entry); err != nil {
+		if _, _, err := urlpolicy.ParseDenyEntry(entry); err != nil {
 			return pos.at("deny_hosts "+entry, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package shortener
+package urlpolicy
 
 import (
 	"strings"
@@ -25,7 +25,7 @@ func FuzzLongURLHost(f *testing.F) {
 		f.Add(seed)
 	}
 	o := startOracle(f)
-	p, err := newURLPolicy([]string{"http", "https", "ws", "wss", "ftp", "myapp"},
+	p, err := New([]string{"http", "https", "ws", "wss", "ftp", "myapp"},
 		[]string{"evil.com", "127.0.0.1", "*.phish.test"}, true)
 	if err != nil {
 		f.Fatal(err)

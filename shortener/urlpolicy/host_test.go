@@ -1,4 +1,4 @@
-package shortener
+package urlpolicy
 
 import (
 	"bufio"
@@ -113,9 +113,9 @@ func (o *whatwgOracle) parseAll(tb testing.TB, raws []string) []whatwgAnswer {
 
 // differentialPolicy accepts every scheme of the table and denies
 // nothing, so that only the host parser decides.
-func differentialPolicy(tb testing.TB) urlPolicy {
+func differentialPolicy(tb testing.TB) Policy {
 	tb.Helper()
-	p, err := newURLPolicy([]string{"http", "https", "ws", "wss", "ftp", "myapp"}, nil, false)
+	p, err := New([]string{"http", "https", "ws", "wss", "ftp", "myapp"}, nil, false)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -123,10 +123,10 @@ func differentialPolicy(tb testing.TB) urlPolicy {
 }
 
 // agreeWithNode checks the differential property for one input: when
-// check accepts raw, Node reads raw and the stored URL to the host check
+// Check accepts raw, Node reads raw and the stored URL to the host check
 // stored, and that host is ASCII. It returns whether check accepted and
 // what Node said of raw. self are the shortener's own hosts.
-func agreeWithNode(t testing.TB, o *whatwgOracle, p urlPolicy, raw string, self ...string) (bool, whatwgAnswer) {
+func agreeWithNode(t testing.TB, o *whatwgOracle, p Policy, raw string, self ...string) (bool, whatwgAnswer) {
 	t.Helper()
 	accepted, nodes := agreeAllWithNode(t, o, p, []string{raw}, self...)
 	return accepted[0], nodes[0]
@@ -134,12 +134,12 @@ func agreeWithNode(t testing.TB, o *whatwgOracle, p urlPolicy, raw string, self 
 
 // agreeAllWithNode is agreeWithNode for many inputs in one batch; Node's
 // answer is only asked for (and only returned for) accepted inputs.
-func agreeAllWithNode(t testing.TB, o *whatwgOracle, p urlPolicy, raws []string, self ...string) ([]bool, []whatwgAnswer) {
+func agreeAllWithNode(t testing.TB, o *whatwgOracle, p Policy, raws []string, self ...string) ([]bool, []whatwgAnswer) {
 	t.Helper()
 	accepted := make([]bool, len(raws))
 	var asked []string // raw, stored: pairs
 	for i, raw := range raws {
-		out, err := p.check(raw, self...)
+		out, err := p.Check(raw, self...)
 		if accepted[i] = err == nil; accepted[i] {
 			asked = append(asked, raw, out)
 		}
@@ -354,7 +354,7 @@ func TestLongURLHostWHATWG(t *testing.T) {
 			got = refuses
 		}
 		if got != tc.want {
-			_, err := p.check(tc.raw)
+			_, err := p.Check(tc.raw)
 			t.Errorf("%q: %s (node ok=%v hostname=%q; check: %v), want %s", tc.raw, got, node.OK, node.Hostname, err, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package shortener
+package urlpolicy
 
 import (
 	"net/url"
@@ -7,8 +7,8 @@ import (
 	"unicode"
 )
 
-func testPolicy() urlPolicy {
-	p, err := newURLPolicy([]string{"http", "https"}, []string{"evil.example", "*.phish.test", "Blocked.ORG."}, true)
+func testPolicy() Policy {
+	p, err := New([]string{"http", "https"}, []string{"evil.example", "*.phish.test", "Blocked.ORG."}, true)
 	if err != nil {
 		panic(err)
 	}
@@ -67,7 +67,7 @@ func TestValidateLongURL(t *testing.T) {
 		{"https://%zz/", false, "valid URL"},
 		{"\xff\xfe", false, "UTF-8"},
 	} {
-		_, err := p.check(tc.raw, self...)
+		_, err := p.Check(tc.raw, self...)
 		if tc.ok && err != nil {
 			t.Errorf("check(%q) = %v, want ok", tc.raw, err)
 		}
@@ -80,25 +80,25 @@ func TestValidateLongURL(t *testing.T) {
 func TestValidateMaxLength(t *testing.T) {
 	p := testPolicy()
 	base := "https://example.com/"
-	ok := base + strings.Repeat("a", maxLongURL-len(base))
-	if _, err := p.check(ok); err != nil {
+	ok := base + strings.Repeat("a", MaxLongURL-len(base))
+	if _, err := p.Check(ok); err != nil {
 		t.Errorf("check(%d bytes) = %v, want ok", len(ok), err)
 	}
-	if _, err := p.check(ok + "a"); err == nil {
+	if _, err := p.Check(ok + "a"); err == nil {
 		t.Errorf("check(%d bytes) = nil, want an error", len(ok)+1)
 	}
 }
 
 func TestValidateCustomSchemes(t *testing.T) {
-	p, err := newURLPolicy([]string{"https", "MAILTO"}, nil, true)
+	p, err := New([]string{"https", "MAILTO"}, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.check("http://example.com/"); err == nil {
+	if _, err := p.Check("http://example.com/"); err == nil {
 		t.Errorf("http accepted with allow_schemes https")
 	}
 	// mailto has no host: still refused, a link needs a host.
-	if _, err := p.check("mailto:a@example.com"); err == nil {
+	if _, err := p.Check("mailto:a@example.com"); err == nil {
 		t.Errorf("mailto:a@example.com accepted")
 	}
 }
@@ -121,14 +121,14 @@ func FuzzValidateLongURL(f *testing.F) {
 	}
 	p := testPolicy()
 	f.Fuzz(func(t *testing.T, raw string) {
-		out, err := p.check(raw, "sho.rt")
+		out, err := p.Check(raw, "sho.rt")
 		if err != nil {
 			return
 		}
 		if !isASCII(out) {
 			t.Fatalf("accepted %q stored as %q, not ASCII", raw, out)
 		}
-		if len(raw) > maxLongURL {
+		if len(raw) > MaxLongURL {
 			t.Fatalf("accepted %d bytes", len(raw))
 		}
 		for _, r := range raw {
@@ -140,7 +140,7 @@ func FuzzValidateLongURL(f *testing.F) {
 		if perr != nil {
 			t.Fatalf("accepted %q stored as %q, not a URL: %v", raw, out, perr)
 		}
-		if again, err := p.check(out, "sho.rt"); err != nil || again != out {
+		if again, err := p.Check(out, "sho.rt"); err != nil || again != out {
 			t.Fatalf("stored %q is not stable: check = %q, %v", out, again, err)
 		}
 		if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {

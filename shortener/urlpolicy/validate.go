@@ -1,4 +1,9 @@
-package shortener
+// Package urlpolicy judges the long URL a link may point to: the URL's
+// characters, scheme and length, its host read as a browser reads it
+// (the WHATWG host parser, UTS-46), and the hosts it must not reach:
+// denied hosts, private and loopback addresses, the short domain itself.
+// It imports nothing of Caddy, zap or the module.
+package urlpolicy
 
 import (
 	"errors"
@@ -10,31 +15,31 @@ import (
 	"unicode/utf8"
 )
 
-// maxLongURL is the longest target URL accepted at creation, in bytes. Its
+// MaxLongURL is the longest target URL accepted at creation, in bytes. Its
 // stored ASCII form (host in punycode, other non-ASCII percent-encoded) is
 // at most three times as long.
-const maxLongURL = 2048
+const MaxLongURL = 2048
 
-// urlPolicy holds the rules a long URL must pass before it becomes a link:
+// Policy holds the rules a long URL must pass before it becomes a link:
 // the checks that keep the short domain from serving as a phishing, XSS,
 // SSRF-by-redirect or redirect-loop tool. Every rule judges the host as a
 // browser reads it (host.go). Create uses it; so must any future edit.
-type urlPolicy struct {
+type Policy struct {
 	schemes     map[string]bool // lower-case
 	exact       map[string]bool // denied hosts, as denyKey
 	suffix      []string        // denied "*.example.com" entries as ".example.com"
 	denyPrivate bool            // refuse loopback, private, link-local... (private.go)
 }
 
-// newURLPolicy builds the policy. A deny_hosts entry that is not a host
+// New builds the policy. A deny_hosts entry that is not a host
 // is an error naming it (Validate reports it).
-func newURLPolicy(allowSchemes, denyHosts []string, denyPrivate bool) (urlPolicy, error) {
-	p := urlPolicy{schemes: map[string]bool{}, exact: map[string]bool{}, denyPrivate: denyPrivate}
+func New(allowSchemes, denyHosts []string, denyPrivate bool) (Policy, error) {
+	p := Policy{schemes: map[string]bool{}, exact: map[string]bool{}, denyPrivate: denyPrivate}
 	for _, s := range allowSchemes {
 		p.schemes[strings.ToLower(s)] = true
 	}
 	for _, entry := range denyHosts {
-		key, wildcard, err := parseDenyEntry(entry)
+		key, wildcard, err := ParseDenyEntry(entry)
 		if err != nil {
 			return p, err
 		}
@@ -47,17 +52,17 @@ func newURLPolicy(allowSchemes, denyHosts []string, denyPrivate bool) (urlPolicy
 	return p, nil
 }
 
-// parseDenyEntry reads a deny_hosts entry as a URL host (a Unicode,
+// ParseDenyEntry reads a deny_hosts entry as a URL host (a Unicode,
 // percent-encoded or numeric entry works), or "*.<domain>".
-func parseDenyEntry(entry string) (key string, wildcard bool, err error) {
+func ParseDenyEntry(entry string) (key string, wildcard bool, err error) {
 	if rest, ok := strings.CutPrefix(entry, "*."); ok {
-		h, err := parseHost(rest)
+		h, err := ParseHost(rest)
 		if err != nil || h.kind != hostDomain {
 			return "", false, fmt.Errorf("invalid deny_hosts entry '%s': '*.' must precede a domain name", entry)
 		}
 		return denyKey(h), true, nil
 	}
-	h, err := parseHost(bracketIPv6(entry))
+	h, err := ParseHost(bracketIPv6(entry))
 	if err != nil {
 		return "", false, fmt.Errorf("invalid deny_hosts entry '%s': %v", entry, err)
 	}
@@ -75,16 +80,16 @@ func bracketIPv6(host string) string {
 
 // denyKey is what deny_hosts and the self-loop check compare: the ASCII
 // host without a trailing dot, an IPv4-mapped IPv6 address as its IPv4.
-func denyKey(h webHost) string {
+func denyKey(h Host) string {
 	if h.kind == hostIPv6 && h.addr.Is4In6() {
 		return h.addr.Unmap().String()
 	}
-	return strings.TrimSuffix(h.ascii, ".")
+	return strings.TrimSuffix(h.ASCII, ".")
 }
 
 // denied reports whether key (a denyKey) is in deny_hosts: an exact
 // entry, or a subdomain of a "*.suffix" entry.
-func (p urlPolicy) denied(key string) bool {
+func (p Policy) denied(key string) bool {
 	if p.exact[key] {
 		return true
 	}
@@ -96,12 +101,12 @@ func (p urlPolicy) denied(key string) bool {
 	return false
 }
 
-// check validates raw as a link target and returns what to store: raw with
+// Check validates raw as a link target and returns what to store: raw with
 // its host in ASCII (as a browser serializes it) and any other non-ASCII
 // byte percent-encoded. selfHosts are the host names of this shortener
 // (the request's host, base_url's host): a link to them would redirect to
 // itself. The error says what is wrong, for the API's answer.
-func (p urlPolicy) check(raw string, selfHosts ...string) (string, error) {
+func (p Policy) Check(raw string, selfHosts ...string) (string, error) {
 	if err := checkChars(raw); err != nil {
 		return "", err
 	}
@@ -118,7 +123,7 @@ func (p urlPolicy) check(raw string, selfHosts ...string) (string, error) {
 	}
 	key := denyKey(h)
 	if p.denied(key) {
-		return "", fmt.Errorf("long_url host '%s' is not allowed", h.ascii)
+		return "", fmt.Errorf("long_url host '%s' is not allowed", h.ASCII)
 	}
 	for _, self := range selfHosts {
 		if self != "" && selfKey(self) == key {
@@ -126,7 +131,7 @@ func (p urlPolicy) check(raw string, selfHosts ...string) (string, error) {
 		}
 	}
 	if p.denyPrivate && privateHost(h) {
-		return "", fmt.Errorf("long_url host '%s' is a loopback, private or link-local address or a localhost name (deny_private)", h.ascii)
+		return "", fmt.Errorf("long_url host '%s' is a loopback, private or link-local address or a localhost name (deny_private)", h.ASCII)
 	}
 	out := t.ascii(h)
 	if _, err := url.Parse(out); err != nil {
@@ -142,8 +147,8 @@ func checkChars(raw string) error {
 	if raw == "" {
 		return errors.New("long_url is required")
 	}
-	if len(raw) > maxLongURL {
-		return fmt.Errorf("long_url is longer than %d bytes", maxLongURL)
+	if len(raw) > MaxLongURL {
+		return fmt.Errorf("long_url is longer than %d bytes", MaxLongURL)
 	}
 	if !utf8.ValidString(raw) {
 		return errors.New("long_url is not valid UTF-8")
@@ -258,30 +263,30 @@ func canonicalPort(scheme, s string) (string, error) {
 // browser does; any other scheme's host is opaque to a browser (kept as
 // written), so it is accepted only if it already is what the host parser
 // makes of it, and judged as such.
-func (t target) parseHost() (webHost, error) {
-	h, err := parseHost(t.host)
+func (t target) parseHost() (Host, error) {
+	h, err := ParseHost(t.host)
 	if err != nil {
 		return h, fmt.Errorf("long_url is not a valid URL: %v", err)
 	}
 	def, special := defaultPorts[t.scheme]
-	if !special && h.ascii != t.host {
+	if !special && h.ASCII != t.host {
 		return h, errors.New("long_url host must be written in lower-case ASCII (punycode) with a scheme browsers do not parse")
 	}
-	if special && def == "" && h.ascii == "localhost" {
+	if special && def == "" && h.ASCII == "localhost" {
 		return h, errors.New("long_url must have a host") // file://localhost/ has none
 	}
 	return h, nil
 }
 
-// ascii serializes t with its host h: every byte ASCII.
-func (t target) ascii(h webHost) string {
-	return t.scheme + "://" + h.ascii + t.port + escapeNonASCII(t.rest)
+// ASCII serializes t with its host h: every byte ASCII.
+func (t target) ascii(h Host) string {
+	return t.scheme + "://" + h.ASCII + t.port + escapeNonASCII(t.rest)
 }
 
 // selfKey is the denyKey of one of the shortener's own hosts; a host that
 // does not parse is compared lower-cased.
 func selfKey(host string) string {
-	if h, err := parseHost(bracketIPv6(host)); err == nil {
+	if h, err := ParseHost(bracketIPv6(host)); err == nil {
 		return denyKey(h)
 	}
 	return strings.TrimSuffix(strings.ToLower(host), ".")
@@ -308,13 +313,13 @@ func escapeNonASCII(s string) string {
 	return b.String()
 }
 
-// asciiLocation returns the Location of a stored long URL. Links stored
+// ASCIILocation returns the Location of a stored long URL. Links stored
 // since hosts are normalised are ASCII and returned as they are. An older
 // link's Unicode host is put in ASCII as check does, other non-ASCII bytes
 // percent-encoded; when its host does not map, every non-ASCII byte is
 // percent-encoded (a browser maps that host as it would have mapped the
 // raw one). Location never carries raw Unicode.
-func asciiLocation(long string) string {
+func ASCIILocation(long string) string {
 	if isASCII(long) {
 		return long
 	}
@@ -326,8 +331,8 @@ func asciiLocation(long string) string {
 	return escapeNonASCII(long)
 }
 
-// hostOnly strips the port of a Host header value.
-func hostOnly(hostport string) string {
+// HostOnly strips the port of a Host header value.
+func HostOnly(hostport string) string {
 	if u, err := url.Parse("//" + hostport); err == nil && u.Hostname() != "" {
 		return u.Hostname()
 	}

@@ -1,4 +1,4 @@
-package shortener
+package urlpolicy
 
 import (
 	"encoding/binary"
@@ -18,7 +18,7 @@ import (
 // the WHATWG URL standard (https://url.spec.whatwg.org/#host-parsing), so
 // deny_hosts, deny_private and the self-loop check judge the host the
 // browser will resolve, and what is stored and sent in Location is its
-// ASCII serialization. Beyond the standard, parseHost refuses what a
+// ASCII serialization. Beyond the standard, ParseHost refuses what a
 // short link has no use for (see checkDNSName and the notes of
 // validate.go); it never accepts a host the standard refuses.
 
@@ -31,10 +31,10 @@ const (
 	hostIPv6
 )
 
-// webHost is a parsed host.
-type webHost struct {
+// Host is a parsed host.
+type Host struct {
 	kind  hostKind
-	ascii string     // serialization: a lower-case ASCII domain, dotted IPv4, or [IPv6]
+	ASCII string     // serialization: a lower-case ASCII domain, dotted IPv4, or [IPv6]
 	addr  netip.Addr // the address of an IPv4 or IPv6 host
 }
 
@@ -62,49 +62,49 @@ var whatwgIDNA = idna.New(
 	idna.VerifyDNSLength(false),
 )
 
-// parseHost parses the host of a URL with a special scheme (http, https,
+// ParseHost parses the host of a URL with a special scheme (http, https,
 // ws, wss, ftp): input is the host as written between the authority's
 // userinfo and port, still percent-encoded.
-func parseHost(input string) (webHost, error) {
+func ParseHost(input string) (Host, error) {
 	if input == "" {
-		return webHost{}, errHostEmpty
+		return Host{}, errHostEmpty
 	}
 	if input[0] == '[' {
 		if len(input) < 2 || input[len(input)-1] != ']' {
-			return webHost{}, errHostInvalid
+			return Host{}, errHostInvalid
 		}
 		a, ok := parseIPv6(input[1 : len(input)-1])
 		if !ok {
-			return webHost{}, errHostInvalid
+			return Host{}, errHostInvalid
 		}
 		return ipv6Host(a), nil
 	}
 	domain := percentDecode(input)
 	if !utf8.ValidString(domain) {
-		return webHost{}, errHostInvalid // the standard decodes it to U+FFFD, which IDNA refuses
+		return Host{}, errHostInvalid // the standard decodes it to U+FFFD, which IDNA refuses
 	}
 	if hasFormatControl(domain) {
-		return webHost{}, errHostControl
+		return Host{}, errHostControl
 	}
 	ascii, err := domainToASCII(domain)
 	if err != nil {
-		return webHost{}, err
+		return Host{}, err
 	}
 	if strings.ContainsFunc(ascii, forbiddenDomainRune) {
-		return webHost{}, errHostInvalid
+		return Host{}, errHostInvalid
 	}
 	if endsInNumber(ascii) {
 		v, ok := parseIPv4(ascii)
 		if !ok {
-			return webHost{}, errHostInvalid
+			return Host{}, errHostInvalid
 		}
 		a := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
-		return webHost{kind: hostIPv4, ascii: a.String(), addr: a}, nil
+		return Host{kind: hostIPv4, ASCII: a.String(), addr: a}, nil
 	}
 	if err := checkDNSName(ascii); err != nil {
-		return webHost{}, err
+		return Host{}, err
 	}
-	return webHost{kind: hostDomain, ascii: ascii}, nil
+	return Host{kind: hostDomain, ASCII: ascii}, nil
 }
 
 // percentDecode decodes %XX escapes; a '%' not followed by two hex digits
@@ -358,12 +358,12 @@ func digitValue(c byte) (uint64, bool) {
 // ipv6Host builds the host of an IPv6 address, serialized as the standard
 // does: lower-case hex, the first longest run of two or more zero pieces
 // compressed, never a dotted IPv4 tail.
-func ipv6Host(a [8]uint16) webHost {
+func ipv6Host(a [8]uint16) Host {
 	var b [16]byte
 	for i, p := range a {
 		binary.BigEndian.PutUint16(b[2*i:], p)
 	}
-	return webHost{kind: hostIPv6, ascii: "[" + serializeIPv6(a) + "]", addr: netip.AddrFrom16(b)}
+	return Host{kind: hostIPv6, ASCII: "[" + serializeIPv6(a) + "]", addr: netip.AddrFrom16(b)}
 }
 
 func serializeIPv6(a [8]uint16) string {

@@ -1,4 +1,4 @@
-package shortener
+package urlpolicy
 
 import (
 	"net/netip"
@@ -11,9 +11,9 @@ import (
 // .localhost, which browsers and resolvers send to the loopback (RFC 6761).
 // No name is resolved: a public name that resolves to a private address
 // passes; that is the resolver's and the network's business.
-func privateHost(h webHost) bool {
+func privateHost(h Host) bool {
 	if h.kind == hostDomain {
-		name := strings.TrimSuffix(h.ascii, ".")
+		name := strings.TrimSuffix(h.ASCII, ".")
 		return name == "localhost" || strings.HasSuffix(name, ".localhost")
 	}
 	return privateAddr(h.addr)

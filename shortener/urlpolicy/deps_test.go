@@ -1,0 +1,13 @@
+package urlpolicy
+
+import (
+	"testing"
+
+	"github.com/edgekit/caddy-edgekit/internal/testenv"
+)
+
+// The URL policy is a library below the module: it imports nothing of
+// Caddy, zap or this module.
+func TestImportsNoCaddyZapOrModule(t *testing.T) {
+	testenv.ForbidDeps(t, testenv.CaddyPrefix, testenv.ZapPrefix, testenv.ModulePrefix)
+}
