@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/edgekit/caddy-edgekit/internal/strictjson"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
@@ -38,7 +39,7 @@ type linkRequest struct {
 	Tags []string `json:"tags,omitempty"`
 	// Notes: at most 2,000 characters; line breaks and tabs allowed.
 	Notes string `json:"notes,omitempty"`
-	ruleRequest
+	link.RuleRequest
 	// Reuse: without a custom code, answer an existing link instead of
 	// creating one when one matches (reuse.go).
 	Reuse bool `json:"reuse,omitempty"`
@@ -56,7 +57,7 @@ type linkResponse struct {
 	Title *string  `json:"title"`
 	Tags  []string `json:"tags"`
 	Notes *string  `json:"notes"`
-	ruleResponse
+	link.RuleResponse
 	// Clicks is the link's all-time click total, in GET answers only;
 	// absent when click counting is off or its counters cannot be read.
 	Clicks *int64 `json:"clicks,omitempty"`
@@ -181,12 +182,12 @@ func (h *Handler) shortURL(r *http.Request, code string) string {
 	return scheme + "://" + r.Host + "/" + code
 }
 
-func (h *Handler) response(r *http.Request, l Link) linkResponse {
+func (h *Handler) response(r *http.Request, l link.Link) linkResponse {
 	out := linkResponse{Code: l.Code, ShortURL: h.shortURL(r, l.Code), LongURL: l.LongURL, CreatedAt: l.CreatedAt.UTC()}
-	out.ExpiresAt, out.RevokedAt = utcOrNil(l.ExpiresAt), utcOrNil(l.RevokedAt)
-	out.Title, out.Notes = textOrNil(l.Title), textOrNil(l.Notes)
-	out.Tags = tagsOrNil(l.Tags)
-	out.ruleResponse = rulesResponse(l)
+	out.ExpiresAt, out.RevokedAt = link.UTCOrNil(l.ExpiresAt), link.UTCOrNil(l.RevokedAt)
+	out.Title, out.Notes = link.TextOrNil(l.Title), link.TextOrNil(l.Notes)
+	out.Tags = link.TagsOrNil(l.Tags)
+	out.RuleResponse = link.RulesResponse(l)
 	return out
 }
 
@@ -242,7 +243,7 @@ func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		l.Code, l.Custom = req.Code, true
-		if err := h.store.Create(ctx, l); errors.Is(err, ErrCodeTaken) {
+		if err := h.store.Create(ctx, l); errors.Is(err, link.ErrCodeTaken) {
 			return apiErr(http.StatusConflict, "code '%s' is already taken", req.Code)
 		} else if err != nil {
 			return h.createErr(err)
@@ -256,7 +257,7 @@ func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	w.Header().Set("ETag", etag(l))
+	w.Header().Set("ETag", link.ETag(l))
 	// The link is committed. Write it through to Redis (replacing any
 	// negative entry) and drop it from every L1; a Redis failure here only
 	// delays the first redirect until negative entries expire.
@@ -286,7 +287,7 @@ func decodeLinkRequest(body []byte) (linkRequest, error) {
 	if err := strictjson.Decode(body, &req); err != nil {
 		return req, apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
 	}
-	if field := invalidUTF8Field(body); field != "" {
+	if field := link.InvalidUTF8Field(body); field != "" {
 		return req, apiErr(http.StatusBadRequest, "%s is not valid UTF-8", field)
 	}
 	return req, nil
@@ -294,29 +295,29 @@ func decodeLinkRequest(body []byte) (linkRequest, error) {
 
 // newLink judges a create request: the link to store (without its code)
 // and the code mode, or a 400.
-func (h *Handler) newLink(r *http.Request, req linkRequest) (Link, string, error) {
+func (h *Handler) newLink(r *http.Request, req linkRequest) (link.Link, string, error) {
 	long, err := h.policy.Check(req.LongURL, h.selfHosts(r)...)
 	if err != nil {
-		return Link{}, "", apiErr(http.StatusBadRequest, "%v", err)
+		return link.Link{}, "", apiErr(http.StatusBadRequest, "%v", err)
 	}
-	if err := checkMetadata(req.Title, req.Tags, req.Notes); err != nil {
-		return Link{}, "", apiErr(http.StatusBadRequest, "%v", err)
+	if err := link.CheckMetadata(req.Title, req.Tags, req.Notes); err != nil {
+		return link.Link{}, "", apiErr(http.StatusBadRequest, "%v", err)
 	}
 	now := h.now()
-	l := Link{LongURL: long, CreatedAt: now.UTC().Truncate(time.Microsecond),
-		Title: req.Title, Tags: tagsOrNil(req.Tags), Notes: req.Notes}
+	l := link.Link{LongURL: long, CreatedAt: now.UTC().Truncate(time.Microsecond),
+		Title: req.Title, Tags: link.TagsOrNil(req.Tags), Notes: req.Notes}
 	if req.ExpiresAt != "" {
 		t, err := time.Parse(time.RFC3339, req.ExpiresAt)
 		if err != nil {
-			return Link{}, "", apiErr(http.StatusBadRequest, "expires_at must be an RFC 3339 time")
+			return link.Link{}, "", apiErr(http.StatusBadRequest, "expires_at must be an RFC 3339 time")
 		}
 		if !t.After(now) {
-			return Link{}, "", apiErr(http.StatusBadRequest, "expires_at is in the past")
+			return link.Link{}, "", apiErr(http.StatusBadRequest, "expires_at is in the past")
 		}
 		l.ExpiresAt = t.UTC()
 	}
-	if err := req.applyRules(&l); err != nil {
-		return Link{}, "", apiErr(http.StatusBadRequest, "%v", err)
+	if err := req.ApplyRules(&l); err != nil {
+		return link.Link{}, "", apiErr(http.StatusBadRequest, "%v", err)
 	}
 	mode := h.Codes
 	switch req.Codes {
@@ -324,18 +325,18 @@ func (h *Handler) newLink(r *http.Request, req linkRequest) (Link, string, error
 	case "random", "sequential":
 		mode = req.Codes
 	default:
-		return Link{}, "", apiErr(http.StatusBadRequest, "codes must be random or sequential")
+		return link.Link{}, "", apiErr(http.StatusBadRequest, "codes must be random or sequential")
 	}
 	return l, mode, nil
 }
 
 // createRandom draws codes until one is free: maxCodeAttempts per length,
 // then one character longer.
-func (h *Handler) createRandom(ctx context.Context, l *Link) error {
+func (h *Handler) createRandom(ctx context.Context, l *link.Link) error {
 	n := h.CodeLength
 	for length := n; length < n+3; length++ {
 		for range maxCodeAttempts {
-			code, err := RandomCode(length)
+			code, err := link.RandomCode(length)
 			if err != nil {
 				return err
 			}
@@ -344,7 +345,7 @@ func (h *Handler) createRandom(ctx context.Context, l *Link) error {
 			if err == nil {
 				return nil
 			}
-			if !errors.Is(err, ErrCodeTaken) {
+			if !errors.Is(err, link.ErrCodeTaken) {
 				return h.createErr(err)
 			}
 			h.metrics.retries.Inc()
@@ -355,18 +356,18 @@ func (h *Handler) createRandom(ctx context.Context, l *Link) error {
 
 // createSequential takes the next ID of the current block; an ID whose code
 // is taken (by a custom code) is skipped.
-func (h *Handler) createSequential(ctx context.Context, l *Link) error {
+func (h *Handler) createSequential(ctx context.Context, l *link.Link) error {
 	for range maxCodeAttempts {
 		id, err := h.blocks.nextID(ctx, h.store, int64(h.BlockSize))
 		if err != nil {
 			return h.storeErr(err)
 		}
-		l.Code = SequentialCode(id)
+		l.Code = link.SequentialCode(id)
 		err = h.store.Create(ctx, *l)
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, ErrCodeTaken) {
+		if !errors.Is(err, link.ErrCodeTaken) {
 			return h.createErr(err)
 		}
 		h.metrics.retries.Inc()
@@ -385,19 +386,19 @@ func (h *Handler) selfHosts(r *http.Request) []string {
 
 // apiGet answers GET <api>/links/<code>.
 func (h *Handler) apiGet(w http.ResponseWriter, r *http.Request, code string) error {
-	if !ValidLookupCode(code) {
+	if !link.ValidLookupCode(code) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
 	l, err := h.store.Get(ctx, code)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, link.ErrNotFound) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	if err != nil {
 		return h.storeErr(err)
 	}
-	w.Header().Set("ETag", etag(l))
+	w.Header().Set("ETag", link.ETag(l))
 	out := h.response(r, l)
 	if h.clicks != nil {
 		if n, err := h.clicks.Total(ctx, code); err == nil {
@@ -414,20 +415,20 @@ func (h *Handler) apiGet(w http.ResponseWriter, r *http.Request, code string) er
 // store, its Redis entry replaced by a gone marker and every instance told
 // to drop it from L1.
 func (h *Handler) apiDelete(w http.ResponseWriter, r *http.Request, code string) error {
-	if !ValidLookupCode(code) {
+	if !link.ValidLookupCode(code) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
 	now := h.now().UTC()
 	err := h.store.Revoke(ctx, code, now)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, link.ErrNotFound) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	if err != nil {
 		return h.storeErr(err)
 	}
-	if err := h.cache.publishLink(ctx, Link{Code: code, RevokedAt: now}); err != nil {
+	if err := h.cache.publishLink(ctx, link.Link{Code: code, RevokedAt: now}); err != nil {
 		// Other instances would keep redirecting from Redis: say so, so the
 		// client retries (revoking again is harmless).
 		h.logger.Warn("publishing revocation to redis", zap.Error(err))

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/edgekit/caddy-edgekit/internal/strictjson"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // POST <api>/links/batch creates up to maxBatch links in one store
@@ -63,7 +64,7 @@ func (h *Handler) apiBatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return h.idemRefused(ctx, w, claim, err)
 	}
-	return h.answerTx(ctx, w, r, claim, items, func(items []*createItem) IdemAnswer {
+	return h.answerTx(ctx, w, r, claim, items, func(items []*createItem) link.IdemAnswer {
 		out := struct {
 			Results []batchResult `json:"results"`
 		}{make([]batchResult, len(items))}
@@ -118,7 +119,7 @@ func (h *Handler) batchItems(r *http.Request, req batchRequest, decodeErr error)
 
 // apiCreateTx answers POST <api>/links with an Idempotency-Key or reuse:
 // req and decodeErr as decoded from the body.
-func (h *Handler) apiCreateTx(w http.ResponseWriter, r *http.Request, claim *IdemClaim, req linkRequest, decodeErr error) error {
+func (h *Handler) apiCreateTx(w http.ResponseWriter, r *http.Request, claim *link.IdemClaim, req linkRequest, decodeErr error) error {
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
 	if decodeErr != nil {
@@ -128,7 +129,7 @@ func (h *Handler) apiCreateTx(w http.ResponseWriter, r *http.Request, claim *Ide
 	if it.refused != nil {
 		return h.idemRefused(ctx, w, claim, it.refused)
 	}
-	return h.answerTx(ctx, w, r, claim, []*createItem{it}, func(items []*createItem) IdemAnswer {
+	return h.answerTx(ctx, w, r, claim, []*createItem{it}, func(items []*createItem) link.IdemAnswer {
 		status, link, err := h.itemAnswer(r, items[0])
 		if err != nil {
 			return renderJSON(status, map[string]string{"error": err.Error()})
@@ -139,8 +140,8 @@ func (h *Handler) apiCreateTx(w http.ResponseWriter, r *http.Request, claim *Ide
 
 // answerTx creates items in one transaction, publishes the links created
 // and writes the (possibly replayed) answer.
-func (h *Handler) answerTx(ctx context.Context, w http.ResponseWriter, r *http.Request, claim *IdemClaim,
-	items []*createItem, render func([]*createItem) IdemAnswer) error {
+func (h *Handler) answerTx(ctx context.Context, w http.ResponseWriter, r *http.Request, claim *link.IdemClaim,
+	items []*createItem, render func([]*createItem) link.IdemAnswer) error {
 	ts, ok := txStoreOf(h.store)
 	if !ok {
 		return apiErr(http.StatusNotImplemented, "this link store cannot create in transactions")
@@ -148,7 +149,7 @@ func (h *Handler) answerTx(ctx context.Context, w http.ResponseWriter, r *http.R
 	ans, replayed, err := h.runCreate(ctx, ts, claim, items, render)
 	var ae apiError
 	switch {
-	case errors.Is(err, ErrIdemMismatch):
+	case errors.Is(err, link.ErrIdemMismatch):
 		return idemMismatch()
 	case errors.As(err, &ae):
 		return err
@@ -156,7 +157,7 @@ func (h *Handler) answerTx(ctx context.Context, w http.ResponseWriter, r *http.R
 		return h.createErr(err)
 	}
 	if !replayed {
-		var created []Link
+		var created []link.Link
 		for _, it := range items {
 			if it.status == http.StatusCreated {
 				created = append(created, it.result)
@@ -187,10 +188,10 @@ func (h *Handler) itemAnswer(r *http.Request, it *createItem) (int, *linkRespons
 }
 
 // renderJSON renders an answer as writeJSON writes it.
-func renderJSON(status int, v any) IdemAnswer {
+func renderJSON(status int, v any) link.IdemAnswer {
 	b, err := json.Marshal(v)
 	if err != nil { // only plain structs, maps and strings reach here
-		return IdemAnswer{Status: http.StatusInternalServerError, Body: []byte(`{"error":"internal error"}` + "\n")}
+		return link.IdemAnswer{Status: http.StatusInternalServerError, Body: []byte(`{"error":"internal error"}` + "\n")}
 	}
-	return IdemAnswer{Status: status, Body: append(b, '\n')}
+	return link.IdemAnswer{Status: status, Body: append(b, '\n')}
 }

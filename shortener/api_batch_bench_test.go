@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // BenchmarkBatchCreate is POST <api>/links/batch of 1,000 links with random
@@ -17,7 +18,7 @@ func BenchmarkBatchCreate(b *testing.B) { onBenchStores(b, benchBatchCreate) }
 
 // onBenchStores runs bench on a PostgreSQL store of its own and on an
 // embedded one, as the sub-benchmarks postgres and embedded.
-func onBenchStores(b *testing.B, bench func(b *testing.B, s Store)) {
+func onBenchStores(b *testing.B, bench func(b *testing.B, s link.Store)) {
 	b.Run("postgres", func(b *testing.B) {
 		s, _ := openPostgresOwn(b, testenv.Postgres(b), pgpool.Settings{})
 		bench(b, s)
@@ -25,7 +26,7 @@ func onBenchStores(b *testing.B, bench func(b *testing.B, s Store)) {
 	b.Run("embedded", func(b *testing.B) { bench(b, openTestEmbeddedB(b)) })
 }
 
-func benchBatchCreate(b *testing.B, s Store) {
+func benchBatchCreate(b *testing.B, s link.Store) {
 	h := newHandler(b, s, nil)
 	n := 0
 	b.ReportAllocs()

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 )
@@ -30,7 +31,7 @@ const permanentWarning = "this link is served with a permanent redirect (301 or 
 // under If-Match when given; then published to Redis and every L1 like a
 // create or delete.
 func (h *Handler) apiPatch(w http.ResponseWriter, r *http.Request, code string) error {
-	if !ValidLookupCode(code) {
+	if !link.ValidLookupCode(code) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	if err := checkPatchType(r.Header.Values("Content-Type")); err != nil {
@@ -55,11 +56,11 @@ func (h *Handler) apiPatch(w http.ResponseWriter, r *http.Request, code string) 
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
 	var urlChanged bool
-	l, err := editor.Edit(ctx, code, Edit{IfMatch: ifMatch, Key: keyFingerprint(r), At: h.now().UTC(),
-		Apply: func(l *Link) error {
+	l, err := editor.Edit(ctx, code, link.Edit{IfMatch: ifMatch, Key: keyFingerprint(r), At: h.now().UTC(),
+		Apply: func(l *link.Link) error {
 			urlChanged = p.longURL != nil && *p.longURL != l.LongURL
 			p.apply(l)
-			if err := checkRules(*l); err != nil { // valid_from against expires_at
+			if err := link.CheckRules(*l); err != nil { // valid_from against expires_at
 				return apiErr(http.StatusBadRequest, "%v", err)
 			}
 			return nil
@@ -67,7 +68,7 @@ func (h *Handler) apiPatch(w http.ResponseWriter, r *http.Request, code string) 
 	if err != nil {
 		return h.editErr(err)
 	}
-	w.Header().Set("ETag", etag(l))
+	w.Header().Set("ETag", link.ETag(l))
 	if err := h.cache.publishLink(ctx, l); err != nil {
 		// Other instances would keep the old destination from Redis: say
 		// so, so the client retries (the same patch again changes nothing
@@ -85,17 +86,17 @@ func (h *Handler) apiPatch(w http.ResponseWriter, r *http.Request, code string) 
 
 // editor is the handler's store as a LinkEditor (both stores are one; a
 // store given to the handler by a test may not be).
-func (h *Handler) editor() (LinkEditor, bool) {
+func (h *Handler) editor() (link.LinkEditor, bool) {
 	s := h.store
 	if sh, ok := s.(sharedStore); ok {
 		s = sh.Store
 	}
-	e, ok := s.(LinkEditor)
+	e, ok := s.(link.LinkEditor)
 	return e, ok
 }
 
 // permanent reports whether the link is served with a permanent redirect.
-func (h *Handler) permanent(l Link) bool {
+func (h *Handler) permanent(l link.Link) bool {
 	s := l.RedirectStatus
 	if s == 0 {
 		s = h.Status
@@ -110,11 +111,11 @@ func (h *Handler) editErr(err error) error {
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, link.ErrNotFound):
 		return apiErr(http.StatusNotFound, "link not found")
-	case errors.Is(err, ErrRevoked):
+	case errors.Is(err, link.ErrRevoked):
 		return apiErr(http.StatusConflict, "link is revoked and cannot be edited")
-	case errors.Is(err, ErrVersionMismatch):
+	case errors.Is(err, link.ErrVersionMismatch):
 		return apiErr(http.StatusPreconditionFailed, "If-Match does not match the link's current ETag; nothing was changed")
 	case pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded):
 		h.logger.Warn("shortener api: store did not answer in time; the edit may have been applied", zap.Error(err))

@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"encoding/json"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"slices"
 	"testing"
@@ -70,7 +71,7 @@ func FuzzAPIPatch(f *testing.F) {
 }
 
 // sameLink compares every stored field and the version.
-func sameLink(a, b Link) bool {
+func sameLink(a, b link.Link) bool {
 	return a.Code == b.Code && a.LongURL == b.LongURL && a.CreatedAt.Equal(b.CreatedAt) &&
 		a.ExpiresAt.Equal(b.ExpiresAt) && a.RevokedAt.Equal(b.RevokedAt) && a.Title == b.Title &&
 		slices.Equal(a.Tags, b.Tags) && a.Notes == b.Notes && a.Version == b.Version
@@ -78,12 +79,12 @@ func sameLink(a, b Link) bool {
 
 // checkValidLink: the link as edited passes what create checks, and
 // redirects to exactly its URL.
-func checkValidLink(t *testing.T, h *Handler, body string, l Link) {
+func checkValidLink(t *testing.T, h *Handler, body string, l link.Link) {
 	t.Helper()
 	if long, err := h.policy.Check(l.LongURL, "sho.rt"); err != nil || long != l.LongURL {
 		t.Fatalf("PATCH %q stored a long URL create would refuse or change: %q → %q, %v", body, l.LongURL, long, err)
 	}
-	if err := checkMetadata(l.Title, l.Tags, l.Notes); err != nil {
+	if err := link.CheckMetadata(l.Title, l.Tags, l.Notes); err != nil {
 		t.Fatalf("PATCH %q stored metadata out of bounds: %v", body, err)
 	}
 	if !l.ExpiresAt.IsZero() && !l.ExpiresAt.After(time.Now().Add(-time.Minute)) {

@@ -3,6 +3,7 @@ package shortener
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -13,7 +14,7 @@ import (
 )
 
 // bothStores runs f on a fresh embedded store and a fresh PostgreSQL store.
-func bothStores(t *testing.T, f func(t *testing.T, s Store)) {
+func bothStores(t *testing.T, f func(t *testing.T, s link.Store)) {
 	t.Run("embedded", func(t *testing.T) { f(t, openTestEmbedded(t)) })
 	t.Run("postgres", func(t *testing.T) { f(t, openTestPostgres(t)) })
 }
@@ -49,7 +50,7 @@ func getLink(t testing.TB, h *Handler, code string) (linkResponse, string) {
 // stores: absent keeps, null clears (long_url cannot be cleared), a value
 // replaces (tags as a whole), and every refusal changes nothing.
 func TestAPIPatchMergeSemantics(t *testing.T) {
-	bothStores(t, func(t *testing.T, s Store) {
+	bothStores(t, func(t *testing.T, s link.Store) {
 		h := newHandler(t, s, nil)
 		exp := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
 		exp2 := exp.Add(24 * time.Hour)
@@ -89,7 +90,7 @@ func TestAPIPatchMergeSemantics(t *testing.T) {
 			{"bad expiry", `{"expires_at":"tomorrow"}`, 400, nil},
 			{"bad tag", `{"tags":["a b"]}`, 400, nil},
 			{"dup tag", `{"tags":["a","a"]}`, 400, nil},
-			{"long title", fmt.Sprintf(`{"title":%q}`, strings.Repeat("t", maxTitle+1)), 400, nil},
+			{"long title", fmt.Sprintf(`{"title":%q}`, strings.Repeat("t", link.MaxTitle+1)), 400, nil},
 			{"title newline", `{"title":"a\nb"}`, 400, nil},
 			{"unknown", `{"code":"other","title":"x"}`, 400, nil},
 			{"twice", `{"title":"a","title":"b"}`, 400, nil},
@@ -140,8 +141,8 @@ func fieldsOf(t *testing.T, l linkResponse) map[string]string {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	for _, f := range editableFields {
-		out[f.name] = compactJSON(t, all[f.name])
+	for _, f := range link.EditableFields {
+		out[f.Name] = compactJSON(t, all[f.Name])
 	}
 	return out
 }
@@ -244,7 +245,7 @@ func TestAPIPatchWarning(t *testing.T) {
 // TestAPIPatchRace: 50 concurrent PATCHes with one ETag, over a few
 // rounds, on both stores: exactly one 200 a round, the rest 412.
 func TestAPIPatchRace(t *testing.T) {
-	bothStores(t, func(t *testing.T, s Store) {
+	bothStores(t, func(t *testing.T, s link.Store) {
 		h := newHandler(t, s, nil)
 		code := create(t, h, `{"long_url":"https://example.com/race"}`).Code
 		const n = 50
@@ -295,7 +296,7 @@ func TestAPIPatchRace(t *testing.T) {
 // TestAPIHistory: the history answer, its pages, its key fingerprints and
 // its parameters.
 func TestAPIHistory(t *testing.T) {
-	bothStores(t, func(t *testing.T, s Store) {
+	bothStores(t, func(t *testing.T, s link.Store) {
 		const otherKey = "other-key-0123456789"
 		h := newHandler(t, s, func(h *Handler) { withReadKey(h); h.APIKeys = append(h.APIKeys, otherKey) })
 		code := create(t, h, `{"long_url":"https://example.com/h0","title":"first"}`).Code

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgekit/caddy-edgekit/internal/strictjson"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // FuzzAPICreate sends any body to POST /api/links: no panic, only the
@@ -127,10 +128,10 @@ func checkMetadataStored(t *testing.T, s *memStore, body string, out linkRespons
 	}
 	assertMetadata(t, fmt.Sprintf("body %q: answered", body), out, req)
 	l, err := s.Get(context.Background(), out.Code)
-	if err != nil || l.Title != req.Title || !slices.Equal(l.Tags, tagsOrNil(req.Tags)) || l.Notes != req.Notes {
+	if err != nil || l.Title != req.Title || !slices.Equal(l.Tags, link.TagsOrNil(req.Tags)) || l.Notes != req.Notes {
 		t.Fatalf("body %q: stored %+v, %v", body, l, err)
 	}
-	if err := checkMetadata(l.Title, l.Tags, l.Notes); err != nil {
+	if err := link.CheckMetadata(l.Title, l.Tags, l.Notes); err != nil {
 		t.Fatalf("body %q: stored metadata out of bounds: %v", body, err)
 	}
 }
@@ -147,10 +148,10 @@ func checkRulesStored(t *testing.T, s *memStore, body string, out linkResponse) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkRules(l); err != nil {
+	if err := link.CheckRules(l); err != nil {
 		t.Fatalf("body %q: stored rules out of bounds: %v", body, err)
 	}
-	want := Link{Code: out.Code, ForwardQuery: req.ForwardQuery}
+	want := link.Link{Code: out.Code, ForwardQuery: req.ForwardQuery}
 	if req.RedirectStatus != nil {
 		want.RedirectStatus = *req.RedirectStatus
 	}
@@ -165,8 +166,8 @@ func checkRulesStored(t *testing.T, s *memStore, body string, out linkResponse) 
 		want.ValidFrom = v.UTC().Truncate(time.Microsecond)
 	}
 	assertRules(t, l, want)
-	if got := mustJSON(out.ruleResponse); got != mustJSON(rulesResponse(l)) {
-		t.Fatalf("body %q: answered rules %s, stored %s", body, got, mustJSON(rulesResponse(l)))
+	if got := mustJSON(out.RuleResponse); got != mustJSON(link.RulesResponse(l)) {
+		t.Fatalf("body %q: answered rules %s, stored %s", body, got, mustJSON(link.RulesResponse(l)))
 	}
 }
 

@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"errors"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"strconv"
 	"time"
@@ -24,7 +25,7 @@ type historyEntry struct {
 	Key string `json:"key"`
 	// Changes holds each changed field's old and new value ("from", "to"),
 	// null for none.
-	Changes map[string]Change `json:"changes"`
+	Changes map[string]link.Change `json:"changes"`
 }
 
 type historyResponse struct {
@@ -39,7 +40,7 @@ type historyResponse struct {
 // no entry (revoked_at shows it); the creation is no entry either (the
 // first edit's "from" values are the link as created).
 func (h *Handler) apiHistory(w http.ResponseWriter, r *http.Request, code string) error {
-	if !ValidLookupCode(code) {
+	if !link.ValidLookupCode(code) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	limit, before, err := historyParams(r)
@@ -53,7 +54,7 @@ func (h *Handler) apiHistory(w http.ResponseWriter, r *http.Request, code string
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
 	entries, err := editor.History(ctx, code, before, limit+1)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, link.ErrNotFound) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	if err != nil {

@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // txStores opens each store that implements TxStore, fresh for each call.
-var txStores = map[string]func(t *testing.T) Store{
+var txStores = map[string]func(t *testing.T) link.Store{
 	"embedded": openTestEmbedded,
 	"postgres": openTestPostgres,
 }
@@ -123,7 +124,7 @@ func TestAPIIdempotencyReplayAfterValidityChanges(t *testing.T) {
 				t.Errorf("fresh key, past expiry = %d %s, want 400", w.Code, w.Body)
 			}
 			// After 24 hours the key is forgotten.
-			clk.Advance(idemTTL)
+			clk.Advance(link.IdemTTL)
 			if w := serve(t, h, "POST", "/api/links", body, idem("exp")...); w.Code != http.StatusBadRequest {
 				t.Errorf("retry after 24h = %d %s, want 400 (record expired)", w.Code, w.Body)
 			}
@@ -133,8 +134,8 @@ func TestAPIIdempotencyReplayAfterValidityChanges(t *testing.T) {
 
 // failBlocks fails NextBlock while fail is set.
 type failBlocks struct {
-	TxStore
-	Store
+	link.TxStore
+	link.Store
 	fail atomic.Bool
 }
 
@@ -150,7 +151,7 @@ func TestAPIIdempotency5xxNotReplayed(t *testing.T) {
 	for name, open := range txStores {
 		t.Run(name, func(t *testing.T) {
 			s := open(t)
-			f := &failBlocks{TxStore: s.(TxStore), Store: s}
+			f := &failBlocks{TxStore: s.(link.TxStore), Store: s}
 			h := newHandler(t, f, func(h *Handler) { h.Codes = "sequential" })
 			body := `{"long_url":"https://example.com/5xx"}`
 			f.fail.Store(true)
@@ -229,7 +230,7 @@ func TestEmbeddedIdempotentConcurrentDuplicates(t *testing.T) {
 		t.Fatalf("answer = %d %s, want 201", ws[0].Code, ws[0].Body)
 	}
 	sameAnswers(t, ws, 1)
-	codes, err := s.(CodeLister).ScanCodes(context.Background(), "", 100)
+	codes, err := s.(link.CodeLister).ScanCodes(context.Background(), "", 100)
 	if err != nil || len(codes) != 1 {
 		t.Errorf("stored codes %v (%v), want 1", codes, err)
 	}

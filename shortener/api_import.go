@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.uber.org/zap"
 )
 
@@ -89,7 +90,7 @@ func (h *Handler) apiImport(w http.ResponseWriter, r *http.Request, idem string,
 // publishImported writes the links created to the caches, as a create
 // does (a negative entry of the code is replaced).
 func (h *Handler) publishImported(ctx context.Context, entries []*importEntry) {
-	var created []Link
+	var created []link.Link
 	for _, e := range entries {
 		if e.result == importCreated {
 			created = append(created, e.link.Link)
@@ -130,7 +131,16 @@ func importAnswerOf(entries []*importEntry, dryRun bool) importAnswer {
 }
 
 // importedOf shows a stored link as an import item.
-func importedOf(s ImportLink) *importedLink {
-	return &importedLink{LongURL: s.LongURL, CreatedAt: s.CreatedAt.UTC(), Tags: tagsOrNil(s.Tags), Clicks: s.Baseline,
-		ExpiresAt: utcOrNil(s.ExpiresAt), RevokedAt: utcOrNil(s.RevokedAt), Title: textOrNil(s.Title), Notes: textOrNil(s.Notes)}
+func importedOf(s link.ImportLink) *importedLink {
+	return &importedLink{LongURL: s.LongURL, CreatedAt: s.CreatedAt.UTC(), Tags: link.TagsOrNil(s.Tags), Clicks: s.Baseline,
+		ExpiresAt: link.UTCOrNil(s.ExpiresAt), RevokedAt: link.UTCOrNil(s.RevokedAt), Title: link.TextOrNil(s.Title), Notes: link.TextOrNil(s.Notes)}
+}
+
+// importStoreOf is the ImportStore behind a handler's store, if any.
+func importStoreOf(s link.Store) (link.ImportStore, bool) {
+	if sh, ok := s.(sharedStore); ok {
+		s = sh.Store
+	}
+	is, ok := s.(link.ImportStore)
+	return is, ok
 }

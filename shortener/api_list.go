@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"errors"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,12 +17,12 @@ type listResponse struct {
 }
 
 // lister returns the handler's store as a LinkLister, or nil.
-func (h *Handler) lister() LinkLister {
+func (h *Handler) lister() link.LinkLister {
 	s := h.store
 	if sh, ok := s.(sharedStore); ok {
 		s = sh.Store
 	}
-	ll, _ := s.(LinkLister)
+	ll, _ := s.(link.LinkLister)
 	return ll
 }
 
@@ -39,7 +40,7 @@ func (h *Handler) apiList(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
 	page, err := ll.ListLinks(ctx, q)
-	if errors.Is(err, ErrBadCursor) {
+	if errors.Is(err, link.ErrBadCursor) {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
 	if err != nil {
@@ -58,7 +59,7 @@ func (h *Handler) apiList(w http.ResponseWriter, r *http.Request) error {
 
 // listedResponse is a listed link as GET <api>/links/<code> shows it,
 // clicks included when clicks are counted.
-func (h *Handler) listedResponse(r *http.Request, l ListedLink) linkResponse {
+func (h *Handler) listedResponse(r *http.Request, l link.ListedLink) linkResponse {
 	out := h.response(r, l.Link)
 	if h.clicks != nil {
 		n := l.Clicks
@@ -72,12 +73,12 @@ func (h *Handler) listedResponse(r *http.Request, l ListedLink) linkResponse {
 // given twice. An empty value stands for the default. Parameters it does
 // not know are ignored, as Shlink and Dub do (clients add cache busters
 // and tracking parameters).
-func parseListQuery(raw string) (ListQuery, error) {
+func parseListQuery(raw string) (link.ListQuery, error) {
 	vals, err := url.ParseQuery(raw)
 	if err != nil {
-		return ListQuery{}, apiErr(http.StatusBadRequest, "query string: %v", err)
+		return link.ListQuery{}, apiErr(http.StatusBadRequest, "query string: %v", err)
 	}
-	var q ListQuery
+	var q link.ListQuery
 	get := func(name string) (string, error) {
 		v := vals[name]
 		if len(v) > 1 {
@@ -101,38 +102,38 @@ func parseListQuery(raw string) (ListQuery, error) {
 	} {
 		v, err := get(p.name)
 		if err != nil {
-			return ListQuery{}, err
+			return link.ListQuery{}, err
 		}
 		if v == "" {
 			continue
 		}
 		if err := p.check(v); err != nil {
-			return ListQuery{}, err
+			return link.ListQuery{}, err
 		}
 	}
 	return q, nil
 }
 
 func checkListQ(v string) error {
-	if err := checkText("q", v, MaxListQuery, false); err != nil {
+	if err := link.CheckText("q", v, link.MaxListQuery, false); err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
-	if n := len([]rune(v)); n < MinListQuery {
-		return apiErr(http.StatusBadRequest, "q is %d characters long, at least %d are required", n, MinListQuery)
+	if n := len([]rune(v)); n < link.MinListQuery {
+		return apiErr(http.StatusBadRequest, "q is %d characters long, at least %d are required", n, link.MinListQuery)
 	}
 	return nil
 }
 
 func checkListTag(v string) error {
-	if err := checkMetadata("", []string{v}, ""); err != nil {
-		return apiErr(http.StatusBadRequest, "tag: a tag is 1 to %d of A-Z a-z 0-9 _ . : -", maxTagLen)
+	if err := link.CheckMetadata("", []string{v}, ""); err != nil {
+		return apiErr(http.StatusBadRequest, "tag: a tag is 1 to %d of A-Z a-z 0-9 _ . : -", link.MaxTagLen)
 	}
 	return nil
 }
 
 func checkListStatus(v string) error {
 	switch v {
-	case StatusActive, StatusExpired, StatusRevoked, StatusExhausted, StatusScheduled, StatusAll:
+	case link.StatusActive, link.StatusExpired, link.StatusRevoked, link.StatusExhausted, link.StatusScheduled, link.StatusAll:
 		return nil
 	}
 	return apiErr(http.StatusBadRequest, "status must be active, expired, revoked, exhausted, scheduled or all")
@@ -140,7 +141,7 @@ func checkListStatus(v string) error {
 
 func checkListSort(v string) error {
 	switch v {
-	case SortCreated, SortCreatedDesc, SortClicks, SortClicksDesc:
+	case link.SortCreated, link.SortCreatedDesc, link.SortClicks, link.SortClicksDesc:
 		return nil
 	}
 	return apiErr(http.StatusBadRequest, "sort must be created, -created, clicks or -clicks")
@@ -148,8 +149,8 @@ func checkListSort(v string) error {
 
 func parseListLimit(v string) (int, error) {
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > MaxListLimit {
-		return 0, apiErr(http.StatusBadRequest, "limit must be an integer from 1 to %d", MaxListLimit)
+	if err != nil || n < 1 || n > link.MaxListLimit {
+		return 0, apiErr(http.StatusBadRequest, "limit must be an integer from 1 to %d", link.MaxListLimit)
 	}
 	return n, nil
 }

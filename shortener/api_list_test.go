@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,7 +15,7 @@ import (
 )
 
 // listStores are the two real stores the list and export tests run on.
-var listStores = map[string]func(t *testing.T) Store{"postgres": openTestPostgres, "embedded": openTestEmbedded}
+var listStores = map[string]func(t *testing.T) link.Store{"postgres": openTestPostgres, "embedded": openTestEmbedded}
 
 // getList answers GET target with a read key and decodes a 200.
 func getList(t testing.TB, h *Handler, target string) listResponse {
@@ -128,13 +129,13 @@ func TestAPIListWalkWhileCreating(t *testing.T) {
 			before := map[string]bool{}
 			for i := range 240 {
 				// Many links share a creation time: ties are broken by code.
-				l := Link{Code: fmt.Sprintf("w%04d", i), LongURL: "https://example.com/", CreatedAt: start.Add(-time.Duration(i/4) * time.Second)}
+				l := link.Link{Code: fmt.Sprintf("w%04d", i), LongURL: "https://example.com/", CreatedAt: start.Add(-time.Duration(i/4) * time.Second)}
 				if err := s.Create(ctx, l); err != nil {
 					t.Fatal(err)
 				}
 				before[l.Code] = true
 			}
-			for _, sort := range []string{SortCreated, SortCreatedDesc} {
+			for _, sort := range []string{link.SortCreated, link.SortCreatedDesc} {
 				var stop atomic.Bool
 				var wg sync.WaitGroup
 				var made atomic.Int64
@@ -145,7 +146,7 @@ func TestAPIListWalkWhileCreating(t *testing.T) {
 						for i := 0; !stop.Load(); i++ {
 							// New links land before, among and after the listed ones.
 							at := start.Add(time.Duration(i%90-60) * time.Second)
-							l := Link{Code: fmt.Sprintf("n%s%d_%d", sort[:1], g, i), LongURL: "https://example.com/n", CreatedAt: at}
+							l := link.Link{Code: fmt.Sprintf("n%s%d_%d", sort[:1], g, i), LongURL: "https://example.com/n", CreatedAt: at}
 							if err := s.Create(ctx, l); err != nil {
 								t.Error(err)
 								return
@@ -206,7 +207,7 @@ func FuzzAPIList(f *testing.F) {
 		switch w.Code {
 		case http.StatusOK:
 			var out listResponse
-			if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || len(out.Links) > MaxListLimit {
+			if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || len(out.Links) > link.MaxListLimit {
 				t.Fatalf("?%s: 200 with %s (%v)", query, w.Body, err)
 			}
 		case http.StatusBadRequest:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edgekit/caddy-edgekit/internal/strictjson"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // linkPatch is a judged merge patch of a link: a nil field is absent
@@ -38,7 +39,7 @@ var patchFields = map[string]func(h *Handler, r *http.Request, raw json.RawMessa
 		if err := decodeField("redirect_status", "301, 302, 307, 308 or null", raw, &v); err != nil {
 			return err
 		}
-		if v != nil && !validRedirectStatus(*v) {
+		if v != nil && !link.ValidRedirectStatus(*v) {
 			return apiErr(http.StatusBadRequest, "redirect_status must be 301, 302, 307 or 308")
 		}
 		n := 0
@@ -59,8 +60,8 @@ var patchFields = map[string]func(h *Handler, r *http.Request, raw json.RawMessa
 			if t, err = time.Parse(time.RFC3339, *v); err != nil {
 				return apiErr(http.StatusBadRequest, "valid_from must be an RFC 3339 time or null")
 			}
-			if t = t.UTC().Truncate(time.Microsecond); t.Before(minValidFrom) {
-				return apiErr(http.StatusBadRequest, "valid_from must not be before %s", minValidFrom.Format(time.RFC3339))
+			if t = t.UTC().Truncate(time.Microsecond); t.Before(link.MinValidFrom) {
+				return apiErr(http.StatusBadRequest, "valid_from must not be before %s", link.MinValidFrom.Format(time.RFC3339))
 			}
 		}
 		p.validFrom = &t
@@ -73,8 +74,8 @@ var patchFields = map[string]func(h *Handler, r *http.Request, raw json.RawMessa
 		}
 		var n int64
 		if v != nil {
-			if n = *v; n < 1 || n > maxMaxClicks {
-				return apiErr(http.StatusBadRequest, "max_clicks must be 1 to %d", int64(maxMaxClicks))
+			if n = *v; n < 1 || n > link.MaxMaxClicks {
+				return apiErr(http.StatusBadRequest, "max_clicks must be 1 to %d", int64(link.MaxMaxClicks))
 			}
 		}
 		p.maxClicks = &n
@@ -105,7 +106,7 @@ func (h *Handler) parsePatch(r *http.Request, body []byte) (linkPatch, error) {
 		}
 		return p, apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
 	}
-	if field := invalidUTF8Field(body); field != "" {
+	if field := link.InvalidUTF8Field(body); field != "" {
 		return p, apiErr(http.StatusBadRequest, "%s is not valid UTF-8", field)
 	}
 	var unknown []string
@@ -174,9 +175,9 @@ func patchText(name string, set func(*linkPatch, *string)) func(*Handler, *http.
 		}
 		var err error
 		if name == "title" {
-			err = checkMetadata(s, nil, "")
+			err = link.CheckMetadata(s, nil, "")
 		} else {
-			err = checkMetadata("", nil, s)
+			err = link.CheckMetadata("", nil, s)
 		}
 		if err != nil {
 			return apiErr(http.StatusBadRequest, "%v", err)
@@ -193,10 +194,10 @@ func patchTags(_ *Handler, _ *http.Request, raw json.RawMessage, p *linkPatch) e
 			return err
 		}
 	}
-	if err := checkMetadata("", tags, ""); err != nil {
+	if err := link.CheckMetadata("", tags, ""); err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
-	tags = tagsOrNil(tags)
+	tags = link.TagsOrNil(tags)
 	p.tags = &tags
 	return nil
 }
@@ -222,7 +223,7 @@ func patchExpiresAt(h *Handler, _ *http.Request, raw json.RawMessage, p *linkPat
 }
 
 // apply sets the patch's fields on l.
-func (p linkPatch) apply(l *Link) {
+func (p linkPatch) apply(l *link.Link) {
 	if p.longURL != nil {
 		l.LongURL = *p.longURL
 	}

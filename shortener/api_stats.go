@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.uber.org/zap"
 )
 
@@ -19,7 +20,7 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 	if h.clicks == nil {
 		return apiErr(http.StatusNotFound, "click counting is off")
 	}
-	if !ValidLookupCode(code) {
+	if !link.ValidLookupCode(code) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	sq, err := h.parseStatsQuery(r.URL.Query())
@@ -140,7 +141,7 @@ func (h *Handler) apiOverview(w http.ResponseWriter, r *http.Request) error {
 // linkExists is nil when the store holds code (revoked or not), else the
 // API's 404 or store error.
 func (h *Handler) linkExists(ctx context.Context, code string) error {
-	if _, err := h.store.Get(ctx, code); errors.Is(err, ErrNotFound) {
+	if _, err := h.store.Get(ctx, code); errors.Is(err, link.ErrNotFound) {
 		return apiErr(http.StatusNotFound, "link not found")
 	} else if err != nil {
 		return h.storeErr(err)

@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"encoding/csv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"reflect"
 	"strings"
@@ -13,7 +14,7 @@ import (
 // statsHandler returns a handler on s whose link code has the clicks of
 // dimMix (240 on day, 120 the next day) and a few referrers, and what
 // each dimension must count over both days.
-func statsHandler(t *testing.T, s Store, day time.Time) (*Handler, string, map[string]map[string]int64) {
+func statsHandler(t *testing.T, s link.Store, day time.Time) (*Handler, string, map[string]map[string]int64) {
 	t.Helper()
 	h := newHandler(t, s, withReadKey)
 	if h.clicks == nil {
@@ -57,7 +58,7 @@ func topOf(m map[string]int64, n int) []BreakdownEntry {
 // GET <api>/links/<code>/stats?group_by= lists each dimension's top values
 // over the range on both stores, as JSON and as CSV.
 func TestAPIStatsBreakdown(t *testing.T) {
-	bothStores(t, func(t *testing.T, s Store) {
+	bothStores(t, func(t *testing.T, s link.Store) {
 		day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 		h, code, want := statsHandler(t, s, day)
 		base := "/api/links/" + code + "/stats?from=2026-11-20T00:00:00Z&to=2026-11-22T00:00:00Z"
@@ -119,7 +120,7 @@ func TestAPIStatsBreakdownRefusals(t *testing.T) {
 // holds every click), countries, referrers and a group_by breakdown, as
 // JSON and CSV; a read key suffices.
 func TestAPIOverview(t *testing.T) {
-	bothStores(t, func(t *testing.T, s Store) {
+	bothStores(t, func(t *testing.T, s link.Store) {
 		day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 		h, code, want := statsHandler(t, s, day)
 		other := create(t, h, `{"long_url":"https://example.com/other"}`).Code

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"strings"
 	"sync"
@@ -26,7 +27,7 @@ func TestAPICreateAndGet(t *testing.T) {
 	h := newHandler(t, s, func(h *Handler) { h.now = func() time.Time { return now } })
 
 	out := create(t, h, `{"long_url":"https://example.com/x","expires_at":"2026-06-01T00:00:00Z"}`)
-	if len(out.Code) != 7 || !ValidLookupCode(out.Code) {
+	if len(out.Code) != 7 || !link.ValidLookupCode(out.Code) {
 		t.Errorf("code %q, want 7 base62 characters", out.Code)
 	}
 	if out.ShortURL != "http://sho.rt/"+out.Code || out.LongURL != "https://example.com/x" ||
@@ -196,13 +197,13 @@ type takenStore struct {
 	lens  []int
 }
 
-func (s *takenStore) Create(ctx context.Context, l Link) error {
+func (s *takenStore) Create(ctx context.Context, l link.Link) error {
 	s.mu.Lock()
 	s.lens = append(s.lens, len(l.Code))
 	if s.taken > 0 {
 		s.taken--
 		s.mu.Unlock()
-		return ErrCodeTaken
+		return link.ErrCodeTaken
 	}
 	s.mu.Unlock()
 	return s.memStore.Create(ctx, l)
@@ -235,7 +236,7 @@ func TestAPISequentialBlocks(t *testing.T) {
 	var prev int64
 	for i := range 25 {
 		out := create(t, h, `{"long_url":"https://example.com/"}`)
-		id, ok := SequentialID(out.Code)
+		id, ok := link.SequentialID(out.Code)
 		if !ok || len(out.Code) != 7 {
 			t.Fatalf("code %q is not a 7-character sequential code", out.Code)
 		}
@@ -249,7 +250,7 @@ func TestAPISequentialBlocks(t *testing.T) {
 	}
 	// Per-request override.
 	out := create(t, h, `{"long_url":"https://example.com/","codes":"random"}`)
-	if _, ok := SequentialID(out.Code); ok && out.Code == SequentialCode(prev+1) {
+	if _, ok := link.SequentialID(out.Code); ok && out.Code == link.SequentialCode(prev+1) {
 		t.Errorf("codes=random gave the next sequential code %q", out.Code)
 	}
 }
@@ -258,7 +259,7 @@ func TestAPISequentialBlocks(t *testing.T) {
 // does: the INSERT may still commit after the API gave up.
 type timeoutStore struct{ *memStore }
 
-func (timeoutStore) Create(ctx context.Context, l Link) error {
+func (timeoutStore) Create(ctx context.Context, l link.Link) error {
 	return fmt.Errorf("inserting link: %w", context.DeadlineExceeded)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"maps"
 	"net/http"
 	"net/url"
@@ -125,7 +126,7 @@ func TestAPIReadKeyNodes(t *testing.T) {
 // An API with read keys only loads and reads, and creates nothing.
 func TestAPIReadKeysOnly(t *testing.T) {
 	s := newMemStore()
-	if err := s.Create(context.Background(), Link{Code: "given1", LongURL: "https://example.com/g", CreatedAt: time.Now()}); err != nil {
+	if err := s.Create(context.Background(), link.Link{Code: "given1", LongURL: "https://example.com/g", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	h := newHandler(t, s, func(h *Handler) { h.APIKeys = nil; withReadKey(h) })
@@ -144,7 +145,7 @@ func TestAPIReadKeysOnly(t *testing.T) {
 }
 
 // snapshot copies what a memStore holds.
-func (s *memStore) snapshot() (map[string]Link, int64) {
+func (s *memStore) snapshot() (map[string]link.Link, int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.links), s.seq
@@ -169,7 +170,7 @@ func FuzzAPIReadKey(f *testing.F) {
 		f.Add(seed.method, seed.path, seed.body)
 	}
 	s := newClickMemStore()
-	if err := s.Create(context.Background(), Link{Code: "seed001", LongURL: "https://example.com/s", CreatedAt: time.Now()}); err != nil {
+	if err := s.Create(context.Background(), link.Link{Code: "seed001", LongURL: "https://example.com/s", CreatedAt: time.Now()}); err != nil {
 		f.Fatal(err)
 	}
 	h := newHandler(f, s, withReadKey)

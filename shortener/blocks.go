@@ -2,6 +2,7 @@ package shortener
 
 import (
 	"context"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"sync"
 )
 
@@ -11,7 +12,7 @@ type blockAllocator struct {
 	next, end int64
 }
 
-func (b *blockAllocator) nextID(ctx context.Context, s Store, size int64) (int64, error) {
+func (b *blockAllocator) nextID(ctx context.Context, s link.Store, size int64) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.next >= b.end {

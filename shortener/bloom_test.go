@@ -2,6 +2,7 @@ package shortener
 
 import (
 	"fmt"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"math"
 	"sync"
 	"testing"
@@ -13,7 +14,7 @@ func testCodes(t testing.TB, n int) []string {
 	seen := make(map[string]bool, n)
 	out := make([]string, 0, n)
 	for len(out) < n {
-		c, err := RandomCode(DefaultCodeLength)
+		c, err := link.RandomCode(DefaultCodeLength)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,11 +9,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 	"github.com/maypok86/otter/v2"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
 // state of a cached code.
@@ -86,7 +88,7 @@ type cache struct {
 
 	codes *codeFilter // nil: code_filter off, or a store that lists no codes
 
-	store  Store              // the tier behind Redis (useStore)
+	store  link.Store         // the tier behind Redis (useStore)
 	flight singleflight.Group // one lookup per code at a time
 	logger *zap.Logger
 }
@@ -117,7 +119,7 @@ func newCache(entries int, l1TTL, negTTL, cacheTTL time.Duration, now func() tim
 }
 
 // useStore sets the store behind the caches, and the logger of lookups.
-func (c *cache) useStore(s Store, logger *zap.Logger) {
+func (c *cache) useStore(s link.Store, logger *zap.Logger) {
 	c.store, c.logger = s, logger
 }
 
@@ -213,7 +215,7 @@ func (c *cache) localTTL(s state, expires int64) time.Duration {
 
 // fromLink builds the entry for a stored link; one that has served its
 // max_clicks is gone.
-func (c *cache) fromLink(l Link) *entry {
+func (c *cache) fromLink(l link.Link) *entry {
 	if l.Gone(c.now()) || l.Exhausted() {
 		return c.gone()
 	}
@@ -280,7 +282,7 @@ func (c *cache) decode(v string) (*entry, error) {
 
 // encodeLink returns the Redis value and TTL for a stored link: cache_ttl,
 // never beyond its expiry; revoked, expired and exhausted links become "G".
-func (c *cache) encodeLink(l Link) (string, time.Duration) {
+func (c *cache) encodeLink(l link.Link) (string, time.Duration) {
 	now := c.now()
 	if l.Gone(now) || l.Exhausted() {
 		return "G", c.cacheTTL
@@ -301,7 +303,7 @@ func (c *cache) encodeLink(l Link) (string, time.Duration) {
 
 // fill writes what a lookup learnt from the store, with SET NX: a value
 // written meanwhile by the API (create, delete) is newer and wins.
-func (c *cache) fill(ctx context.Context, code string, l *Link) {
+func (c *cache) fill(ctx context.Context, code string, l *link.Link) {
 	if c.rdb == nil {
 		return
 	}
@@ -321,6 +323,6 @@ func (c *cache) fill(ctx context.Context, code string, l *Link) {
 // writes the link through to Redis (replacing any negative entry) and tells
 // every instance to add the code to its filter and drop its L1 entry.
 // Without Redis only this instance's filter and L1 learn.
-func (c *cache) publishLink(ctx context.Context, l Link) error {
-	return c.publishLinks(ctx, []Link{l})
+func (c *cache) publishLink(ctx context.Context, l link.Link) error {
+	return c.publishLinks(ctx, []link.Link{l})
 }

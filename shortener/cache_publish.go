@@ -1,9 +1,12 @@
 package shortener
 
-import "context"
+import (
+	"context"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
+)
 
 // publishLinks is publishLink for many links in one Redis round trip.
-func (c *cache) publishLinks(ctx context.Context, links []Link) error {
+func (c *cache) publishLinks(ctx context.Context, links []link.Link) error {
 	for _, l := range links {
 		c.codes.add(l.Code)
 		defer c.dropLocal(l.Code)

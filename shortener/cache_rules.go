@@ -2,6 +2,7 @@ package shortener
 
 import (
 	"errors"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,7 @@ const (
 )
 
 // rulesOf returns l's rules for the caches, nil when it has none.
-func rulesOf(l Link) *entryRules {
+func rulesOf(l link.Link) *entryRules {
 	if l.RedirectStatus == 0 && l.ValidFrom.IsZero() && l.MaxClicks == 0 && l.ForwardQuery == nil {
 		return nil
 	}
@@ -92,7 +93,7 @@ func decodeRules(v string) (expires time.Time, r *entryRules, long string, err e
 		n[i], v = x, rest
 	}
 	r = &entryRules{status: int(n[1]), maxClicks: n[3], forward: int8(n[4])}
-	if v == "" || (r.status != 0 && !validRedirectStatus(r.status)) || n[4] > int64(forwardOff) || r.maxClicks > maxMaxClicks {
+	if v == "" || (r.status != 0 && !link.ValidRedirectStatus(r.status)) || n[4] > int64(forwardOff) || r.maxClicks > link.MaxMaxClicks {
 		return time.Time{}, nil, "", errMalformedEntry
 	}
 	if n[2] != 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 )
@@ -19,18 +20,18 @@ func TestCacheEncodeDecode(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		l       Link
+		l       link.Link
 		value   string
 		ttl     time.Duration
 		state   state
 		l1TTL   time.Duration
 		expires time.Time
 	}{
-		{"live", Link{Code: "a", LongURL: "https://e.com/x|y"}, "L0|https://e.com/x|y", 24 * time.Hour, stateLive, 5 * time.Second, time.Time{}},
-		{"expiring", Link{Code: "a", LongURL: "https://e.com/", ExpiresAt: now.Add(time.Hour)}, "L" + itoa(now.Add(time.Hour).UnixMilli()) + "|https://e.com/", time.Hour, stateLive, 5 * time.Second, now.Add(time.Hour)},
-		{"expiring soon", Link{Code: "a", LongURL: "https://e.com/", ExpiresAt: now.Add(2 * time.Second)}, "L" + itoa(now.Add(2*time.Second).UnixMilli()) + "|https://e.com/", 2 * time.Second, stateLive, 2 * time.Second, now.Add(2 * time.Second)},
-		{"revoked", Link{Code: "a", LongURL: "https://e.com/", RevokedAt: now}, "G", 24 * time.Hour, stateGone, 5 * time.Second, time.Time{}},
-		{"expired", Link{Code: "a", LongURL: "https://e.com/", ExpiresAt: now}, "G", 24 * time.Hour, stateGone, 5 * time.Second, time.Time{}},
+		{"live", link.Link{Code: "a", LongURL: "https://e.com/x|y"}, "L0|https://e.com/x|y", 24 * time.Hour, stateLive, 5 * time.Second, time.Time{}},
+		{"expiring", link.Link{Code: "a", LongURL: "https://e.com/", ExpiresAt: now.Add(time.Hour)}, "L" + itoa(now.Add(time.Hour).UnixMilli()) + "|https://e.com/", time.Hour, stateLive, 5 * time.Second, now.Add(time.Hour)},
+		{"expiring soon", link.Link{Code: "a", LongURL: "https://e.com/", ExpiresAt: now.Add(2 * time.Second)}, "L" + itoa(now.Add(2*time.Second).UnixMilli()) + "|https://e.com/", 2 * time.Second, stateLive, 2 * time.Second, now.Add(2 * time.Second)},
+		{"revoked", link.Link{Code: "a", LongURL: "https://e.com/", RevokedAt: now}, "G", 24 * time.Hour, stateGone, 5 * time.Second, time.Time{}},
+		{"expired", link.Link{Code: "a", LongURL: "https://e.com/", ExpiresAt: now}, "G", 24 * time.Hour, stateGone, 5 * time.Second, time.Time{}},
 	} {
 		v, ttl := c.encodeLink(tc.l)
 		if v != tc.value || ttl != tc.ttl {
@@ -102,10 +103,10 @@ func TestCacheFillNeverOverwrites(t *testing.T) {
 	c.useRedis(rdb, "p", zap.NewNop())
 	t.Cleanup(c.close)
 	ctx := context.Background()
-	if err := c.publishLink(ctx, Link{Code: "abc", RevokedAt: time.Now()}); err != nil {
+	if err := c.publishLink(ctx, link.Link{Code: "abc", RevokedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	c.fill(ctx, "abc", &Link{Code: "abc", LongURL: "https://e.com/"}) // stale read from before the revoke
+	c.fill(ctx, "abc", &link.Link{Code: "abc", LongURL: "https://e.com/"}) // stale read from before the revoke
 	if v, _ := mr.Get("p:l:abc"); v != "G" {
 		t.Errorf("Redis holds %q after a stale fill, want the revocation G", v)
 	}
@@ -113,7 +114,7 @@ func TestCacheFillNeverOverwrites(t *testing.T) {
 	if v, _ := mr.Get("p:l:new"); v != "N" || mr.TTL("p:l:new") != time.Minute {
 		t.Errorf("negative entry %q ttl %v, want N for negative_ttl", v, mr.TTL("p:l:new"))
 	}
-	if err := c.publishLink(ctx, Link{Code: "new", LongURL: "https://e.com/n"}); err != nil {
+	if err := c.publishLink(ctx, link.Link{Code: "new", LongURL: "https://e.com/n"}); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := mr.Get("p:l:new"); v != "L0|https://e.com/n" || mr.TTL("p:l:new") != time.Hour {

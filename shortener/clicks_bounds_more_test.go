@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // FuzzClickRecord feeds hostile paths, Referer and User-Agent values to
@@ -44,7 +45,7 @@ func FuzzClickRecord(f *testing.F) {
 		}
 		size := clickSize(c)
 		if size < 0 {
-			if ValidLookupCode(code) {
+			if link.ValidLookupCode(code) {
 				t.Fatalf("clickSize refused a click with a valid code: %+v", c)
 			}
 			return // Record drops it as invalid

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Tests of issue 13's bounded click analytics: the referrer cap, retention
@@ -366,7 +367,7 @@ func TestClickBufferBytesBound(t *testing.T) {
 		t.Errorf("dropped %d, want %d", d, sent-fit)
 	}
 	for _, bad := range []Click{
-		{Code: strings.Repeat("a", MaxCustomCodeLen+1)},
+		{Code: strings.Repeat("a", link.MaxCustomCodeLen+1)},
 		{Code: "abc1234", Referrer: strings.Repeat("b", MaxReferrerHost+1)},
 		{Code: "abc1234", Referrer: "tab\there"},
 		{Code: "ab\ncd"},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 func TestCountedRequest(t *testing.T) {
@@ -273,13 +274,13 @@ func FuzzParseStatsRange(f *testing.F) {
 }
 
 func TestClickStatsJSON(t *testing.T) {
-	empty := ClickStats{Code: "abc", Hourly: []HourlyClicks{}, Referrers: []ReferrerClicks{}}
+	empty := ClickStats{Code: "abc", Hourly: []link.HourlyClicks{}, Referrers: []ReferrerClicks{}}
 	b, _ := json.Marshal(empty)
 	if want := `{"code":"abc","total":0,"people":0,"bots":0,"hourly":[],"referrers":[],"uniques":0}`; string(b) != want {
 		t.Errorf("json = %s, want %s", b, want)
 	}
 	full := ClickStats{Code: "abc", Total: 3, People: 2, Bots: 1, Uniques: 2,
-		Hourly:    []HourlyClicks{{Hour: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), People: 2, Bots: 1}},
+		Hourly:    []link.HourlyClicks{{Hour: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), People: 2, Bots: 1}},
 		Referrers: []ReferrerClicks{{Host: "example.com", Count: 2}}}
 	b, _ = json.Marshal(full)
 	if want := `{"code":"abc","total":3,"people":2,"bots":1,"hourly":[{"hour":"2026-11-30T10:00:00Z","people":2,"bots":1}],"referrers":[{"host":"example.com","count":2}],"uniques":2}`; string(b) != want {

@@ -2,6 +2,7 @@ package shortener
 
 import (
 	"encoding/binary"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"time"
 )
 
@@ -24,10 +25,10 @@ type DayVisitors struct {
 
 // dailyAsHours returns the daily rollups as counters dated at their day's
 // start, as the timeseries cuts them.
-func dailyAsHours(days []DailyClicks) []HourlyClicks {
-	out := make([]HourlyClicks, len(days))
+func dailyAsHours(days []DailyClicks) []link.HourlyClicks {
+	out := make([]link.HourlyClicks, len(days))
 	for i, d := range days {
-		out[i] = HourlyClicks{Hour: d.Day, People: d.People, Bots: d.Bots}
+		out[i] = link.HourlyClicks{Hour: d.Day, People: d.People, Bots: d.Bots}
 	}
 	return out
 }

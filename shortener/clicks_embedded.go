@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.etcd.io/bbolt"
 )
 
@@ -191,7 +192,7 @@ func (s *embeddedClickSink) ApplyClicks(ctx context.Context, batches []ClickBatc
 
 // ClickStats implements ClickSink.
 func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (ClickStats, error) {
-	st := ClickStats{Code: code, Hourly: []HourlyClicks{}, Referrers: []ReferrerClicks{}}
+	st := ClickStats{Code: code, Hourly: []link.HourlyClicks{}, Referrers: []ReferrerClicks{}}
 	prefix := append([]byte(code), 0)
 	firstDay, endDay := dayRange(from, to)
 	err := s.db.View(func(tx *bbolt.Tx) error {
@@ -201,7 +202,7 @@ func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, t
 			if !time.Unix(hour, 0).Before(to) {
 				break
 			}
-			h := HourlyClicks{Hour: time.Unix(hour, 0).UTC(), People: int64(binary.BigEndian.Uint64(v[:8])), Bots: int64(binary.BigEndian.Uint64(v[8:]))}
+			h := link.HourlyClicks{Hour: time.Unix(hour, 0).UTC(), People: int64(binary.BigEndian.Uint64(v[:8])), Bots: int64(binary.BigEndian.Uint64(v[8:]))}
 			st.Hourly = append(st.Hourly, h)
 			st.People += h.People
 			st.Bots += h.Bots

@@ -8,13 +8,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.etcd.io/bbolt"
 )
 
 // ClickRows implements clickRowReader: a prefix scan of the hourly and
 // daily buckets per code, daily rows as the 00:00 hour of the day.
-func (s *embeddedClickSink) ClickRows(ctx context.Context, codes []string) (map[string][]HourlyClicks, error) {
-	out := map[string][]HourlyClicks{}
+func (s *embeddedClickSink) ClickRows(ctx context.Context, codes []string) (map[string][]link.HourlyClicks, error) {
+	out := map[string][]link.HourlyClicks{}
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		for _, code := range codes {
 			if err := ctx.Err(); err != nil {
@@ -27,7 +28,7 @@ func (s *embeddedClickSink) ClickRows(ctx context.Context, codes []string) (map[
 					if len(k) != len(prefix)+8 || len(v) < 16 {
 						continue
 					}
-					h := HourlyClicks{Hour: time.Unix(int64(binary.BigEndian.Uint64(k[len(prefix):])), 0).UTC(),
+					h := link.HourlyClicks{Hour: time.Unix(int64(binary.BigEndian.Uint64(k[len(prefix):])), 0).UTC(),
 						People: int64(binary.BigEndian.Uint64(v[:8])), Bots: int64(binary.BigEndian.Uint64(v[8:16]))}
 					if h.People+h.Bots > 0 {
 						out[code] = append(out[code], h)
@@ -44,8 +45,8 @@ func (s *embeddedClickSink) ClickRows(ctx context.Context, codes []string) (map[
 }
 
 // sortedHours sorts rows by hour.
-func sortedHours(rows []HourlyClicks) []HourlyClicks {
-	slices.SortFunc(rows, func(a, b HourlyClicks) int { return a.Hour.Compare(b.Hour) })
+func sortedHours(rows []link.HourlyClicks) []link.HourlyClicks {
+	slices.SortFunc(rows, func(a, b link.HourlyClicks) int { return a.Hour.Compare(b.Hour) })
 	return rows
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -130,14 +131,14 @@ func (s *postgresClickSink) prune(ctx context.Context) {
 
 // ClickStats implements ClickSink.
 func (s *postgresClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (ClickStats, error) {
-	st := ClickStats{Code: code, Hourly: []HourlyClicks{}, Referrers: []ReferrerClicks{}}
+	st := ClickStats{Code: code, Hourly: []link.HourlyClicks{}, Referrers: []ReferrerClicks{}}
 	rows, err := s.pool.Query(ctx, `SELECT hour, people, bots FROM shortener_link_clicks_hourly
 		WHERE code = $1 AND hour >= $2 AND hour < $3 ORDER BY hour`, code, hourFloor(from), to)
 	if err != nil {
 		return st, fmt.Errorf("click stats: %w", err)
 	}
 	for rows.Next() {
-		var h HourlyClicks
+		var h link.HourlyClicks
 		if err := rows.Scan(&h.Hour, &h.People, &h.Bots); err != nil {
 			rows.Close()
 			return st, fmt.Errorf("click stats: %w", err)

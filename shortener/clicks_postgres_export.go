@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
 )
 
 // ClickRows implements clickRowReader: the hourly rows of the codes, then
 // their daily rows as the 00:00 hour of the day, in two scans of the
 // primary keys.
-func (s *postgresClickSink) ClickRows(ctx context.Context, codes []string) (map[string][]HourlyClicks, error) {
+func (s *postgresClickSink) ClickRows(ctx context.Context, codes []string) (map[string][]link.HourlyClicks, error) {
 	rows, err := s.pool.Query(ctx, `SELECT code, hour, people, bots FROM shortener_link_clicks_hourly
 		WHERE code = ANY($1::text[]) AND people + bots > 0
 		UNION ALL
@@ -20,9 +21,9 @@ func (s *postgresClickSink) ClickRows(ctx context.Context, codes []string) (map[
 	if err != nil {
 		return nil, fmt.Errorf("reading click rollups: %w", err)
 	}
-	out := map[string][]HourlyClicks{}
+	out := map[string][]link.HourlyClicks{}
 	var code string
-	var h HourlyClicks
+	var h link.HourlyClicks
 	_, err = pgx.ForEachRow(rows, []any{&code, &h.Hour, &h.People, &h.Bots}, func() error {
 		h.Hour = h.Hour.UTC()
 		out[code] = append(out[code], h)
@@ -36,10 +37,10 @@ func (s *postgresClickSink) ClickRows(ctx context.Context, codes []string) (map[
 
 // mergeHours sorts each code's rows by hour and sums rows of one hour (a
 // day's row and its 00:00 hour).
-func mergeHours(byCode map[string][]HourlyClicks) map[string][]HourlyClicks {
+func mergeHours(byCode map[string][]link.HourlyClicks) map[string][]link.HourlyClicks {
 	for code, rows := range byCode {
 		at := map[time.Time]int{}
-		var out []HourlyClicks
+		var out []link.HourlyClicks
 		for _, r := range rows {
 			if i, ok := at[r.Hour]; ok {
 				out[i].People, out[i].Bots = out[i].People+r.People, out[i].Bots+r.Bots

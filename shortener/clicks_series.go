@@ -3,6 +3,7 @@ package shortener
 import (
 	"encoding/csv"
 	"fmt"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -168,7 +169,7 @@ func (s seriesSpec) next(start time.Time) time.Time {
 // starts in (in zones offset by a fraction of an hour, that hour
 // straddles two local hours or days), or, for the hour holding from when
 // it starts in the bucket before, in the first.
-func (s seriesSpec) series(hourly []HourlyClicks, from, to time.Time) []SeriesPoint {
+func (s seriesSpec) series(hourly []link.HourlyClicks, from, to time.Time) []SeriesPoint {
 	points := []SeriesPoint{}
 	if !from.Before(to) {
 		return points // an empty window holds no instant

@@ -2,6 +2,7 @@ package shortener
 
 import (
 	"fmt"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"math/rand/v2"
 	"net/url"
 	"testing"
@@ -53,9 +54,9 @@ func TestSeriesCalendar(t *testing.T) {
 	}
 	// The 25-hour day holds all its 25 hours.
 	spec := seriesSpec{GranularityDay, berlin}
-	var hourly []HourlyClicks
+	var hourly []link.HourlyClicks
 	for h := utc("2026-10-24T22:00:00Z"); h.Before(utc("2026-10-25T23:00:00Z")); h = h.Add(time.Hour) {
-		hourly = append(hourly, HourlyClicks{Hour: h, People: 1})
+		hourly = append(hourly, link.HourlyClicks{Hour: h, People: 1})
 	}
 	points := spec.series(hourly, utc("2026-10-24T22:00:00Z"), utc("2026-10-25T23:00:00Z"))
 	if len(points) != 1 || points[0].People != 25 || points[0].Clicks != 25 {
@@ -106,12 +107,12 @@ func FuzzStatsSeries(f *testing.F) {
 			to = from.Add(30 * 24 * time.Hour)
 		}
 		r := rand.New(rand.NewPCG(seed, 3))
-		var hourly []HourlyClicks
+		var hourly []link.HourlyClicks
 		var sum int64
 		for h := hourFloor(from); h.Before(to); h = h.Add(time.Hour) {
 			if r.IntN(4) == 0 {
 				n := int64(r.IntN(5) + 1)
-				hourly = append(hourly, HourlyClicks{Hour: h, People: n, Bots: 1})
+				hourly = append(hourly, link.HourlyClicks{Hour: h, People: n, Bots: 1})
 				sum += n + 1
 			}
 		}

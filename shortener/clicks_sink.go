@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"fmt"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"time"
 )
 
@@ -41,7 +42,7 @@ type ClickSink interface {
 // (applied by OpenPostgres) or buckets in the embedded store's bbolt
 // file. referrers caps the named referrer hosts, and the named values of
 // each dimension, per link per day (0: DefaultClicksReferrers).
-func clickSinkFor(s Store, referrers int) (ClickSink, error) {
+func clickSinkFor(s link.Store, referrers int) (ClickSink, error) {
 	switch s := s.(type) {
 	case *PostgresStore:
 		return newPostgresClickSink(s.pool, referrers), nil

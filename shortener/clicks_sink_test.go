@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // newTestPostgresClickSink returns a click sink on a fresh schema migrated
@@ -107,7 +108,7 @@ func TestClickSinkStats(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := ClickStats{Code: "abc1234", Total: 7, People: 4, Bots: 3,
-				Hourly: []HourlyClicks{
+				Hourly: []link.HourlyClicks{
 					{Hour: day.Add(10 * time.Hour), People: 3, Bots: 2},
 					{Hour: day.Add(11 * time.Hour), People: 1, Bots: 1},
 				},

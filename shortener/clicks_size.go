@@ -1,5 +1,7 @@
 package shortener
 
+import "github.com/edgekit/caddy-edgekit/shortener/link"
+
 // Sizes of click records. A click held in process (buffered or in the
 // writer's batches) is counted as clickHeldFixed bytes (the Click value in
 // the buffer) plus its code, referrer and user agent. Encoded (a stream
@@ -24,8 +26,8 @@ const (
 	maxRegionLen  = 8
 	maxCityLen    = 64
 	maxGeoSize    = 3 + maxCountryLen + maxRegionLen + maxCityLen + 3 // and the source
-	maxClickSize  = clickFixedSize + MaxCustomCodeLen + MaxReferrerHost + 3*(maxDimLen+1) + maxGeoSize
-	maxHeldSize   = clickHeldFixed + MaxCustomCodeLen + MaxReferrerHost + MaxUserAgent
+	maxClickSize  = clickFixedSize + link.MaxCustomCodeLen + MaxReferrerHost + 3*(maxDimLen+1) + maxGeoSize
+	maxHeldSize   = clickHeldFixed + link.MaxCustomCodeLen + MaxReferrerHost + MaxUserAgent
 	// maxBatchBytes bounds a batch (one stream entry, one transaction's
 	// clicks) in encoded bytes: a batch is sealed at batch size clicks or
 	// at this size, whichever comes first (500 typical clicks take about
@@ -38,7 +40,7 @@ const (
 // is dropped as invalid: its encoding could not be decoded, or it would be
 // held or stored unbounded).
 func clickSize(c Click) int64 {
-	if !ValidLookupCode(c.Code) || !validReferrerHost(c.Referrer) || c.Class > ClassOther || len(c.UA) > MaxUserAgent ||
+	if !link.ValidLookupCode(c.Code) || !validReferrerHost(c.Referrer) || c.Class > ClassOther || len(c.UA) > MaxUserAgent ||
 		!validDim(c.Device) || !validDim(c.OS) || !validDim(c.Browser) || !validGeo(c) {
 		return -1
 	}

@@ -3,6 +3,7 @@ package shortener
 import (
 	"errors"
 	"fmt"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/url"
 	"sort"
 	"time"
@@ -11,11 +12,11 @@ import (
 // ClickStats are a link's counters over a window, as the click sinks
 // read them (the API adds the timeseries: StatsAnswer).
 type ClickStats struct {
-	Code   string         `json:"code"`
-	Total  int64          `json:"total"`
-	People int64          `json:"people"`
-	Bots   int64          `json:"bots"`
-	Hourly []HourlyClicks `json:"hourly"`
+	Code   string              `json:"code"`
+	Total  int64               `json:"total"`
+	People int64               `json:"people"`
+	Bots   int64               `json:"bots"`
+	Hourly []link.HourlyClicks `json:"hourly"`
 	// Daily are the window's days past clicks_hourly_retention (whole UTC
 	// days overlapping it), counted in Total, People and Bots and in the
 	// timeseries.
@@ -45,13 +46,6 @@ type ClickTotals struct {
 	// shortener (an import's clicks, import.go): neither people nor bots,
 	// and without time, so no window or timeseries counts it.
 	Imported int64 `json:"imported"`
-}
-
-// HourlyClicks counts one hour's clicks (hour in UTC, at its start).
-type HourlyClicks struct {
-	Hour   time.Time `json:"hour"`
-	People int64     `json:"people"`
-	Bots   int64     `json:"bots"`
 }
 
 // ReferrerClicks counts clicks referred by one host.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 )
@@ -157,7 +158,7 @@ func decodeClick(f [clickFields]string) (Click, error) {
 		}
 		c.Visitor = v
 	}
-	if !ValidLookupCode(code) || !validReferrerHost(c.Referrer) ||
+	if !link.ValidLookupCode(code) || !validReferrerHost(c.Referrer) ||
 		len(class) != 1 || class[0] < '0' || class[0] > '0'+byte(ClassOther) ||
 		!validDim(c.Device) || !validDim(c.OS) || !validDim(c.Browser) || !validGeo(c) {
 		return Click{}, fmt.Errorf("malformed click %q", strings.Join(f[:], "\t"))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
@@ -101,7 +102,7 @@ func (h *Handler) startCodeFilter(ctx caddy.Context) error {
 		return nil
 	}
 	s := unshared(h.store)
-	lister, ok := s.(CodeLister)
+	lister, ok := s.(link.CodeLister)
 	if !ok {
 		h.logger.Info("no code filter: the store given to the handler lists no codes; unknown codes are looked up",
 			zap.String("store", fmt.Sprintf("%T", s)))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 func openTestEmbeddedB(b *testing.B) *EmbeddedStore {
@@ -26,7 +27,7 @@ func openTestEmbeddedB(b *testing.B) *EmbeddedStore {
 // must match.
 func BenchmarkRedirectL1HitFiltered(b *testing.B) {
 	s := openTestEmbeddedB(b)
-	if err := s.Create(b.Context(), Link{Code: "abc1234", LongURL: "https://example.com/some/long/path"}); err != nil {
+	if err := s.Create(b.Context(), link.Link{Code: "abc1234", LongURL: "https://example.com/some/long/path"}); err != nil {
 		b.Fatal(err)
 	}
 	h := newHandler(b, s, func(h *Handler) { h.LocalCacheTTL = caddy.Duration(time.Hour) })

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.uber.org/zap"
 )
 
@@ -88,19 +89,19 @@ func (s *fakeLister) ScanCodes(ctx context.Context, after string, limit int) ([]
 	return codes[:min(limit, len(codes))], nil
 }
 
-func (s *fakeLister) CodesSince(ctx context.Context, after int64, limit int) ([]SeqCode, error) {
+func (s *fakeLister) CodesSince(ctx context.Context, after int64, limit int) ([]link.SeqCode, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failNext() {
 		return nil, errFakeDown
 	}
-	var out []SeqCode
+	var out []link.SeqCode
 	for _, r := range s.rows {
 		if r.seq > after {
-			out = append(out, SeqCode{r.seq, r.code})
+			out = append(out, link.SeqCode{Seq: r.seq, Code: r.code})
 		}
 	}
-	slices.SortFunc(out, func(a, b SeqCode) int { return int(a.Seq - b.Seq) })
+	slices.SortFunc(out, func(a, b link.SeqCode) int { return int(a.Seq - b.Seq) })
 	return out[:min(limit, len(out))], nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
@@ -17,7 +18,7 @@ import (
 // them fail.
 type listingStore struct {
 	countingStore
-	lister  CodeLister
+	lister  link.CodeLister
 	scans   atomic.Int64
 	deltas  atomic.Int64
 	held    atomic.Int64 // listing calls waiting now
@@ -25,9 +26,9 @@ type listingStore struct {
 	failing atomic.Bool
 }
 
-func newListingStore(t testing.TB, s Store) *listingStore {
+func newListingStore(t testing.TB, s link.Store) *listingStore {
 	t.Helper()
-	l, ok := s.(CodeLister)
+	l, ok := s.(link.CodeLister)
 	if !ok {
 		t.Fatalf("%T lists no codes", s)
 	}
@@ -74,7 +75,7 @@ func (s *listingStore) ScanCodes(ctx context.Context, after string, limit int) (
 	return s.lister.ScanCodes(ctx, after, limit)
 }
 
-func (s *listingStore) CodesSince(ctx context.Context, after int64, limit int) ([]SeqCode, error) {
+func (s *listingStore) CodesSince(ctx context.Context, after int64, limit int) ([]link.SeqCode, error) {
 	s.deltas.Add(1)
 	if err := s.gate(ctx); err != nil {
 		return nil, err

@@ -1,5 +1,7 @@
 package shortener
 
+import "github.com/edgekit/caddy-edgekit/shortener/link"
+
 // seqCursor is the delta sync's position in the creation order: the
 // highest sequence number seen, and the numbers below it not seen yet
 // (gaps). A gap is either a failed insert, which never fills, or a writer
@@ -37,7 +39,7 @@ func (c *seqCursor) from(now int64) int64 {
 // saw records one page of a sync that read from from(): page ascending by
 // Seq. Numbers it holds leave their gap; numbers it skips above top become
 // gaps missed at now.
-func (c *seqCursor) saw(page []SeqCode, now int64) {
+func (c *seqCursor) saw(page []link.SeqCode, now int64) {
 	if len(page) == 0 {
 		return
 	}

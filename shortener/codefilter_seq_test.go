@@ -2,14 +2,15 @@ package shortener
 
 import (
 	"fmt"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"testing"
 	"time"
 )
 
-func seqPage(seqs ...int64) []SeqCode {
-	page := make([]SeqCode, len(seqs))
+func seqPage(seqs ...int64) []link.SeqCode {
+	page := make([]link.SeqCode, len(seqs))
 	for i, s := range seqs {
-		page[i] = SeqCode{Seq: s, Code: fmt.Sprint("c", s)}
+		page[i] = link.SeqCode{Seq: s, Code: fmt.Sprint("c", s)}
 	}
 	return page
 }

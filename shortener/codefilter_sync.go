@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.uber.org/zap"
 )
 
@@ -33,7 +34,7 @@ const (
 // rebuild of a large store.
 type filterSyncer struct {
 	f       *codeFilter
-	lister  CodeLister
+	lister  link.CodeLister
 	every   time.Duration
 	now     func() time.Time
 	logger  *zap.Logger

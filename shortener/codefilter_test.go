@@ -15,6 +15,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Tests of issue 13 finding 6: unknown codes cost (almost) nothing.
@@ -134,7 +135,7 @@ func TestCodeFilterPubSub(t *testing.T) {
 	base, _ := pgListing(t)
 	_, prefix := testenv.Redis(t)
 	url := testenv.RedisURL(t)
-	mk := func(s Store, now func() time.Time) *Handler {
+	mk := func(s link.Store, now func() time.Time) *Handler {
 		return newHandler(t, s, func(h *Handler) {
 			h.Redis = &redispool.Config{URL: url, KeyPrefix: prefix}
 			h.SourceHeader = true
@@ -295,7 +296,7 @@ func TestCodeFilterEmbeddedOldFile(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, code := range []string{"old1", "old2"} {
-		if err := s.Create(ctx, Link{Code: code, LongURL: "https://example.com/" + code}); err != nil {
+		if err := s.Create(ctx, link.Link{Code: code, LongURL: "https://example.com/" + code}); err != nil {
 			t.Fatal(err)
 		}
 	}

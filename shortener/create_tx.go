@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"errors"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"strings"
 	"time"
@@ -14,11 +15,11 @@ import (
 
 // createItem is one create request on its way through a transaction.
 type createItem struct {
-	link    Link   // to create; Code set for custom codes
-	result  Link   // the answered link: link when created, another when reused
-	mode    string // "custom", "random" or "sequential"
-	reuse   bool   // "reuse": true without a custom code
-	refused error  // its 4xx from validation: never reaches the store
+	link    link.Link // to create; Code set for custom codes
+	result  link.Link // the answered link: link when created, another when reused
+	mode    string    // "custom", "random" or "sequential"
+	reuse   bool      // "reuse": true without a custom code
+	refused error     // its 4xx from validation: never reaches the store
 	// Decided in the transaction (reset when it is retried):
 	status int   // 201 created, 200 reused, 409 code taken, 503 no free code
 	err    error // the apiError of a 4xx/5xx status
@@ -50,7 +51,7 @@ func (h *Handler) prepareItem(r *http.Request, req linkRequest) *createItem {
 
 // checkCustomCode judges a custom code.
 func (h *Handler) checkCustomCode(code string) error {
-	if err := ValidCustomCode(code); err != nil {
+	if err := link.ValidCustomCode(code); err != nil {
 		return apiErr(http.StatusBadRequest, "code: %v", err)
 	}
 	if strings.EqualFold(code, h.reserved) || h.ui != nil && strings.EqualFold(code, h.ui.reserved) {
@@ -63,15 +64,15 @@ func (h *Handler) checkCustomCode(code string) error {
 // without an Idempotency-Key) and answers with render's answer, recorded
 // with the links. A transaction whose sequential codes were taken is
 // retried with new IDs, at most maxCodeAttempts times.
-func (h *Handler) runCreate(ctx context.Context, ts TxStore, claim *IdemClaim, items []*createItem,
-	render func([]*createItem) IdemAnswer) (IdemAnswer, bool, error) {
+func (h *Handler) runCreate(ctx context.Context, ts link.TxStore, claim *link.IdemClaim, items []*createItem,
+	render func([]*createItem) link.IdemAnswer) (link.IdemAnswer, bool, error) {
 	for range maxCodeAttempts {
 		if err := h.drawSequential(ctx, items); err != nil {
-			return IdemAnswer{}, false, err
+			return link.IdemAnswer{}, false, err
 		}
-		ans, replayed, err := ts.CreateTx(ctx, claim, h.now(), func(ctx context.Context, tx LinkTx) (IdemAnswer, error) {
+		ans, replayed, err := ts.CreateTx(ctx, claim, h.now(), func(ctx context.Context, tx link.LinkTx) (link.IdemAnswer, error) {
 			if err := h.createInTx(ctx, tx, items); err != nil {
-				return IdemAnswer{}, err
+				return link.IdemAnswer{}, err
 			}
 			return render(items), nil
 		})
@@ -81,7 +82,7 @@ func (h *Handler) runCreate(ctx context.Context, ts TxStore, claim *IdemClaim, i
 		}
 		return ans, replayed, err
 	}
-	return IdemAnswer{}, false, apiErr(http.StatusServiceUnavailable, "no free code found")
+	return link.IdemAnswer{}, false, apiErr(http.StatusServiceUnavailable, "no free code found")
 }
 
 // drawSequential gives each sequential item without a code the next ID.
@@ -92,7 +93,7 @@ func (h *Handler) drawSequential(ctx context.Context, items []*createItem) error
 			if err != nil {
 				return h.storeErr(err)
 			}
-			it.link.Code = SequentialCode(id)
+			it.link.Code = link.SequentialCode(id)
 		}
 	}
 	return nil
@@ -100,7 +101,7 @@ func (h *Handler) drawSequential(ctx context.Context, items []*createItem) error
 
 // createInTx decides every item that validation did not refuse: reused,
 // created, or refused for a taken custom code.
-func (h *Handler) createInTx(ctx context.Context, tx LinkTx, items []*createItem) error {
+func (h *Handler) createInTx(ctx context.Context, tx link.LinkTx, items []*createItem) error {
 	for _, it := range items {
 		it.status, it.err, it.follow = 0, nil, 0
 	}
@@ -124,8 +125,8 @@ func (h *Handler) createInTx(ctx context.Context, tx LinkTx, items []*createItem
 
 // reuseInTx answers the reuse items that a stored link matches; of the
 // rest, items equal for reuse follow the first of them.
-func (h *Handler) reuseInTx(ctx context.Context, tx LinkTx, items []*createItem) error {
-	var want []Link
+func (h *Handler) reuseInTx(ctx context.Context, tx link.LinkTx, items []*createItem) error {
+	var want []link.Link
 	var idx []int
 	for i, it := range items {
 		if it.refused == nil && it.reuse {
@@ -146,7 +147,7 @@ func (h *Handler) reuseInTx(ctx context.Context, tx LinkTx, items []*createItem)
 			it.result, it.status = found[n], http.StatusOK
 			continue
 		}
-		k := reuseKey(it.link)
+		k := link.ReuseKey(it.link)
 		if lead, ok := leads[k]; ok {
 			it.follow = lead + 1
 			continue
@@ -160,7 +161,7 @@ func (h *Handler) reuseInTx(ctx context.Context, tx LinkTx, items []*createItem)
 // random codes that are taken are drawn again (maxCodeAttempts per length,
 // then one longer, as createRandom), a taken custom code is 409, a taken
 // sequential code retries the transaction.
-func (h *Handler) insertInTx(ctx context.Context, tx LinkTx, items []*createItem) error {
+func (h *Handler) insertInTx(ctx context.Context, tx link.LinkTx, items []*createItem) error {
 	var pending []*createItem
 	for _, it := range items {
 		if it.refused == nil && it.status == 0 && it.follow == 0 {
@@ -175,10 +176,10 @@ func (h *Handler) insertInTx(ctx context.Context, tx LinkTx, items []*createItem
 			}
 			return nil
 		}
-		links := make([]Link, len(pending))
+		links := make([]link.Link, len(pending))
 		for i, it := range pending {
 			if it.mode == "random" {
-				code, err := RandomCode(length)
+				code, err := link.RandomCode(length)
 				if err != nil {
 					return err
 				}

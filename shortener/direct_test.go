@@ -10,7 +10,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
 	"github.com/edgekit/caddy-edgekit/internal/errroute"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // A 404 or 410 on the redirect path is written directly (empty body, the
@@ -19,7 +21,7 @@ import (
 func TestRedirectFailureWrittenWithoutErrorRoutes(t *testing.T) {
 	s := newMemStore()
 	past := time.Now().Add(-time.Hour)
-	s.links["gone01"] = Link{Code: "gone01", LongURL: "https://example.com/", CreatedAt: past, RevokedAt: past}
+	s.links["gone01"] = link.Link{Code: "gone01", LongURL: "https://example.com/", CreatedAt: past, RevokedAt: past}
 	errorRoutes := &caddyhttp.HTTPErrorConfig{Routes: caddyhttp.RouteList{{}}}
 	for _, tt := range []struct {
 		name      string

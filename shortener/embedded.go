@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -59,17 +60,17 @@ type embeddedRecord struct {
 }
 
 // record is l as stored.
-func record(l Link) embeddedRecord {
+func record(l link.Link) embeddedRecord {
 	return embeddedRecord{
 		LongURL:        l.LongURL,
-		CreatedAt:      toMicros(l.CreatedAt),
-		ExpiresAt:      toMicros(l.ExpiresAt),
-		RevokedAt:      toMicros(l.RevokedAt),
+		CreatedAt:      link.ToMicros(l.CreatedAt),
+		ExpiresAt:      link.ToMicros(l.ExpiresAt),
+		RevokedAt:      link.ToMicros(l.RevokedAt),
 		Title:          l.Title,
 		Tags:           l.Tags,
 		Notes:          l.Notes,
 		RedirectStatus: l.RedirectStatus,
-		ValidFrom:      toMicros(l.ValidFrom),
+		ValidFrom:      link.ToMicros(l.ValidFrom),
 		MaxClicks:      l.MaxClicks,
 		ForwardQuery:   l.ForwardQuery,
 		ClicksServed:   l.ClicksServed,
@@ -79,18 +80,18 @@ func record(l Link) embeddedRecord {
 }
 
 // link is the stored rec of code.
-func (rec embeddedRecord) link(code string) Link {
-	return Link{
+func (rec embeddedRecord) link(code string) link.Link {
+	return link.Link{
 		Code:           code,
 		LongURL:        rec.LongURL,
-		CreatedAt:      fromMicros(rec.CreatedAt),
-		ExpiresAt:      fromMicros(rec.ExpiresAt),
-		RevokedAt:      fromMicros(rec.RevokedAt),
+		CreatedAt:      link.FromMicros(rec.CreatedAt),
+		ExpiresAt:      link.FromMicros(rec.ExpiresAt),
+		RevokedAt:      link.FromMicros(rec.RevokedAt),
 		Title:          rec.Title,
-		Tags:           tagsOrNil(rec.Tags),
+		Tags:           link.TagsOrNil(rec.Tags),
 		Notes:          rec.Notes,
 		RedirectStatus: rec.RedirectStatus,
-		ValidFrom:      fromMicros(rec.ValidFrom),
+		ValidFrom:      link.FromMicros(rec.ValidFrom),
 		MaxClicks:      rec.MaxClicks,
 		ForwardQuery:   rec.ForwardQuery,
 		ClicksServed:   rec.ClicksServed,
@@ -141,9 +142,9 @@ func openEmbedded(path string, timeout time.Duration) (*EmbeddedStore, error) {
 }
 
 // Get implements Store.
-func (s *EmbeddedStore) Get(ctx context.Context, code string) (Link, error) {
+func (s *EmbeddedStore) Get(ctx context.Context, code string) (link.Link, error) {
 	if err := ctx.Err(); err != nil {
-		return Link{}, err
+		return link.Link{}, err
 	}
 	var rec embeddedRecord
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -152,16 +153,16 @@ func (s *EmbeddedStore) Get(ctx context.Context, code string) (Link, error) {
 		return err
 	})
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return Link{}, ErrNotFound
+		if errors.Is(err, link.ErrNotFound) {
+			return link.Link{}, link.ErrNotFound
 		}
-		return Link{}, fmt.Errorf("getting link: %w", err)
+		return link.Link{}, fmt.Errorf("getting link: %w", err)
 	}
 	return rec.link(code), nil
 }
 
 // Create implements Store. A zero CreatedAt is stored as now.
-func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
+func (s *EmbeddedStore) Create(ctx context.Context, l link.Link) error {
 	if err := checkNewLink(l); err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 	// batch function checks again: it is the one that counts.
 	err = s.db.View(func(tx *bolt.Tx) error {
 		if tx.Bucket(embeddedLinks).Get(key) != nil {
-			return ErrCodeTaken
+			return link.ErrCodeTaken
 		}
 		return nil
 	})
@@ -190,7 +191,7 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 		err = s.db.Batch(func(tx *bolt.Tx) error {
 			b := tx.Bucket(embeddedLinks)
 			if b.Get(key) != nil {
-				return ErrCodeTaken
+				return link.ErrCodeTaken
 			}
 			if err := b.Put(key, v); err != nil {
 				return err
@@ -208,14 +209,14 @@ func (s *EmbeddedStore) Create(ctx context.Context, l Link) error {
 			if err := o.Put(seqKey(int64(seq)), key); err != nil {
 				return err
 			}
-			return tx.Bucket(embeddedCreated).Put(createdKey(toMicros(l.CreatedAt), l.Code), nil)
+			return tx.Bucket(embeddedCreated).Put(createdKey(link.ToMicros(l.CreatedAt), l.Code), nil)
 		})
 	}
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrCodeTaken):
-		return ErrCodeTaken
+	case errors.Is(err, link.ErrCodeTaken):
+		return link.ErrCodeTaken
 	default:
 		return fmt.Errorf("creating link: %w", err)
 	}
@@ -227,7 +228,7 @@ func readRecord(b *bolt.Bucket, code string) (embeddedRecord, error) {
 	var rec embeddedRecord
 	v := b.Get([]byte(code))
 	if v == nil {
-		return rec, ErrNotFound
+		return rec, link.ErrNotFound
 	}
 	return rec, json.Unmarshal(v, &rec)
 }
@@ -250,7 +251,7 @@ func (s *EmbeddedStore) Revoke(ctx context.Context, code string, at time.Time) e
 		if rec.RevokedAt != 0 {
 			return nil // keep the first revocation
 		}
-		rec.RevokedAt = toMicros(at)
+		rec.RevokedAt = link.ToMicros(at)
 		rec.Version = max(rec.Version, 1) + 1
 		nv, err := json.Marshal(rec)
 		if err != nil {
@@ -261,8 +262,8 @@ func (s *EmbeddedStore) Revoke(ctx context.Context, code string, at time.Time) e
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrNotFound):
-		return ErrNotFound
+	case errors.Is(err, link.ErrNotFound):
+		return link.ErrNotFound
 	default:
 		return fmt.Errorf("revoking link: %w", err)
 	}
@@ -308,8 +309,8 @@ func (s *EmbeddedStore) TakeServe(ctx context.Context, code string) (int64, bool
 	switch {
 	case err == nil:
 		return left, ok, nil
-	case errors.Is(err, ErrNotFound):
-		return 0, false, ErrNotFound
+	case errors.Is(err, link.ErrNotFound):
+		return 0, false, link.ErrNotFound
 	default:
 		return 0, false, fmt.Errorf("counting a served redirect: %w", err)
 	}
@@ -378,21 +379,21 @@ func (s *EmbeddedStore) ScanCodes(ctx context.Context, after string, limit int) 
 
 // CodesSince implements CodeLister. Links created before the order bucket
 // existed have no number; ScanCodes lists them.
-func (s *EmbeddedStore) CodesSince(ctx context.Context, after int64, limit int) ([]SeqCode, error) {
+func (s *EmbeddedStore) CodesSince(ctx context.Context, after int64, limit int) ([]link.SeqCode, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if after < 0 {
 		after = 0
 	}
-	var codes []SeqCode
+	var codes []link.SeqCode
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(embeddedOrder).Cursor()
 		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(codes) < limit; k, v = c.Next() {
 			if len(k) != 8 {
 				return fmt.Errorf("corrupt order key (%d bytes)", len(k))
 			}
-			codes = append(codes, SeqCode{Seq: int64(binary.BigEndian.Uint64(k)), Code: string(v)})
+			codes = append(codes, link.SeqCode{Seq: int64(binary.BigEndian.Uint64(k)), Code: string(v)})
 		}
 		return nil
 	})
@@ -427,38 +428,24 @@ func (s *EmbeddedStore) Close() error {
 }
 
 // checkNewLink refuses links no store should hold.
-func checkNewLink(l Link) error {
+func checkNewLink(l link.Link) error {
 	if l.Code == "" {
 		return errors.New("creating link: empty code")
 	}
 	if l.LongURL == "" {
 		return errors.New("creating link: empty long URL")
 	}
-	if err := checkMetadata(l.Title, l.Tags, l.Notes); err != nil {
+	if err := link.CheckMetadata(l.Title, l.Tags, l.Notes); err != nil {
 		return fmt.Errorf("creating link: %w", err)
 	}
-	if err := checkRules(l); err != nil {
+	if err := link.CheckRules(l); err != nil {
 		return fmt.Errorf("creating link: %w", err)
 	}
 	return nil
 }
 
-func toMicros(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMicro()
-}
-
-func fromMicros(us int64) time.Time {
-	if us == 0 {
-		return time.Time{}
-	}
-	return time.UnixMicro(us).UTC()
-}
-
 var (
-	_ Store        = (*EmbeddedStore)(nil)
-	_ CodeLister   = (*EmbeddedStore)(nil)
-	_ ServeCounter = (*EmbeddedStore)(nil)
+	_ link.Store      = (*EmbeddedStore)(nil)
+	_ link.CodeLister = (*EmbeddedStore)(nil)
+	_ ServeCounter    = (*EmbeddedStore)(nil)
 )

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -19,9 +20,9 @@ var embeddedHistory = []byte("history")
 
 // embeddedChange is a history entry as stored; At in Unix microseconds.
 type embeddedChange struct {
-	At      int64             `json:"a"`
-	Key     string            `json:"k"`
-	Changes map[string]Change `json:"c"`
+	At      int64                  `json:"a"`
+	Key     string                 `json:"k"`
+	Changes map[string]link.Change `json:"c"`
 }
 
 func historyKey(code string, version int64) []byte {
@@ -33,22 +34,22 @@ func historyKey(code string, version int64) []byte {
 // Edit implements LinkEditor in one write transaction: bbolt runs one at a
 // time, so concurrent edits take turns and each sees the version the one
 // before it left.
-func (s *EmbeddedStore) Edit(ctx context.Context, code string, e Edit) (Link, error) {
+func (s *EmbeddedStore) Edit(ctx context.Context, code string, e link.Edit) (link.Link, error) {
 	if err := ctx.Err(); err != nil {
-		return Link{}, err
+		return link.Link{}, err
 	}
-	var out Link
+	var out link.Link
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(embeddedLinks)
 		v := b.Get([]byte(code))
 		if v == nil {
-			return ErrNotFound
+			return link.ErrNotFound
 		}
 		var rec embeddedRecord
 		if err := json.Unmarshal(v, &rec); err != nil {
 			return err
 		}
-		next, changes, err := applyEdit(rec.link(code), e)
+		next, changes, err := link.ApplyEdit(rec.link(code), e)
 		if err != nil || len(changes) == 0 {
 			out = next
 			return err
@@ -57,7 +58,7 @@ func (s *EmbeddedStore) Edit(ctx context.Context, code string, e Edit) (Link, er
 		if err != nil {
 			return err
 		}
-		hv, err := json.Marshal(embeddedChange{At: toMicros(e.At), Key: e.Key, Changes: changes})
+		hv, err := json.Marshal(embeddedChange{At: link.ToMicros(e.At), Key: e.Key, Changes: changes})
 		if err != nil {
 			return err
 		}
@@ -74,26 +75,26 @@ func (s *EmbeddedStore) Edit(ctx context.Context, code string, e Edit) (Link, er
 	switch {
 	case err == nil:
 		return out, nil
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrRevoked), errors.Is(err, ErrVersionMismatch):
-		return Link{}, err
+	case errors.Is(err, link.ErrNotFound), errors.Is(err, link.ErrRevoked), errors.Is(err, link.ErrVersionMismatch):
+		return link.Link{}, err
 	default:
-		return Link{}, fmt.Errorf("editing link: %w", err)
+		return link.Link{}, fmt.Errorf("editing link: %w", err)
 	}
 }
 
 // History implements LinkEditor: a backward walk of the code's key range.
-func (s *EmbeddedStore) History(ctx context.Context, code string, before int64, limit int) ([]HistoryEntry, error) {
+func (s *EmbeddedStore) History(ctx context.Context, code string, before int64, limit int) ([]link.HistoryEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	limit = min(max(limit, 1), maxHistoryPage)
+	limit = min(max(limit, 1), link.MaxHistoryPage)
 	if before <= 0 {
 		before = 1<<63 - 1
 	}
-	var entries []HistoryEntry
+	var entries []link.HistoryEntry
 	err := s.db.View(func(tx *bolt.Tx) error {
 		if tx.Bucket(embeddedLinks).Get([]byte(code)) == nil {
-			return ErrNotFound
+			return link.ErrNotFound
 		}
 		h := tx.Bucket(embeddedHistory)
 		if h == nil {
@@ -113,17 +114,17 @@ func (s *EmbeddedStore) History(ctx context.Context, code string, before int64, 
 			if err := json.Unmarshal(v, &ch); err != nil {
 				return err
 			}
-			entries = append(entries, HistoryEntry{
+			entries = append(entries, link.HistoryEntry{
 				Version: int64(binary.BigEndian.Uint64(k[len(prefix):])),
-				At:      fromMicros(ch.At),
+				At:      link.FromMicros(ch.At),
 				Key:     ch.Key,
 				Changes: ch.Changes,
 			})
 		}
 		return nil
 	})
-	if errors.Is(err, ErrNotFound) {
-		return nil, ErrNotFound
+	if errors.Is(err, link.ErrNotFound) {
+		return nil, link.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading history: %w", err)
@@ -131,4 +132,4 @@ func (s *EmbeddedStore) History(ctx context.Context, code string, before int64, 
 	return entries, nil
 }
 
-var _ LinkEditor = (*EmbeddedStore)(nil)
+var _ link.LinkEditor = (*EmbeddedStore)(nil)

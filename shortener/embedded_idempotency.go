@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -38,13 +39,13 @@ var errRolledBack = errors.New("rolled back")
 
 // CreateTx implements TxStore in one bbolt write transaction: bbolt runs
 // one at a time, so a concurrent duplicate waits for the first to commit.
-func (s *EmbeddedStore) CreateTx(ctx context.Context, claim *IdemClaim, now time.Time,
-	fn func(context.Context, LinkTx) (IdemAnswer, error)) (ans IdemAnswer, replayed bool, err error) {
+func (s *EmbeddedStore) CreateTx(ctx context.Context, claim *link.IdemClaim, now time.Time,
+	fn func(context.Context, link.LinkTx) (link.IdemAnswer, error)) (ans link.IdemAnswer, replayed bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return IdemAnswer{}, false, err
+		return link.IdemAnswer{}, false, err
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
-		ans, replayed = IdemAnswer{}, false
+		ans, replayed = link.IdemAnswer{}, false
 		if claim != nil {
 			if err := pruneEmbeddedIdem(tx, now); err != nil {
 				return err
@@ -55,9 +56,9 @@ func (s *EmbeddedStore) CreateTx(ctx context.Context, claim *IdemClaim, now time
 			}
 			if found {
 				if !bytes.Equal(rec.Digest, claim.BodySHA256[:]) {
-					return ErrIdemMismatch
+					return link.ErrIdemMismatch
 				}
-				ans, replayed = IdemAnswer{Status: rec.Status, Body: rec.Body}, true
+				ans, replayed = link.IdemAnswer{Status: rec.Status, Body: rec.Body}, true
 				return nil
 			}
 		}
@@ -79,15 +80,15 @@ func (s *EmbeddedStore) CreateTx(ctx context.Context, claim *IdemClaim, now time
 		return ans, replayed, nil
 	case errors.Is(err, errRolledBack):
 		return ans, false, nil
-	case errors.Is(err, ErrIdemMismatch):
-		return IdemAnswer{}, false, ErrIdemMismatch
+	case errors.Is(err, link.ErrIdemMismatch):
+		return link.IdemAnswer{}, false, link.ErrIdemMismatch
 	default:
-		return IdemAnswer{}, false, err
+		return link.IdemAnswer{}, false, err
 	}
 }
 
 // IdemLookup implements TxStore.
-func (s *EmbeddedStore) IdemLookup(ctx context.Context, scope, key string, now time.Time) (digest [32]byte, ans IdemAnswer, found bool, err error) {
+func (s *EmbeddedStore) IdemLookup(ctx context.Context, scope, key string, now time.Time) (digest [32]byte, ans link.IdemAnswer, found bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return digest, ans, false, err
 	}
@@ -97,11 +98,11 @@ func (s *EmbeddedStore) IdemLookup(ctx context.Context, scope, key string, now t
 			return err
 		}
 		copy(digest[:], rec.Digest)
-		ans, found = IdemAnswer{Status: rec.Status, Body: rec.Body}, true
+		ans, found = link.IdemAnswer{Status: rec.Status, Body: rec.Body}, true
 		return nil
 	})
 	if err != nil {
-		return digest, IdemAnswer{}, false, fmt.Errorf("reading idempotency record: %w", err)
+		return digest, link.IdemAnswer{}, false, fmt.Errorf("reading idempotency record: %w", err)
 	}
 	return digest, ans, found, nil
 }
@@ -127,14 +128,14 @@ func getEmbeddedIdem(tx *bolt.Tx, scope, key string, now time.Time) (embeddedIde
 	if err := json.Unmarshal(v, &rec); err != nil {
 		return rec, false, fmt.Errorf("corrupt idempotency record: %w", err)
 	}
-	if !fromMicros(rec.CreatedAt).After(now.Add(-idemTTL)) {
+	if !link.FromMicros(rec.CreatedAt).After(now.Add(-link.IdemTTL)) {
 		return rec, false, nil
 	}
 	return rec, true, nil
 }
 
 // putEmbeddedIdem records an answer, replacing an expired record.
-func putEmbeddedIdem(tx *bolt.Tx, c *IdemClaim, ans IdemAnswer, now time.Time) error {
+func putEmbeddedIdem(tx *bolt.Tx, c *link.IdemClaim, ans link.IdemAnswer, now time.Time) error {
 	if len(c.Scope) > 255 {
 		return fmt.Errorf("idempotency scope of %d bytes", len(c.Scope))
 	}
@@ -155,26 +156,26 @@ func putEmbeddedIdem(tx *bolt.Tx, c *IdemClaim, ans IdemAnswer, now time.Time) e
 			}
 		}
 	}
-	v, err := json.Marshal(embeddedIdemRecord{Digest: c.BodySHA256[:], Status: ans.Status, Body: ans.Body, CreatedAt: toMicros(now)})
+	v, err := json.Marshal(embeddedIdemRecord{Digest: c.BodySHA256[:], Status: ans.Status, Body: ans.Body, CreatedAt: link.ToMicros(now)})
 	if err != nil {
 		return err
 	}
 	if err := b.Put(k, v); err != nil {
 		return err
 	}
-	return age.Put(append(seqKey(toMicros(now)), k...), nil)
+	return age.Put(append(seqKey(link.ToMicros(now)), k...), nil)
 }
 
-// pruneEmbeddedIdem deletes up to idemPruneBatch expired records, oldest
+// pruneEmbeddedIdem deletes up to IdemPruneBatch expired records, oldest
 // first.
 func pruneEmbeddedIdem(tx *bolt.Tx, now time.Time) error {
 	age, b := tx.Bucket(embeddedIdemAge), tx.Bucket(embeddedIdem)
 	if age == nil || b == nil {
 		return nil
 	}
-	cutoff := toMicros(now.Add(-idemTTL))
+	cutoff := link.ToMicros(now.Add(-link.IdemTTL))
 	c := age.Cursor()
-	for n, k := 0, firstKey(c); k != nil && n < idemPruneBatch; n, k = n+1, firstKey(c) {
+	for n, k := 0, firstKey(c); k != nil && n < link.IdemPruneBatch; n, k = n+1, firstKey(c) {
 		if len(k) < 8 || int64(binary.BigEndian.Uint64(k[:8])) > cutoff {
 			return nil
 		}
@@ -200,7 +201,7 @@ func reuseIndexKey(longURL, code string) []byte {
 }
 
 // putReuseIndex indexes a link with a generated code for reuse.
-func putReuseIndex(tx *bolt.Tx, l Link) error {
+func putReuseIndex(tx *bolt.Tx, l link.Link) error {
 	if l.Custom {
 		return nil
 	}
@@ -215,7 +216,7 @@ func putReuseIndex(tx *bolt.Tx, l Link) error {
 type embeddedLinkTx struct{ tx *bolt.Tx }
 
 // Insert implements LinkTx.
-func (t embeddedLinkTx) Insert(ctx context.Context, links []Link) ([]bool, error) {
+func (t embeddedLinkTx) Insert(ctx context.Context, links []link.Link) ([]bool, error) {
 	stored := make([]bool, len(links))
 	b, o := t.tx.Bucket(embeddedLinks), t.tx.Bucket(embeddedOrder)
 	for i, l := range links {
@@ -247,7 +248,7 @@ func (t embeddedLinkTx) Insert(ctx context.Context, links []Link) ([]bool, error
 		if err := putReuseIndex(t.tx, l); err != nil {
 			return nil, err
 		}
-		if err := t.tx.Bucket(embeddedCreated).Put(createdKey(toMicros(l.CreatedAt), l.Code), nil); err != nil {
+		if err := t.tx.Bucket(embeddedCreated).Put(createdKey(link.ToMicros(l.CreatedAt), l.Code), nil); err != nil {
 			return nil, err
 		}
 		stored[i] = true
@@ -256,8 +257,8 @@ func (t embeddedLinkTx) Insert(ctx context.Context, links []Link) ([]bool, error
 }
 
 // Reusable implements LinkTx: the write transaction is the lock.
-func (t embeddedLinkTx) Reusable(ctx context.Context, links []Link, now time.Time) ([]Link, error) {
-	out := make([]Link, len(links))
+func (t embeddedLinkTx) Reusable(ctx context.Context, links []link.Link, now time.Time) ([]link.Link, error) {
+	out := make([]link.Link, len(links))
 	idx := t.tx.Bucket(embeddedReuse)
 	if idx == nil {
 		return out, nil
@@ -277,7 +278,7 @@ func (t embeddedLinkTx) Reusable(ctx context.Context, links []Link, now time.Tim
 				return nil, fmt.Errorf("corrupt link %q: %w", code, err)
 			}
 			l := rec.link(code)
-			if reusable(l, want, now) && (out[i].Code == "" || l.CreatedAt.Before(out[i].CreatedAt)) {
+			if link.Reusable(l, want, now) && (out[i].Code == "" || l.CreatedAt.Before(out[i].CreatedAt)) {
 				out[i] = l
 			}
 		}
@@ -285,4 +286,4 @@ func (t embeddedLinkTx) Reusable(ctx context.Context, links []Link, now time.Tim
 	return out, nil
 }
 
-var _ TxStore = (*EmbeddedStore)(nil)
+var _ link.TxStore = (*EmbeddedStore)(nil)

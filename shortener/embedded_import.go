@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -25,7 +26,7 @@ func readBaseline(b *bolt.Bucket, code string) int64 {
 
 // ImportTx implements ImportStore in one bbolt write transaction: bbolt
 // runs one at a time, so concurrent imports of the same codes take turns.
-func (s *EmbeddedStore) ImportTx(ctx context.Context, commit bool, fn func(context.Context, ImportTx) error) error {
+func (s *EmbeddedStore) ImportTx(ctx context.Context, commit bool, fn func(context.Context, link.ImportTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -48,26 +49,26 @@ func (s *EmbeddedStore) ImportTx(ctx context.Context, commit bool, fn func(conte
 type embeddedImportTx struct{ tx *bolt.Tx }
 
 // Stored implements ImportTx.
-func (t embeddedImportTx) Stored(ctx context.Context, codes []string) (map[string]ImportLink, error) {
-	out := make(map[string]ImportLink)
+func (t embeddedImportTx) Stored(ctx context.Context, codes []string) (map[string]link.ImportLink, error) {
+	out := make(map[string]link.ImportLink)
 	b, base := t.tx.Bucket(embeddedLinks), t.tx.Bucket(embeddedBaselines)
 	for _, code := range codes {
 		rec, err := readRecord(b, code)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, link.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		out[code] = ImportLink{Link: rec.link(code), Baseline: readBaseline(base, code)}
+		out[code] = link.ImportLink{Link: rec.link(code), Baseline: readBaseline(base, code)}
 	}
 	return out, nil
 }
 
 // Insert implements ImportTx: the links, their baselines, and their
 // hourly clicks as the click sink adds them.
-func (t embeddedImportTx) Insert(ctx context.Context, links []ImportLink) ([]bool, error) {
-	plain := make([]Link, len(links))
+func (t embeddedImportTx) Insert(ctx context.Context, links []link.ImportLink) ([]bool, error) {
+	plain := make([]link.Link, len(links))
 	for i, l := range links {
 		plain[i] = l.Link
 	}
@@ -100,4 +101,7 @@ func (t embeddedImportTx) Insert(ctx context.Context, links []ImportLink) ([]boo
 	return stored, nil
 }
 
-var _ ImportStore = (*EmbeddedStore)(nil)
+var _ link.ImportStore = (*EmbeddedStore)(nil)
+
+// errDryRun rolls back an import transaction that must write nothing.
+var errDryRun = errors.New("dry run")

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -53,15 +54,15 @@ func ensureCreatedIndex(tx *bolt.Tx) error {
 // status. clicks / -clicks read every link and sort the matches by their
 // total. The embedded store serves one instance and its listings are
 // sized for that: for large collections with search, use PostgreSQL.
-func (s *EmbeddedStore) ListLinks(ctx context.Context, q ListQuery) (ListPage, error) {
-	q = q.normalized()
-	cur, err := decodeCursor(q.Sort, q.Cursor)
+func (s *EmbeddedStore) ListLinks(ctx context.Context, q link.ListQuery) (link.ListPage, error) {
+	q = q.Normalized()
+	cur, err := link.DecodeCursor(q.Sort, q.Cursor)
 	if err != nil {
-		return ListPage{}, err
+		return link.ListPage{}, err
 	}
-	var links []ListedLink
+	var links []link.ListedLink
 	err = s.db.View(func(tx *bolt.Tx) error {
-		if q.byClicks() {
+		if q.ByClicks() {
 			links, err = listByClicks(ctx, tx, q, cur)
 		} else {
 			links, err = listByCreated(ctx, tx, q, cur)
@@ -69,38 +70,38 @@ func (s *EmbeddedStore) ListLinks(ctx context.Context, q ListQuery) (ListPage, e
 		return err
 	})
 	if err != nil {
-		return ListPage{}, fmt.Errorf("listing links: %w", err)
+		return link.ListPage{}, fmt.Errorf("listing links: %w", err)
 	}
 	return pageOf(q, links), nil
 }
 
 // listByCreated walks the creation index from the cursor to limit+1
 // matches.
-func listByCreated(ctx context.Context, tx *bolt.Tx, q ListQuery, cur *listCursor) ([]ListedLink, error) {
+func listByCreated(ctx context.Context, tx *bolt.Tx, q link.ListQuery, cur *link.Cursor) ([]link.ListedLink, error) {
 	c := tx.Bucket(embeddedCreated).Cursor()
 	next, k := c.Next, []byte(nil)
-	if q.descending() {
+	if q.Descending() {
 		next = c.Prev
 	}
 	switch {
-	case cur == nil && q.descending():
+	case cur == nil && q.Descending():
 		k, _ = c.Last()
 	case cur == nil:
 		k, _ = c.First()
 	default:
 		after := createdKey(cur.Key, cur.Code)
 		k, _ = c.Seek(after)
-		if q.descending() && k == nil {
+		if q.Descending() && k == nil {
 			k, _ = c.Last()
 		}
-		for k != nil && (bytes.Equal(k, after) || (bytes.Compare(k, after) > 0) != !q.descending()) {
+		for k != nil && (bytes.Equal(k, after) || (bytes.Compare(k, after) > 0) != !q.Descending()) {
 			k, _ = next()
 		}
 	}
 	links := tx.Bucket(embeddedLinks)
 	totals := listTotalsOf(tx)
 	m := newLinkMatcher(q)
-	var out []ListedLink
+	var out []link.ListedLink
 	for n := 0; k != nil && len(out) <= q.Limit; k, _ = next() {
 		if n++; n%1024 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -119,17 +120,17 @@ func listByCreated(ctx context.Context, tx *bolt.Tx, q ListQuery, cur *listCurso
 
 // listByClicks reads every link, keeps the matches past the cursor and
 // returns the first limit+1 by click total and code.
-func listByClicks(ctx context.Context, tx *bolt.Tx, q ListQuery, cur *listCursor) ([]ListedLink, error) {
+func listByClicks(ctx context.Context, tx *bolt.Tx, q link.ListQuery, cur *link.Cursor) ([]link.ListedLink, error) {
 	totals := listTotalsOf(tx)
 	m := newLinkMatcher(q)
-	order := func(a, b ListedLink) int {
+	order := func(a, b link.ListedLink) int {
 		c := cmp.Or(cmp.Compare(a.Clicks, b.Clicks), strings.Compare(a.Code, b.Code))
-		if q.descending() {
+		if q.Descending() {
 			return -c
 		}
 		return c
 	}
-	var out []ListedLink
+	var out []link.ListedLink
 	n := 0
 	err := tx.Bucket(embeddedLinks).ForEach(func(k, _ []byte) error {
 		if n++; n%1024 == 0 && ctx.Err() != nil {
@@ -139,7 +140,7 @@ func listByClicks(ctx context.Context, tx *bolt.Tx, q ListQuery, cur *listCursor
 		if err != nil || !ok || !m.match(l.Link) {
 			return err
 		}
-		if cur != nil && order(l, ListedLink{Link: Link{Code: cur.Code}, Clicks: cur.Key}) <= 0 {
+		if cur != nil && order(l, link.ListedLink{Link: link.Link{Code: cur.Code}, Clicks: cur.Key}) <= 0 {
 			return nil
 		}
 		out = append(out, l)
@@ -161,16 +162,16 @@ func listTotalsOf(tx *bolt.Tx) listTotals {
 }
 
 // readListed reads a link and its click total; false if it is missing.
-func readListed(links *bolt.Bucket, totals listTotals, code string) (ListedLink, bool, error) {
+func readListed(links *bolt.Bucket, totals listTotals, code string) (link.ListedLink, bool, error) {
 	v := links.Get([]byte(code))
 	if v == nil {
-		return ListedLink{}, false, nil
+		return link.ListedLink{}, false, nil
 	}
 	var rec embeddedRecord
 	if err := json.Unmarshal(v, &rec); err != nil {
-		return ListedLink{}, false, fmt.Errorf("link %q: %w", code, err)
+		return link.ListedLink{}, false, fmt.Errorf("link %q: %w", code, err)
 	}
-	l := ListedLink{Link: rec.link(code)}
+	l := link.ListedLink{Link: rec.link(code)}
 	if totals.counted != nil {
 		if t := totals.counted.Get([]byte(code)); len(t) == 16 {
 			l.Clicks = int64(binary.BigEndian.Uint64(t[:8]) + binary.BigEndian.Uint64(t[8:]))
@@ -182,17 +183,17 @@ func readListed(links *bolt.Bucket, totals listTotals, code string) (ListedLink,
 
 // linkMatcher judges a link against the filters of a query.
 type linkMatcher struct {
-	q ListQuery
+	q link.ListQuery
 	// lower is q.Q in lower case.
 	lower string
 }
 
-func newLinkMatcher(q ListQuery) linkMatcher {
+func newLinkMatcher(q link.ListQuery) linkMatcher {
 	return linkMatcher{q: q, lower: strings.ToLower(q.Q)}
 }
 
-func (m linkMatcher) match(l Link) bool {
-	if m.q.Status != StatusAll && linkStatus(l, m.q.Now) != m.q.Status {
+func (m linkMatcher) match(l link.Link) bool {
+	if m.q.Status != link.StatusAll && link.Status(l, m.q.Now) != m.q.Status {
 		return false
 	}
 	if m.q.Tag != "" && !slices.Contains(l.Tags, m.q.Tag) {
@@ -209,4 +210,4 @@ func (m linkMatcher) match(l Link) bool {
 	return false
 }
 
-var _ LinkLister = (*EmbeddedStore)(nil)
+var _ link.LinkLister = (*EmbeddedStore)(nil)

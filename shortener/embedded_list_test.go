@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -26,7 +27,7 @@ func TestEmbeddedCreatedIndexBackfill(t *testing.T) {
 		if code == "z-tie" {
 			at = base.Add(-2 * time.Hour) // same time as a-tie: code breaks the tie
 		}
-		if err := s.Create(ctx, Link{Code: code, LongURL: "https://example.com/" + code, CreatedAt: at}); err != nil {
+		if err := s.Create(ctx, link.Link{Code: code, LongURL: "https://example.com/" + code, CreatedAt: at}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,7 +43,7 @@ func TestEmbeddedCreatedIndexBackfill(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	page, err := s.ListLinks(ctx, ListQuery{Status: StatusAll, Now: base})
+	page, err := s.ListLinks(ctx, link.ListQuery{Status: link.StatusAll, Now: base})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"errors"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,7 @@ import (
 	"time"
 )
 
-func openTestEmbedded(t *testing.T) Store {
+func openTestEmbedded(t *testing.T) link.Store {
 	t.Helper()
 	s, err := OpenEmbedded(filepath.Join(t.TempDir(), "shortener.db"))
 	if err != nil {
@@ -55,7 +56,7 @@ func TestEmbeddedPersistsAcrossReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
-	want := Link{Code: "keep", LongURL: "https://example.com/keep", CreatedAt: created, ExpiresAt: created.Add(time.Hour)}
+	want := link.Link{Code: "keep", LongURL: "https://example.com/keep", CreatedAt: created, ExpiresAt: created.Add(time.Hour)}
 	if err := s.Create(ctx, want); err != nil {
 		t.Fatal(err)
 	}
@@ -138,10 +139,10 @@ func TestEmbeddedCanceledContext(t *testing.T) {
 	if _, err := s.Get(ctx, "abc"); !errors.Is(err, context.Canceled) {
 		t.Errorf("Get(canceled) = %v, want context.Canceled", err)
 	}
-	if err := s.Create(ctx, Link{Code: "abc", LongURL: "https://example.com/"}); !errors.Is(err, context.Canceled) {
+	if err := s.Create(ctx, link.Link{Code: "abc", LongURL: "https://example.com/"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Create(canceled) = %v, want context.Canceled", err)
 	}
-	if _, err := s.Get(context.Background(), "abc"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(context.Background(), "abc"); !errors.Is(err, link.ErrNotFound) {
 		t.Errorf("Get after canceled Create = %v, want ErrNotFound", err)
 	}
 }

@@ -11,12 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.uber.org/zap"
 )
 
 // exportPage is how many links one store round trip of an export reads:
 // one keyset page of the lister, a short statement at any table size.
-const exportPage = MaxListLimit
+const exportPage = link.MaxListLimit
 
 // csvHeader names the columns of a CSV export. tags are joined by single
 // spaces (a tag holds none); a missing time, title or notes is an empty
@@ -46,7 +47,7 @@ func (h *Handler) apiExport(w http.ResponseWriter, r *http.Request) error {
 	if ll == nil {
 		return apiErr(http.StatusNotImplemented, "this store cannot list links")
 	}
-	q := ListQuery{Status: status, Sort: SortCreated, Limit: exportPage, Now: h.now()}
+	q := link.ListQuery{Status: status, Sort: link.SortCreated, Limit: exportPage, Now: h.now()}
 	page, err := h.exportPage(r.Context(), ll, q)
 	if err != nil {
 		return h.storeErr(err)
@@ -79,7 +80,7 @@ func (h *Handler) apiExport(w http.ResponseWriter, r *http.Request) error {
 }
 
 // exportPage reads one page within its own deadline.
-func (h *Handler) exportPage(ctx context.Context, ll LinkLister, q ListQuery) (ListPage, error) {
+func (h *Handler) exportPage(ctx context.Context, ll link.LinkLister, q link.ListQuery) (link.ListPage, error) {
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	return ll.ListLinks(ctx, q)
@@ -102,7 +103,7 @@ func parseExportQuery(raw string) (format, status string, withStats bool, err er
 	if err != nil {
 		return "", "", false, apiErr(http.StatusBadRequest, "query string: %v", err)
 	}
-	format, status = "ndjson", StatusAll
+	format, status = "ndjson", link.StatusAll
 	for _, name := range []string{"format", "status", "with_stats"} {
 		if len(vals[name]) > 1 {
 			return "", "", false, apiErr(http.StatusBadRequest, "%s: given %d times, at most once is allowed", name, len(vals[name]))
@@ -136,9 +137,9 @@ func parseExportQuery(raw string) (format, status string, withStats bool, err er
 
 // ndjsonWriter writes each link as GET <api>/links/<code> answers it, one
 // JSON object a line; with rows (with_stats), with its hourly clicks.
-func (h *Handler) ndjsonWriter(w http.ResponseWriter, r *http.Request, rows clickRowReader) func([]ListedLink) error {
+func (h *Handler) ndjsonWriter(w http.ResponseWriter, r *http.Request, rows clickRowReader) func([]link.ListedLink) error {
 	enc := json.NewEncoder(w)
-	return func(links []ListedLink) error {
+	return func(links []link.ListedLink) error {
 		if rows != nil {
 			return h.writeWithStats(r, enc, rows, links)
 		}
@@ -153,10 +154,10 @@ func (h *Handler) ndjsonWriter(w http.ResponseWriter, r *http.Request, rows clic
 
 // csvWriter writes the header, then a row a link, every cell through
 // csvCell.
-func (h *Handler) csvWriter(w http.ResponseWriter, r *http.Request) func([]ListedLink) error {
+func (h *Handler) csvWriter(w http.ResponseWriter, r *http.Request) func([]link.ListedLink) error {
 	cw := csv.NewWriter(w)
 	header := true
-	return func(links []ListedLink) error {
+	return func(links []link.ListedLink) error {
 		if header {
 			header = false
 			if err := cw.Write(csvHeader); err != nil {
@@ -173,7 +174,7 @@ func (h *Handler) csvWriter(w http.ResponseWriter, r *http.Request) func([]Liste
 	}
 }
 
-func (h *Handler) csvRow(r *http.Request, l ListedLink) []string {
+func (h *Handler) csvRow(r *http.Request, l link.ListedLink) []string {
 	at := func(t time.Time) string {
 		if t.IsZero() {
 			return ""

@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"encoding/json"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"time"
 )
@@ -18,7 +19,7 @@ import (
 // Both stores' sinks implement it.
 type clickRowReader interface {
 	// ClickRows returns each code's rollups with clicks, by hour.
-	ClickRows(ctx context.Context, codes []string) (map[string][]HourlyClicks, error)
+	ClickRows(ctx context.Context, codes []string) (map[string][]link.HourlyClicks, error)
 }
 
 // exportRows is the reader of an export with stats (nil without).
@@ -49,7 +50,7 @@ type exportedHour struct {
 
 // writeWithStats writes one page of links with their rollups, read in
 // one round trip within its own deadline.
-func (h *Handler) writeWithStats(r *http.Request, enc *json.Encoder, rows clickRowReader, links []ListedLink) error {
+func (h *Handler) writeWithStats(r *http.Request, enc *json.Encoder, rows clickRowReader, links []link.ListedLink) error {
 	codes := make([]string, len(links))
 	for i, l := range links {
 		codes[i] = l.Code

@@ -20,6 +20,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Click counting wired into handlers on the real stores, real Redis and
@@ -231,7 +232,7 @@ func (h *requestHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // countedClickStore is the PostgreSQL store and its click sink, counting
 // every call and the calls made on behalf of a request.
 type countedClickStore struct {
-	Store
+	link.Store
 	sink              ClickSink
 	calls, forRequest atomic.Int64
 }
@@ -243,12 +244,12 @@ func (c *countedClickStore) count(ctx context.Context) {
 	}
 }
 
-func (c *countedClickStore) Get(ctx context.Context, code string) (Link, error) {
+func (c *countedClickStore) Get(ctx context.Context, code string) (link.Link, error) {
 	c.count(ctx)
 	return c.Store.Get(ctx, code)
 }
 
-func (c *countedClickStore) Create(ctx context.Context, l Link) error {
+func (c *countedClickStore) Create(ctx context.Context, l link.Link) error {
 	c.count(ctx)
 	return c.Store.Create(ctx, l)
 }

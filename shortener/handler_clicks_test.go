@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Handler tests of click counting (issue 5) on an in-memory store that also
@@ -73,10 +74,10 @@ func (s *memClickSink) ApplyClicks(ctx context.Context, batches []ClickBatch) (i
 func (s *memClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (ClickStats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := ClickStats{Code: code, Hourly: []HourlyClicks{}, Referrers: []ReferrerClicks{}}
+	st := ClickStats{Code: code, Hourly: []link.HourlyClicks{}, Referrers: []ReferrerClicks{}}
 	for hr := hourFloor(from); hr.Before(to); hr = hr.Add(time.Hour) {
 		if v := s.hourly[hourKey{code, hr.Unix()}]; v != nil {
-			st.Hourly = append(st.Hourly, HourlyClicks{Hour: hr, People: v[0], Bots: v[1]})
+			st.Hourly = append(st.Hourly, link.HourlyClicks{Hour: hr, People: v[0], Bots: v[1]})
 			st.People += v[0]
 			st.Bots += v[1]
 		}
@@ -248,7 +249,7 @@ func TestClicksCountedAndStatsAPI(t *testing.T) {
 	getJSON(t, h, "/api/links/"+code+"/stats", http.StatusOK, &st)
 	want := ClickStats{
 		Code: code, Total: 7, People: 4, Bots: 3,
-		Hourly:    []HourlyClicks{{Hour: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), People: 4, Bots: 3}},
+		Hourly:    []link.HourlyClicks{{Hour: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), People: 4, Bots: 3}},
 		Referrers: []ReferrerClicks{{Host: "news.example.com", Count: 2}, {Host: "blog.example.org", Count: 1}},
 	}
 	series := st.Timeseries

@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -23,36 +24,36 @@ import (
 // database; the store contract itself is tested against the real stores.
 type memStore struct {
 	mu    sync.Mutex
-	links map[string]Link
+	links map[string]link.Link
 	seq   int64
 	down  atomic.Bool // every call fails, like a stopped database
 }
 
 var errDown = errors.New("store down")
 
-func newMemStore() *memStore { return &memStore{links: map[string]Link{}} }
+func newMemStore() *memStore { return &memStore{links: map[string]link.Link{}} }
 
-func (s *memStore) Get(ctx context.Context, code string) (Link, error) {
+func (s *memStore) Get(ctx context.Context, code string) (link.Link, error) {
 	if s.down.Load() {
-		return Link{}, errDown
+		return link.Link{}, errDown
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, ok := s.links[code]
 	if !ok {
-		return Link{}, ErrNotFound
+		return link.Link{}, link.ErrNotFound
 	}
 	return l, nil
 }
 
-func (s *memStore) Create(ctx context.Context, l Link) error {
+func (s *memStore) Create(ctx context.Context, l link.Link) error {
 	if s.down.Load() {
 		return errDown
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.links[l.Code]; ok {
-		return ErrCodeTaken
+		return link.ErrCodeTaken
 	}
 	s.links[l.Code] = l
 	return nil
@@ -66,7 +67,7 @@ func (s *memStore) Revoke(ctx context.Context, code string, at time.Time) error 
 	defer s.mu.Unlock()
 	l, ok := s.links[code]
 	if !ok {
-		return ErrNotFound
+		return link.ErrNotFound
 	}
 	if l.RevokedAt.IsZero() {
 		l.RevokedAt = at
@@ -96,16 +97,16 @@ func (s *memStore) len() int {
 
 // countingStore counts the calls reaching the wrapped store.
 type countingStore struct {
-	Store
+	link.Store
 	gets, creates, blocks atomic.Int64
 }
 
-func (c *countingStore) Get(ctx context.Context, code string) (Link, error) {
+func (c *countingStore) Get(ctx context.Context, code string) (link.Link, error) {
 	c.gets.Add(1)
 	return c.Store.Get(ctx, code)
 }
 
-func (c *countingStore) Create(ctx context.Context, l Link) error {
+func (c *countingStore) Create(ctx context.Context, l link.Link) error {
 	c.creates.Add(1)
 	return c.Store.Create(ctx, l)
 }
@@ -122,7 +123,7 @@ const testKey = "test-key-0123456789"
 
 // newHandler provisions a handler with store s (not opened by Provision),
 // after configure adjusts its fields; Cleanup runs at test end.
-func newHandler(t testing.TB, s Store, configure func(*Handler)) *Handler {
+func newHandler(t testing.TB, s link.Store, configure func(*Handler)) *Handler {
 	t.Helper()
 	h := &Handler{API: "/api", APIKeys: []string{testKey}}
 	if configure != nil {

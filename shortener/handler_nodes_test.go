@@ -16,6 +16,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Tests of issue 4's acceptance list: two handler instances (two nodes)
@@ -49,7 +50,7 @@ func openPostgresOwn(tb testing.TB, dsn string, set pgpool.Settings) (*PostgresS
 
 // twoNodes provisions two handlers on one store and the Redis at redisURL
 // under prefix.
-func twoNodes(t *testing.T, s Store, redisURL, prefix string, configure func(*Handler)) (*Handler, *Handler) {
+func twoNodes(t *testing.T, s link.Store, redisURL, prefix string, configure func(*Handler)) (*Handler, *Handler) {
 	t.Helper()
 	mk := func() *Handler {
 		return newHandler(t, s, func(h *Handler) {
@@ -181,7 +182,7 @@ func TestNodesConcurrentCreates(t *testing.T) {
 					if len(c) != 7 {
 						t.Fatalf("sequential code %q is not 7 characters", c)
 					}
-					id, ok := SequentialID(c)
+					id, ok := link.SequentialID(c)
 					if !ok {
 						t.Fatalf("%q is not a sequential code", c)
 					}
@@ -376,7 +377,7 @@ func TestNodesConcurrentRedirectsOneQuery(t *testing.T) {
 	s, _, url, prefix := sharedServices(t)
 	a, _ := twoNodes(t, s, url, prefix, nil)
 	ctx := context.Background()
-	if err := s.Store.Create(ctx, Link{Code: "viral42", LongURL: "https://example.com/viral", CreatedAt: time.Now()}); err != nil {
+	if err := s.Store.Create(ctx, link.Link{Code: "viral42", LongURL: "https://example.com/viral", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

@@ -13,6 +13,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // provision runs Provision on h as Caddy would (the store is opened by the
@@ -119,7 +120,7 @@ func TestProvisionErrors(t *testing.T) {
 // the store.
 func TestProvisionRedisDownAtStart(t *testing.T) {
 	s := newMemStore()
-	s.links["abc"] = Link{Code: "abc", LongURL: "https://example.com/"}
+	s.links["abc"] = link.Link{Code: "abc", LongURL: "https://example.com/"}
 	h := newHandler(t, s, func(h *Handler) {
 		h.Redis = &redispool.Config{URL: fmt.Sprintf("redis://127.0.0.1:%d", testenv.FreePort(t))}
 	})

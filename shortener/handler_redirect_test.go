@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 func TestRedirectFound(t *testing.T) {
 	s := newMemStore()
-	s.links["abc1234"] = Link{Code: "abc1234", LongURL: "https://example.com/a?b=c", CreatedAt: time.Now()}
+	s.links["abc1234"] = link.Link{Code: "abc1234", LongURL: "https://example.com/a?b=c", CreatedAt: time.Now()}
 	h := newHandler(t, s, func(h *Handler) { h.SourceHeader = true })
 
 	for i, wantSource := range []string{"store", "local"} {
@@ -45,7 +46,7 @@ func TestRedirectFound(t *testing.T) {
 func TestRedirectStatusAndCacheControl(t *testing.T) {
 	for _, status := range []int{301, 302, 307, 308} {
 		s := newMemStore()
-		s.links["abc"] = Link{Code: "abc", LongURL: "https://example.com/"}
+		s.links["abc"] = link.Link{Code: "abc", LongURL: "https://example.com/"}
 		h := newHandler(t, s, func(h *Handler) { h.Status = status; h.CacheControl = "public, max-age=60" })
 		w := serve(t, h, "GET", "/abc", "")
 		if w.Code != status || w.Header().Get("Cache-Control") != "public, max-age=60" {
@@ -59,7 +60,7 @@ func TestRedirectStatusAndCacheControl(t *testing.T) {
 
 func TestRedirectMountedUnderPrefix(t *testing.T) {
 	s := newMemStore()
-	s.links["abc"] = Link{Code: "abc", LongURL: "https://example.com/"}
+	s.links["abc"] = link.Link{Code: "abc", LongURL: "https://example.com/"}
 	h := newHandler(t, s, nil)
 	if w := serve(t, h, "GET", "/go/abc", ""); w.Code != http.StatusFound {
 		t.Errorf("GET /go/abc = %d, want 302 (last segment is the code)", w.Code)
@@ -123,9 +124,9 @@ func TestRedirectGone(t *testing.T) {
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	s := newMemStore()
-	s.links["revoked"] = Link{Code: "revoked", LongURL: "https://example.com/", RevokedAt: now.Add(-time.Hour)}
-	s.links["expired"] = Link{Code: "expired", LongURL: "https://example.com/", ExpiresAt: now.Add(-time.Second)}
-	s.links["expires"] = Link{Code: "expires", LongURL: "https://example.com/", ExpiresAt: now.Add(time.Minute)}
+	s.links["revoked"] = link.Link{Code: "revoked", LongURL: "https://example.com/", RevokedAt: now.Add(-time.Hour)}
+	s.links["expired"] = link.Link{Code: "expired", LongURL: "https://example.com/", ExpiresAt: now.Add(-time.Second)}
+	s.links["expires"] = link.Link{Code: "expires", LongURL: "https://example.com/", ExpiresAt: now.Add(time.Minute)}
 	h := newHandler(t, s, func(h *Handler) { h.now = clock })
 	for _, code := range []string{"revoked", "expired"} {
 		for range 2 {
@@ -148,8 +149,8 @@ func TestRedirectGone(t *testing.T) {
 
 func TestRedirectStoreDown(t *testing.T) {
 	s := newMemStore()
-	s.links["cached"] = Link{Code: "cached", LongURL: "https://example.com/c"}
-	s.links["later"] = Link{Code: "later", LongURL: "https://example.com/l"}
+	s.links["cached"] = link.Link{Code: "cached", LongURL: "https://example.com/c"}
+	s.links["later"] = link.Link{Code: "later", LongURL: "https://example.com/l"}
 	h := newHandler(t, s, nil)
 	if w := serve(t, h, "GET", "/cached", ""); w.Code != http.StatusFound {
 		t.Fatalf("warming = %d", w.Code)
@@ -171,7 +172,7 @@ func TestRedirectStoreDown(t *testing.T) {
 
 func TestRedirectLocalCacheOff(t *testing.T) {
 	c := &countingStore{Store: newMemStore()}
-	c.Store.(*memStore).links["abc"] = Link{Code: "abc", LongURL: "https://example.com/"}
+	c.Store.(*memStore).links["abc"] = link.Link{Code: "abc", LongURL: "https://example.com/"}
 	h := newHandler(t, c, func(h *Handler) { h.LocalCacheOff = true })
 	for range 3 {
 		if w := serve(t, h, "GET", "/abc", ""); w.Code != http.StatusFound {
@@ -185,7 +186,7 @@ func TestRedirectLocalCacheOff(t *testing.T) {
 
 func TestRedirectSingleFlight(t *testing.T) {
 	slow := &slowStore{countingStore: countingStore{Store: newMemStore()}, delay: 50 * time.Millisecond}
-	slow.Store.(*memStore).links["viral1"] = Link{Code: "viral1", LongURL: "https://example.com/v"}
+	slow.Store.(*memStore).links["viral1"] = link.Link{Code: "viral1", LongURL: "https://example.com/v"}
 	h := newHandler(t, slow, nil)
 	var wg sync.WaitGroup
 	codes := make([]int, 1000)
@@ -209,7 +210,7 @@ type slowStore struct {
 	delay time.Duration
 }
 
-func (s *slowStore) Get(ctx context.Context, code string) (Link, error) {
+func (s *slowStore) Get(ctx context.Context, code string) (link.Link, error) {
 	time.Sleep(s.delay)
 	return s.countingStore.Get(ctx, code)
 }
@@ -218,7 +219,7 @@ func (s *slowStore) Get(ctx context.Context, code string) (Link, error) {
 // that must not reach the cached entry.
 func TestRedirectHeaderValuesNotShared(t *testing.T) {
 	s := newMemStore()
-	s.links["abc"] = Link{Code: "abc", LongURL: "https://example.com/"}
+	s.links["abc"] = link.Link{Code: "abc", LongURL: "https://example.com/"}
 	h := newHandler(t, s, nil)
 	w := serve(t, h, "GET", "/abc", "")
 	for _, k := range []string{"Location", "Cache-Control", "X-Robots-Tag"} {
@@ -235,7 +236,7 @@ func TestRedirectHeaderValuesNotShared(t *testing.T) {
 // included.
 func TestRedirectL1HitAllocs(t *testing.T) {
 	s := newClickMemStore()
-	s.links["abc1234"] = Link{Code: "abc1234", LongURL: "https://example.com/p"}
+	s.links["abc1234"] = link.Link{Code: "abc1234", LongURL: "https://example.com/p"}
 	h := newHandler(t, s, func(h *Handler) { h.LocalCacheTTL = caddy.Duration(time.Hour); h.SourceHeader = true })
 	if h.clicks == nil {
 		t.Fatal("click counting is off")
@@ -268,7 +269,7 @@ func (d *discardWriter) WriteHeader(int)             {}
 // click counting on (a browser request with a referrer).
 func BenchmarkRedirectL1Hit(b *testing.B) {
 	s := newClickMemStore()
-	s.links["abc1234"] = Link{Code: "abc1234", LongURL: "https://example.com/some/long/path"}
+	s.links["abc1234"] = link.Link{Code: "abc1234", LongURL: "https://example.com/some/long/path"}
 	h := newHandler(b, s, func(h *Handler) { h.LocalCacheTTL = caddy.Duration(time.Hour) })
 	if h.clicks == nil {
 		b.Fatal("click counting is off")
@@ -293,7 +294,7 @@ func BenchmarkRedirectL1Hit(b *testing.B) {
 // A client that leaves does not cancel the shared lookup of the others.
 func TestRedirectCancelledClientDoesNotCancelFlight(t *testing.T) {
 	slow := &slowStore{countingStore: countingStore{Store: newMemStore()}, delay: 200 * time.Millisecond}
-	slow.Store.(*memStore).links["shared1"] = Link{Code: "shared1", LongURL: "https://example.com/s"}
+	slow.Store.(*memStore).links["shared1"] = link.Link{Code: "shared1", LongURL: "https://example.com/s"}
 	h := newHandler(t, slow, nil)
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
@@ -85,7 +86,7 @@ func TestHostsLegacyLinkLocationASCII(t *testing.T) {
 		"bad": {"https://ev\u202eil.com/", "https://ev%E2%80%AEil.com/"},
 		"asc": {"http://0x7f.1/x", "http://0x7f.1/x"},
 	} {
-		if err := s.Create(context.Background(), Link{Code: code, LongURL: tc.long, CreatedAt: now}); err != nil {
+		if err := s.Create(context.Background(), link.Link{Code: code, LongURL: tc.long, CreatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 		for range 2 { // from the store, then from L1

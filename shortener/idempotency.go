@@ -3,18 +3,9 @@ package shortener
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
-	"time"
 )
-
-// Idempotency-Key (issue 15): a POST of the API that carries the header
-// Idempotency-Key is recorded with its answer, in the same store
-// transaction as the links it creates. The same key (from the same API key)
-// with the same body within idemTTL gets the first answer again, with
-// Idempotent-Replayed: true, and creates nothing; the same key with another
-// body gets 422. A 5xx answer is never recorded: the transaction rolls back
-// and the client may retry.
 
 const (
 	// idemHeader is the request header naming an idempotent request.
@@ -23,70 +14,15 @@ const (
 	idemReplayedHeader = "Idempotent-Replayed"
 	// maxIdemKey is the longest Idempotency-Key, in bytes.
 	maxIdemKey = 255
-	// idemTTL is how long a recorded answer is replayed; older records are
-	// ignored, then pruned.
-	idemTTL = 24 * time.Hour
-	// idemPruneEvery and idemPruneBatch bound the pruning of expired
-	// records: at most one batch per interval per store, run by a create
-	// that carries a key.
-	idemPruneEvery = time.Minute
-	idemPruneBatch = 1000
 )
-
-// ErrIdemMismatch: the Idempotency-Key was recorded with another body.
-var ErrIdemMismatch = errors.New("idempotency key used with another body")
-
-// IdemClaim names one request with an Idempotency-Key.
-type IdemClaim struct {
-	Scope      string   // fingerprint of the API key that sent it
-	Key        string   // the header's value
-	BodySHA256 [32]byte // digest of the raw request body
-}
-
-// IdemAnswer is an answer as recorded and replayed.
-type IdemAnswer struct {
-	Status int
-	Body   []byte
-}
-
-// LinkTx is one create transaction of a TxStore.
-type LinkTx interface {
-	// Insert stores each link whose code is free, in one round trip, and
-	// reports in order which were stored; a taken code (also one taken by
-	// an earlier link of the same call) changes nothing and reports false.
-	Insert(ctx context.Context, links []Link) ([]bool, error)
-	// Reusable returns, for each link, an active (at now), non-custom
-	// stored link that reuse may answer instead (sameReuse), or a zero Link.
-	// It first locks the links' long URLs until the transaction ends, so a
-	// concurrent transaction looking for the same URL waits and then sees
-	// what this one created.
-	Reusable(ctx context.Context, links []Link, now time.Time) ([]Link, error)
-}
-
-// TxStore runs creates in one transaction with their idempotency record.
-// Both stores implement it.
-type TxStore interface {
-	// CreateTx runs fn in one transaction. With a claim, the claim's record
-	// is taken first: if a live one (younger than idemTTL at now) exists,
-	// fn does not run and CreateTx returns its answer with replayed true,
-	// or ErrIdemMismatch when its digest differs; a concurrent transaction
-	// holding the same key is waited for. fn's answer is recorded with its
-	// links in one commit; an error or a status of 500 or above rolls
-	// everything back and records nothing.
-	CreateTx(ctx context.Context, claim *IdemClaim, now time.Time,
-		fn func(context.Context, LinkTx) (IdemAnswer, error)) (ans IdemAnswer, replayed bool, err error)
-	// IdemLookup returns the live record of scope and key at now, if any,
-	// without taking it.
-	IdemLookup(ctx context.Context, scope, key string, now time.Time) (digest [32]byte, ans IdemAnswer, found bool, err error)
-}
 
 // txStoreOf is the TxStore behind a handler's store, if it has one (the
 // embedded store is shared across config reloads in a sharedStore).
-func txStoreOf(s Store) (TxStore, bool) {
+func txStoreOf(s link.Store) (link.TxStore, bool) {
 	if sh, ok := s.(sharedStore); ok {
 		s = sh.Store
 	}
-	ts, ok := s.(TxStore)
+	ts, ok := s.(link.TxStore)
 	return ts, ok
 }
 
@@ -118,18 +54,18 @@ func idemKey(r *http.Request) (string, error) {
 
 // idemClaimOf returns the claim of a request with the Idempotency-Key key
 // and the raw body, nil without a key.
-func idemClaimOf(r *http.Request, key string, body []byte) *IdemClaim {
+func idemClaimOf(r *http.Request, key string, body []byte) *link.IdemClaim {
 	if key == "" {
 		return nil
 	}
-	return &IdemClaim{Scope: keyFingerprint(r), Key: key, BodySHA256: sha256.Sum256(body)}
+	return &link.IdemClaim{Scope: keyFingerprint(r), Key: key, BodySHA256: sha256.Sum256(body)}
 }
 
 // idemRefused answers a request refused before it reached the store (a
 // 4xx from validation, not recorded): if its key holds a live record, that
 // record decides (replay, or 422 for another body), so a retry of a
 // request that once succeeded is not refused for a time that has passed.
-func (h *Handler) idemRefused(ctx context.Context, w http.ResponseWriter, claim *IdemClaim, refusal error) error {
+func (h *Handler) idemRefused(ctx context.Context, w http.ResponseWriter, claim *link.IdemClaim, refusal error) error {
 	ts, ok := txStoreOf(h.store)
 	if claim == nil || !ok {
 		return refusal
@@ -150,7 +86,7 @@ func idemMismatch() error {
 }
 
 // writeAnswer writes a rendered JSON answer, marked when replayed.
-func writeAnswer(w http.ResponseWriter, ans IdemAnswer, replayed bool) {
+func writeAnswer(w http.ResponseWriter, ans link.IdemAnswer, replayed bool) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	if replayed {

@@ -11,31 +11,32 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Expired idempotency records are deleted by a later keyed create, at most
-// idemPruneBatch at a time; live ones stay.
+// IdemPruneBatch at a time; live ones stay.
 func TestIdempotencyPrune(t *testing.T) {
 	ctx := context.Background()
 	base := time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)
-	record := func(t *testing.T, ts TxStore, key string, at time.Time) {
+	record := func(t *testing.T, ts link.TxStore, key string, at time.Time) {
 		t.Helper()
-		c := &IdemClaim{Scope: "0123456789abcdef", Key: key, BodySHA256: sha256.Sum256([]byte(key))}
-		if _, _, err := ts.CreateTx(ctx, c, at, func(context.Context, LinkTx) (IdemAnswer, error) {
-			return IdemAnswer{Status: 400, Body: []byte(`{}`)}, nil
+		c := &link.IdemClaim{Scope: "0123456789abcdef", Key: key, BodySHA256: sha256.Sum256([]byte(key))}
+		if _, _, err := ts.CreateTx(ctx, c, at, func(context.Context, link.LinkTx) (link.IdemAnswer, error) {
+			return link.IdemAnswer{Status: 400, Body: []byte(`{}`)}, nil
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	run := func(t *testing.T, ts TxStore, count func() int) {
-		for i := range idemPruneBatch + 5 {
+	run := func(t *testing.T, ts link.TxStore, count func() int) {
+		for i := range link.IdemPruneBatch + 5 {
 			record(t, ts, fmt.Sprintf("old-%d", i), base)
 		}
-		record(t, ts, "live", base.Add(idemTTL-time.Second))
-		if n := count(); n != idemPruneBatch+6 {
-			t.Fatalf("%d records before pruning, want %d", n, idemPruneBatch+6)
+		record(t, ts, "live", base.Add(link.IdemTTL-time.Second))
+		if n := count(); n != link.IdemPruneBatch+6 {
+			t.Fatalf("%d records before pruning, want %d", n, link.IdemPruneBatch+6)
 		}
-		later := base.Add(idemTTL + time.Hour)
+		later := base.Add(link.IdemTTL + time.Hour)
 		record(t, ts, "trigger", later)
 		if n := count(); n != 5+2 {
 			t.Errorf("%d records after one prune, want 7 (5 expired left, live, trigger)", n)

@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"fmt"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // An import (issue 20) brings links from another shortener, or from an
@@ -22,19 +23,19 @@ const (
 
 // importEntry is one item on its way through an import.
 type importEntry struct {
-	link    ImportLink
+	link    link.ImportLink
 	refused error // an importRefusal: never reaches the store
 	// Decided in the transaction:
 	result   string
-	reason   string      // a conflict's difference
-	existing *ImportLink // a skip's or conflict's stored link
+	reason   string           // a conflict's difference
+	existing *link.ImportLink // a skip's or conflict's stored link
 	lead     *importEntry
 }
 
 // runImport decides every entry in one transaction of is; with dryRun it
 // writes nothing and answers what it would have done.
-func runImport(ctx context.Context, is ImportStore, entries []*importEntry, dryRun bool) error {
-	return is.ImportTx(ctx, !dryRun, func(ctx context.Context, tx ImportTx) error {
+func runImport(ctx context.Context, is link.ImportStore, entries []*importEntry, dryRun bool) error {
+	return is.ImportTx(ctx, !dryRun, func(ctx context.Context, tx link.ImportTx) error {
 		var codes []string
 		for _, e := range entries {
 			e.result, e.reason, e.existing, e.lead = "", "", nil, nil
@@ -65,7 +66,7 @@ func runImport(ctx context.Context, is ImportStore, entries []*importEntry, dryR
 
 // freshEntries judges the entries whose code is stored and returns the
 // first entry of each other code; later entries of that code follow it.
-func freshEntries(entries []*importEntry, stored map[string]ImportLink) []*importEntry {
+func freshEntries(entries []*importEntry, stored map[string]link.ImportLink) []*importEntry {
 	var fresh []*importEntry
 	first := map[string]*importEntry{}
 	for _, e := range entries {
@@ -89,14 +90,14 @@ func freshEntries(entries []*importEntry, stored map[string]ImportLink) []*impor
 
 // insertFresh inserts the fresh entries; those a concurrent import stored
 // first are judged against what it stored.
-func insertFresh(ctx context.Context, tx ImportTx, fresh []*importEntry, dryRun bool) error {
+func insertFresh(ctx context.Context, tx link.ImportTx, fresh []*importEntry, dryRun bool) error {
 	if dryRun || len(fresh) == 0 {
 		for _, e := range fresh {
 			e.result = importCreated
 		}
 		return nil
 	}
-	links := make([]ImportLink, len(fresh))
+	links := make([]link.ImportLink, len(fresh))
 	for i, e := range fresh {
 		links[i] = e.link
 	}
@@ -133,7 +134,7 @@ func insertFresh(ctx context.Context, tx ImportTx, fresh []*importEntry, dryRun 
 // judge decides an entry whose code holds s: skipped when the long URL is
 // the same and the baseline did not grow, else a conflict naming the
 // difference.
-func (e *importEntry) judge(s ImportLink) {
+func (e *importEntry) judge(s link.ImportLink) {
 	e.existing = &s
 	switch {
 	case s.LongURL != e.link.LongURL:

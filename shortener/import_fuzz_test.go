@@ -3,6 +3,7 @@ package shortener
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -45,7 +46,7 @@ func FuzzImportItem(f *testing.F) {
 			}
 			return
 		}
-		if !ValidLookupCode(l.Code) || l.Baseline < 0 || l.Baseline > maxBaseline ||
+		if !link.ValidLookupCode(l.Code) || l.Baseline < 0 || l.Baseline > link.MaxBaseline ||
 			l.CreatedAt.Before(minImportTime) || l.CreatedAt.After(now.Add(importSkew)) ||
 			!l.ExpiresAt.IsZero() && !l.ExpiresAt.After(l.CreatedAt) ||
 			!l.RevokedAt.IsZero() && (l.RevokedAt.Before(l.CreatedAt) || l.RevokedAt.After(now.Add(importSkew))) ||

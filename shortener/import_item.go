@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/edgekit/caddy-edgekit/internal/strictjson"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // importItem is one link of an import (POST <api>/links/batch with
@@ -39,7 +40,7 @@ type importItem struct {
 	// Clicks is the click total the link had elsewhere, kept as its
 	// baseline: 0 to 1,000,000,000,000. Default: 0.
 	Clicks *int64 `json:"clicks,omitempty"`
-	ruleRequest
+	link.RuleRequest
 	// RemainingClicks, with max_clicks, keeps the redirects already served
 	// (max_clicks - remaining_clicks): 0 to max_clicks.
 	RemainingClicks *int64 `json:"remaining_clicks,omitempty"`
@@ -87,7 +88,7 @@ var importFields = map[string]bool{"code": true, "short_url": true, "long_url": 
 // decodeImportItem decodes one item strictly.
 func decodeImportItem(raw []byte) (importItem, error) {
 	var it importItem
-	switch field := invalidUTF8Field(raw); {
+	switch field := link.InvalidUTF8Field(raw); {
 	case field == "":
 	case importFields[field]:
 		return it, refuse(field, "%s is not valid UTF-8", field)
@@ -97,8 +98,8 @@ func decodeImportItem(raw []byte) (importItem, error) {
 	if err := strictjson.Decode(raw, &it); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			// te.Field is a path: "hourly.people", "ruleRequest.max_clicks".
-			field, _, _ := strings.Cut(strings.TrimPrefix(te.Field, "ruleRequest."), ".")
+			// te.Field is a path: "hourly.people", "RuleRequest.max_clicks".
+			field, _, _ := strings.Cut(strings.TrimPrefix(te.Field, "RuleRequest."), ".")
 			return it, refuse(field, "%s: %s given, %s expected", field, te.Value, te.Type)
 		}
 		if field, ok := unknownField(err); ok {
@@ -111,14 +112,14 @@ func decodeImportItem(raw []byte) (importItem, error) {
 
 // judgeImportItem decodes and judges one item at now: the link to import
 // (its Code set also when refused, as given) or the importRefusal.
-func (h *Handler) judgeImportItem(r *http.Request, raw []byte, now time.Time) (ImportLink, error) {
+func (h *Handler) judgeImportItem(r *http.Request, raw []byte, now time.Time) (link.ImportLink, error) {
 	it, err := decodeImportItem(raw)
 	if err != nil {
-		return ImportLink{Link: Link{Code: it.Code}}, err
+		return link.ImportLink{Link: link.Link{Code: it.Code}}, err
 	}
 	l, err := h.importLink(r, it, now)
 	if err != nil {
-		return ImportLink{Link: Link{Code: it.Code}}, err
+		return link.ImportLink{Link: link.Link{Code: it.Code}}, err
 	}
 	return l, nil
 }
@@ -139,31 +140,31 @@ func unknownField(err error) (string, bool) {
 }
 
 // importLink judges a decoded item at now into the link to import.
-func (h *Handler) importLink(r *http.Request, it importItem, now time.Time) (ImportLink, error) {
+func (h *Handler) importLink(r *http.Request, it importItem, now time.Time) (link.ImportLink, error) {
 	if err := h.checkImportCode(it.Code); err != nil {
-		return ImportLink{}, err
+		return link.ImportLink{}, err
 	}
 	long, err := h.policy.Check(it.LongURL, h.selfHosts(r)...)
 	if err != nil {
-		return ImportLink{}, refuse("long_url", "%v", err)
+		return link.ImportLink{}, refuse("long_url", "%v", err)
 	}
-	for _, err := range []error{checkMetadata(it.Title, nil, ""), checkMetadata("", it.Tags, ""), checkMetadata("", nil, it.Notes)} {
+	for _, err := range []error{link.CheckMetadata(it.Title, nil, ""), link.CheckMetadata("", it.Tags, ""), link.CheckMetadata("", nil, it.Notes)} {
 		if err != nil {
-			return ImportLink{}, refusedBy(err)
+			return link.ImportLink{}, refusedBy(err)
 		}
 	}
-	l := ImportLink{Link: Link{Code: it.Code, LongURL: long, Title: it.Title, Tags: tagsOrNil(it.Tags), Notes: it.Notes, Custom: true}}
+	l := link.ImportLink{Link: link.Link{Code: it.Code, LongURL: long, Title: it.Title, Tags: link.TagsOrNil(it.Tags), Notes: it.Notes, Custom: true}}
 	if err := it.importTimes(&l.Link, now); err != nil {
-		return ImportLink{}, err
+		return link.ImportLink{}, err
 	}
 	if err := it.importRules(&l.Link); err != nil {
-		return ImportLink{}, err
+		return link.ImportLink{}, err
 	}
-	if it.Clicks != nil && (*it.Clicks < 0 || *it.Clicks > maxBaseline) {
-		return ImportLink{}, refuse("clicks", "clicks must be 0 to %d", int64(maxBaseline))
+	if it.Clicks != nil && (*it.Clicks < 0 || *it.Clicks > link.MaxBaseline) {
+		return link.ImportLink{}, refuse("clicks", "clicks must be 0 to %d", int64(link.MaxBaseline))
 	}
 	if err := importHourly(it.Hourly, it.Clicks, &l, now); err != nil {
-		return ImportLink{}, err
+		return link.ImportLink{}, err
 	}
 	return l, nil
 }
@@ -173,8 +174,8 @@ func (h *Handler) checkImportCode(code string) error {
 	if code == "" {
 		return refuse("code", "code is required in an import")
 	}
-	if !ValidLookupCode(code) {
-		return refuse("code", "code must be 1 to %d of A-Z a-z 0-9 _ -", MaxCustomCodeLen)
+	if !link.ValidLookupCode(code) {
+		return refuse("code", "code must be 1 to %d of A-Z a-z 0-9 _ -", link.MaxCustomCodeLen)
 	}
 	if strings.EqualFold(code, h.reserved) || h.ui != nil && strings.EqualFold(code, h.ui.reserved) {
 		return refuse("code", "code '%s' is reserved", code)
@@ -183,7 +184,7 @@ func (h *Handler) checkImportCode(code string) error {
 }
 
 // importTimes judges created_at, expires_at and revoked_at into l.
-func (it importItem) importTimes(l *Link, now time.Time) error {
+func (it importItem) importTimes(l *link.Link, now time.Time) error {
 	latest := now.Add(importSkew)
 	var err error
 	l.CreatedAt = now.UTC().Truncate(time.Microsecond)
@@ -230,8 +231,8 @@ func importTime(field, v string, latest time.Time) (time.Time, error) {
 
 // importRules judges the rules and remaining_clicks into l, whose times
 // are set.
-func (it importItem) importRules(l *Link) error {
-	if err := it.applyRules(l); err != nil {
+func (it importItem) importRules(l *link.Link) error {
+	if err := it.ApplyRules(l); err != nil {
 		return refusedBy(err)
 	}
 	if it.RemainingClicks != nil {

@@ -1,6 +1,7 @@
 package shortener
 
 import (
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"time"
 )
 
@@ -27,7 +28,7 @@ type importHour struct {
 // importHourly judges the rows into l (whose CreatedAt is set) and sets
 // its baseline: given is the item's clicks, nil when absent (then the sum
 // of the rows).
-func importHourly(rows []importHour, given *int64, l *ImportLink, now time.Time) error {
+func importHourly(rows []importHour, given *int64, l *link.ImportLink, now time.Time) error {
 	if len(rows) > maxImportHours {
 		return refuse("hourly", "hourly: %d rows given, at most %d are allowed", len(rows), maxImportHours)
 	}
@@ -45,14 +46,14 @@ func importHourly(rows []importHour, given *int64, l *ImportLink, now time.Time)
 			return refuse("hourly", "hourly[%d]: hour %s given twice", i, row.Hour)
 		}
 		seen[t] = struct{}{}
-		if row.People < 0 || row.Bots < 0 || row.People > maxBaseline || row.Bots > maxBaseline {
-			return refuse("hourly", "hourly[%d]: people and bots must be 0 to %d", i, int64(maxBaseline))
+		if row.People < 0 || row.Bots < 0 || row.People > link.MaxBaseline || row.Bots > link.MaxBaseline {
+			return refuse("hourly", "hourly[%d]: people and bots must be 0 to %d", i, int64(link.MaxBaseline))
 		}
-		if sum += row.People + row.Bots; sum > maxBaseline {
-			return refuse("hourly", "hourly: more than %d clicks in all", int64(maxBaseline))
+		if sum += row.People + row.Bots; sum > link.MaxBaseline {
+			return refuse("hourly", "hourly: more than %d clicks in all", int64(link.MaxBaseline))
 		}
 		if row.People+row.Bots > 0 {
-			l.Hourly = append(l.Hourly, HourlyClicks{Hour: t, People: row.People, Bots: row.Bots})
+			l.Hourly = append(l.Hourly, link.HourlyClicks{Hour: t, People: row.People, Bots: row.Bots})
 		}
 	}
 	if given == nil {
@@ -67,7 +68,7 @@ func importHourly(rows []importHour, given *int64, l *ImportLink, now time.Time)
 
 // hourlyAggregate is the rows of the links stored, as the click sinks add
 // counters.
-func hourlyAggregate(links []ImportLink, stored []bool) clickAggregate {
+func hourlyAggregate(links []link.ImportLink, stored []bool) clickAggregate {
 	agg := clickAggregate{hourly: map[hourKey]*[2]int64{}}
 	for i, l := range links {
 		if !stored[i] {

@@ -180,7 +180,7 @@ func checkImported(t *testing.T, h *Handler) {
 	var rules linkResponse
 	getJSON(t, h, "/api/links/imp-rules", http.StatusOK, &rules)
 	if rules.RemainingClicks == nil || *rules.RemainingClicks != 4 || rules.RedirectStatus == nil || *rules.RedirectStatus != 301 {
-		t.Errorf("imp-rules = %+v, want 4 remaining clicks and 301", rules.ruleResponse)
+		t.Errorf("imp-rules = %+v, want 4 remaining clicks and 301", rules.RuleResponse)
 	}
 	var page struct {
 		Links []linkResponse `json:"links"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -84,7 +85,7 @@ func (c *cache) lookupShared(ctx context.Context, code string) (lookupResult, er
 	l, err := c.store.Get(sctx, code)
 	var e *entry
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, link.ErrNotFound):
 		e = c.unknown()
 		c.fill(ctx, code, nil)
 	case err != nil:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // BenchmarkRedirectMaxClicks is an L1 hit of a link with max_clicks: the
@@ -15,8 +16,8 @@ import (
 // max_clicks is at its bound, so the link does not run out.
 func BenchmarkRedirectMaxClicks(b *testing.B) { onBenchStores(b, benchMaxClicks) }
 
-func benchMaxClicks(b *testing.B, s Store) {
-	err := s.Create(context.Background(), Link{Code: "limited", LongURL: "https://example.com/some/long/path", MaxClicks: maxMaxClicks})
+func benchMaxClicks(b *testing.B, s link.Store) {
+	err := s.Create(context.Background(), link.Link{Code: "limited", LongURL: "https://example.com/some/long/path", MaxClicks: link.MaxMaxClicks})
 	if err != nil {
 		b.Fatal(err)
 	}

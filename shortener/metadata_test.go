@@ -17,16 +17,17 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // metaStores opens each real store, empty, for one test.
-var metaStores = map[string]func(t *testing.T) Store{
+var metaStores = map[string]func(t *testing.T) link.Store{
 	"postgres": openTestPostgres,
 	"embedded": openTestEmbedded,
 }
 
 // metaHandler provisions a handler on store s with the shared test Redis.
-func metaHandler(t *testing.T, s Store) (*Handler, string) {
+func metaHandler(t *testing.T, s link.Store) (*Handler, string) {
 	t.Helper()
 	_, prefix := testenv.Redis(t)
 	url := testenv.RedisURL(t)
@@ -90,7 +91,7 @@ func assertMetadata(t *testing.T, what string, out linkResponse, req linkRequest
 	if out.Notes != nil {
 		notes = *out.Notes
 	}
-	if title != req.Title || !slices.Equal(out.Tags, tagsOrNil(req.Tags)) || notes != req.Notes {
+	if title != req.Title || !slices.Equal(out.Tags, link.TagsOrNil(req.Tags)) || notes != req.Notes {
 		t.Errorf("%s: title %q tags %q notes %q, want %q %q %q", what, title, out.Tags, notes, req.Title, req.Tags, req.Notes)
 	}
 }
@@ -159,7 +160,7 @@ func TestAPIMetadataBounds(t *testing.T) {
 					if w.Code != http.StatusBadRequest || !strings.Contains(errorOf(t, w.Body.Bytes()), tc.field) {
 						t.Errorf("%s: %d %s, want 400 naming %s", tc.name, w.Code, w.Body, tc.field)
 					}
-					if !errors.Is(err, ErrNotFound) {
+					if !errors.Is(err, link.ErrNotFound) {
 						t.Errorf("%s: refused, but the store holds %+v, %v", tc.name, stored, err)
 					}
 					continue
@@ -174,7 +175,7 @@ func TestAPIMetadataBounds(t *testing.T) {
 					t.Fatal(err)
 				}
 				assertMetadata(t, tc.name, out, req)
-				if err != nil || stored.Title != req.Title || !slices.Equal(stored.Tags, tagsOrNil(req.Tags)) || stored.Notes != req.Notes {
+				if err != nil || stored.Title != req.Title || !slices.Equal(stored.Tags, link.TagsOrNil(req.Tags)) || stored.Notes != req.Notes {
 					t.Errorf("%s: stored %+v, %v", tc.name, stored, err)
 				}
 			}

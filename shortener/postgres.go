@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -38,10 +39,10 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (*PostgresStore, erro
 }
 
 // Get implements Store.
-func (s *PostgresStore) Get(ctx context.Context, code string) (Link, error) {
+func (s *PostgresStore) Get(ctx context.Context, code string) (link.Link, error) {
 	l, err := scanLink(s.pool.QueryRow(ctx, `SELECT `+linkColumns+` FROM shortener_links WHERE code = $1`, code), code)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return Link{}, fmt.Errorf("getting link: %w", err)
+	if err != nil && !errors.Is(err, link.ErrNotFound) {
+		return link.Link{}, fmt.Errorf("getting link: %w", err)
 	}
 	return l, err
 }
@@ -51,15 +52,15 @@ const linkColumns = `long_url, created_at, expires_at, revoked_at, title, tags, 
 	redirect_status, valid_from, max_clicks, forward_query, clicks_served, version, custom`
 
 // scanLink reads one row of linkColumns; no row is ErrNotFound.
-func scanLink(row pgx.Row, code string) (Link, error) {
-	l := Link{Code: code}
+func scanLink(row pgx.Row, code string) (link.Link, error) {
+	l := link.Link{Code: code}
 	var ls linkScan
 	err := row.Scan(ls.into(&l)...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Link{}, ErrNotFound
+		return link.Link{}, link.ErrNotFound
 	}
 	if err != nil {
-		return Link{}, err
+		return link.Link{}, err
 	}
 	ls.finish(&l)
 	return l, nil
@@ -72,23 +73,23 @@ type linkScan struct {
 }
 
 // into is the Scan destinations of linkColumns for l.
-func (ls *linkScan) into(l *Link) []any {
+func (ls *linkScan) into(l *link.Link) []any {
 	return []any{&l.LongURL, &l.CreatedAt, &ls.expires, &ls.revoked, &l.Title, &l.Tags, &l.Notes,
 		&ls.status, &ls.validFrom, &l.MaxClicks, &l.ForwardQuery, &l.ClicksServed, &l.Version, &l.Custom}
 }
 
 // finish converts what into read.
-func (ls *linkScan) finish(l *Link) {
+func (ls *linkScan) finish(l *link.Link) {
 	l.CreatedAt = l.CreatedAt.UTC()
 	l.ExpiresAt, l.RevokedAt, l.ValidFrom = utcOrZero(ls.expires), utcOrZero(ls.revoked), utcOrZero(ls.validFrom)
 	l.RedirectStatus = int(ls.status)
-	l.Tags = tagsOrNil(l.Tags)
+	l.Tags = link.TagsOrNil(l.Tags)
 }
 
 // Create implements Store: one INSERT ... ON CONFLICT DO NOTHING, so a
 // taken code (a 0-row insert) never raises and never overwrites. A zero
 // CreatedAt is stored as now.
-func (s *PostgresStore) Create(ctx context.Context, l Link) error {
+func (s *PostgresStore) Create(ctx context.Context, l link.Link) error {
 	if err := checkNewLink(l); err != nil {
 		return err
 	}
@@ -109,12 +110,12 @@ func (s *PostgresStore) Create(ctx context.Context, l Link) error {
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
-			return ErrCodeTaken
+			return link.ErrCodeTaken
 		}
 		return fmt.Errorf("creating link: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return ErrCodeTaken
+		return link.ErrCodeTaken
 	}
 	return nil
 }
@@ -134,7 +135,7 @@ func (s *PostgresStore) Revoke(ctx context.Context, code string, at time.Time) e
 		return fmt.Errorf("revoking link: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return ErrNotFound
+		return link.ErrNotFound
 	}
 	return nil
 }
@@ -184,14 +185,14 @@ func (s *PostgresStore) ScanCodes(ctx context.Context, after string, limit int) 
 // CodesSince implements CodeLister: a range scan of the seq index
 // (migration 004); seq comes from a sequence, so a row inserted by any
 // writer gets one.
-func (s *PostgresStore) CodesSince(ctx context.Context, after int64, limit int) ([]SeqCode, error) {
+func (s *PostgresStore) CodesSince(ctx context.Context, after int64, limit int) ([]link.SeqCode, error) {
 	rows, err := s.pool.Query(ctx,
 		`SELECT seq, code FROM shortener_links WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing new codes: %w", err)
 	}
-	codes, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (SeqCode, error) {
-		var c SeqCode
+	codes, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (link.SeqCode, error) {
+		var c link.SeqCode
 		err := row.Scan(&c.Seq, &c.Code)
 		return c, err
 	})
@@ -228,7 +229,7 @@ func (s *PostgresStore) TakeServe(ctx context.Context, code string) (int64, bool
 		code).Scan(&left, &maxClicks)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return 0, false, ErrNotFound
+		return 0, false, link.ErrNotFound
 	case err != nil:
 		return 0, false, fmt.Errorf("counting a served redirect: %w", err)
 	case left != nil:
@@ -259,7 +260,7 @@ func nullTime(t time.Time) any {
 }
 
 var (
-	_ Store        = (*PostgresStore)(nil)
-	_ CodeLister   = (*PostgresStore)(nil)
-	_ ServeCounter = (*PostgresStore)(nil)
+	_ link.Store      = (*PostgresStore)(nil)
+	_ link.CodeLister = (*PostgresStore)(nil)
+	_ ServeCounter    = (*PostgresStore)(nil)
 )

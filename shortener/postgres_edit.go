@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -13,27 +14,27 @@ import (
 // (SELECT ... FOR UPDATE), so concurrent edits of one link take turns and
 // each sees the version the one before it left; the UPDATE and the
 // history row commit together.
-func (s *PostgresStore) Edit(ctx context.Context, code string, e Edit) (Link, error) {
+func (s *PostgresStore) Edit(ctx context.Context, code string, e link.Edit) (link.Link, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return Link{}, fmt.Errorf("editing link: %w", err)
+		return link.Link{}, fmt.Errorf("editing link: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	cur, err := scanLink(tx.QueryRow(ctx,
 		`SELECT `+linkColumns+` FROM shortener_links WHERE code = $1 FOR UPDATE`, code), code)
-	if errors.Is(err, ErrNotFound) {
-		return Link{}, ErrNotFound
+	if errors.Is(err, link.ErrNotFound) {
+		return link.Link{}, link.ErrNotFound
 	}
 	if err != nil {
-		return Link{}, fmt.Errorf("editing link: %w", err)
+		return link.Link{}, fmt.Errorf("editing link: %w", err)
 	}
-	next, changes, err := applyEdit(cur, e)
+	next, changes, err := link.ApplyEdit(cur, e)
 	if err != nil || len(changes) == 0 {
 		return next, err
 	}
 	diff, err := json.Marshal(changes)
 	if err != nil {
-		return Link{}, fmt.Errorf("editing link: %w", err)
+		return link.Link{}, fmt.Errorf("editing link: %w", err)
 	}
 	tags := next.Tags
 	if tags == nil {
@@ -46,23 +47,23 @@ func (s *PostgresStore) Edit(ctx context.Context, code string, e Edit) (Link, er
 		 WHERE code = $1`,
 		code, next.LongURL, nullTime(next.ExpiresAt), next.Title, tags, next.Notes, next.Version,
 		next.RedirectStatus, nullTime(next.ValidFrom), next.MaxClicks, next.ForwardQuery); err != nil {
-		return Link{}, fmt.Errorf("editing link: %w", err)
+		return link.Link{}, fmt.Errorf("editing link: %w", err)
 	}
 	if _, err := tx.Exec(ctx,
 		`INSERT INTO shortener_link_history (code, version, at, key_fp, changes) VALUES ($1, $2, $3, $4, $5)`,
 		code, next.Version, e.At, e.Key, diff); err != nil {
-		return Link{}, fmt.Errorf("editing link: recording history: %w", err)
+		return link.Link{}, fmt.Errorf("editing link: recording history: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return Link{}, fmt.Errorf("editing link: %w", err)
+		return link.Link{}, fmt.Errorf("editing link: %w", err)
 	}
 	return next, nil
 }
 
 // History implements LinkEditor: a backward range scan of the history's
 // primary key, after a probe of the link.
-func (s *PostgresStore) History(ctx context.Context, code string, before int64, limit int) ([]HistoryEntry, error) {
-	limit = min(max(limit, 1), maxHistoryPage)
+func (s *PostgresStore) History(ctx context.Context, code string, before int64, limit int) ([]link.HistoryEntry, error) {
+	limit = min(max(limit, 1), link.MaxHistoryPage)
 	if before <= 0 {
 		before = 1<<63 - 1
 	}
@@ -71,7 +72,7 @@ func (s *PostgresStore) History(ctx context.Context, code string, before int64, 
 		return nil, fmt.Errorf("reading history: %w", err)
 	}
 	if !exists {
-		return nil, ErrNotFound
+		return nil, link.ErrNotFound
 	}
 	rows, err := s.pool.Query(ctx,
 		`SELECT version, at, key_fp, changes FROM shortener_link_history
@@ -79,8 +80,8 @@ func (s *PostgresStore) History(ctx context.Context, code string, before int64, 
 	if err != nil {
 		return nil, fmt.Errorf("reading history: %w", err)
 	}
-	entries, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (HistoryEntry, error) {
-		var h HistoryEntry
+	entries, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (link.HistoryEntry, error) {
+		var h link.HistoryEntry
 		var diff []byte
 		if err := row.Scan(&h.Version, &h.At, &h.Key, &diff); err != nil {
 			return h, err
@@ -94,4 +95,4 @@ func (s *PostgresStore) History(ctx context.Context, code string, before int64, 
 	return entries, nil
 }
 
-var _ LinkEditor = (*PostgresStore)(nil)
+var _ link.LinkEditor = (*PostgresStore)(nil)

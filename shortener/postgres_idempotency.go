@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -25,14 +26,14 @@ const (
 // CreateTx implements TxStore: one transaction that, with a claim, first
 // inserts the claim's row (a concurrent holder of the same key makes the
 // INSERT wait on the primary key until it commits or rolls back).
-func (s *PostgresStore) CreateTx(ctx context.Context, claim *IdemClaim, now time.Time,
-	fn func(context.Context, LinkTx) (IdemAnswer, error)) (IdemAnswer, bool, error) {
+func (s *PostgresStore) CreateTx(ctx context.Context, claim *link.IdemClaim, now time.Time,
+	fn func(context.Context, link.LinkTx) (link.IdemAnswer, error)) (link.IdemAnswer, bool, error) {
 	if claim != nil {
 		s.pruneIdem(ctx, now)
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return IdemAnswer{}, false, fmt.Errorf("beginning create: %w", err)
+		return link.IdemAnswer{}, false, fmt.Errorf("beginning create: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	if claim != nil {
@@ -49,70 +50,70 @@ func (s *PostgresStore) CreateTx(ctx context.Context, claim *IdemClaim, now time
 		if _, err := tx.Exec(ctx,
 			`UPDATE shortener_idempotency SET status = $3, body = $4 WHERE scope = $1 AND key = $2`,
 			claim.Scope, claim.Key, ans.Status, ans.Body); err != nil {
-			return IdemAnswer{}, false, fmt.Errorf("recording idempotent answer: %w", err)
+			return link.IdemAnswer{}, false, fmt.Errorf("recording idempotent answer: %w", err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return IdemAnswer{}, false, fmt.Errorf("committing create: %w", err)
+		return link.IdemAnswer{}, false, fmt.Errorf("committing create: %w", err)
 	}
 	return ans, false, nil
 }
 
 // claimIdem takes the claim's row, replacing an expired one. When a live
 // row exists, done is true and ans its answer (or ErrIdemMismatch).
-func claimIdem(ctx context.Context, tx pgx.Tx, c *IdemClaim, now time.Time) (ans IdemAnswer, done bool, err error) {
+func claimIdem(ctx context.Context, tx pgx.Tx, c *link.IdemClaim, now time.Time) (ans link.IdemAnswer, done bool, err error) {
 	var mine bool
 	err = tx.QueryRow(ctx, `INSERT INTO shortener_idempotency AS i (scope, key, body_sha256, status, body, created_at)
 		VALUES ($1, $2, $3, 0, '', $4)
 		ON CONFLICT (scope, key) DO UPDATE
 		SET body_sha256 = EXCLUDED.body_sha256, status = 0, body = '', created_at = EXCLUDED.created_at
 		WHERE i.created_at <= $5
-		RETURNING true`, c.Scope, c.Key, c.BodySHA256[:], now, now.Add(-idemTTL)).Scan(&mine)
+		RETURNING true`, c.Scope, c.Key, c.BodySHA256[:], now, now.Add(-link.IdemTTL)).Scan(&mine)
 	if err == nil {
-		return IdemAnswer{}, false, nil
+		return link.IdemAnswer{}, false, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return IdemAnswer{}, false, fmt.Errorf("claiming idempotency key: %w", err)
+		return link.IdemAnswer{}, false, fmt.Errorf("claiming idempotency key: %w", err)
 	}
 	// A live row, committed (the INSERT waited for its writer) and locked
 	// by this transaction until it ends.
 	var digest []byte
 	if err := tx.QueryRow(ctx, `SELECT body_sha256, status, body FROM shortener_idempotency WHERE scope = $1 AND key = $2`,
 		c.Scope, c.Key).Scan(&digest, &ans.Status, &ans.Body); err != nil {
-		return IdemAnswer{}, false, fmt.Errorf("reading idempotency record: %w", err)
+		return link.IdemAnswer{}, false, fmt.Errorf("reading idempotency record: %w", err)
 	}
 	if !slices.Equal(digest, c.BodySHA256[:]) {
-		return IdemAnswer{}, false, ErrIdemMismatch
+		return link.IdemAnswer{}, false, link.ErrIdemMismatch
 	}
 	return ans, true, nil
 }
 
 // IdemLookup implements TxStore.
-func (s *PostgresStore) IdemLookup(ctx context.Context, scope, key string, now time.Time) (digest [32]byte, ans IdemAnswer, found bool, err error) {
+func (s *PostgresStore) IdemLookup(ctx context.Context, scope, key string, now time.Time) (digest [32]byte, ans link.IdemAnswer, found bool, err error) {
 	var d []byte
 	err = s.pool.QueryRow(ctx, `SELECT body_sha256, status, body FROM shortener_idempotency
 		WHERE scope = $1 AND key = $2 AND created_at > $3 AND status > 0`,
-		scope, key, now.Add(-idemTTL)).Scan(&d, &ans.Status, &ans.Body)
+		scope, key, now.Add(-link.IdemTTL)).Scan(&d, &ans.Status, &ans.Body)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return digest, IdemAnswer{}, false, nil
+		return digest, link.IdemAnswer{}, false, nil
 	}
 	if err != nil {
-		return digest, IdemAnswer{}, false, fmt.Errorf("reading idempotency record: %w", err)
+		return digest, link.IdemAnswer{}, false, fmt.Errorf("reading idempotency record: %w", err)
 	}
 	copy(digest[:], d)
 	return digest, ans, true, nil
 }
 
-// pruneIdem deletes up to idemPruneBatch expired records, at most once per
-// idemPruneEvery; a failure is left to the next turn.
+// pruneIdem deletes up to IdemPruneBatch expired records, at most once per
+// IdemPruneEvery; a failure is left to the next turn.
 func (s *PostgresStore) pruneIdem(ctx context.Context, now time.Time) {
 	last := s.idemPruned.Load()
-	if now.UnixNano()-last < int64(idemPruneEvery) || !s.idemPruned.CompareAndSwap(last, now.UnixNano()) {
+	if now.UnixNano()-last < int64(link.IdemPruneEvery) || !s.idemPruned.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
 	_, _ = s.pool.Exec(ctx, `DELETE FROM shortener_idempotency WHERE (scope, key) IN (
 		SELECT scope, key FROM shortener_idempotency WHERE created_at <= $1 LIMIT $2)`,
-		now.Add(-idemTTL), idemPruneBatch)
+		now.Add(-link.IdemTTL), link.IdemPruneBatch)
 }
 
 // pgLinkTx is LinkTx on a PostgreSQL transaction.
@@ -121,7 +122,7 @@ type pgLinkTx struct{ tx pgx.Tx }
 // Insert implements LinkTx: one multi-row INSERT ... ON CONFLICT DO NOTHING
 // RETURNING code, its rows in code order so that two transactions inserting
 // the same codes lock them in the same order.
-func (t pgLinkTx) Insert(ctx context.Context, links []Link) ([]bool, error) {
+func (t pgLinkTx) Insert(ctx context.Context, links []link.Link) ([]bool, error) {
 	stored := make([]bool, len(links))
 	if len(links) == 0 {
 		return stored, nil
@@ -186,8 +187,8 @@ func (t pgLinkTx) Insert(ctx context.Context, links []Link) ([]bool, error) {
 // Reusable implements LinkTx: the advisory locks of the URLs' buckets in
 // ascending order, then one query for every link's oldest candidate (by
 // the reuse index of long URLs).
-func (t pgLinkTx) Reusable(ctx context.Context, links []Link, now time.Time) ([]Link, error) {
-	out := make([]Link, len(links))
+func (t pgLinkTx) Reusable(ctx context.Context, links []link.Link, now time.Time) ([]link.Link, error) {
+	out := make([]link.Link, len(links))
 	if len(links) == 0 {
 		return out, nil
 	}
@@ -221,7 +222,7 @@ func (t pgLinkTx) Reusable(ctx context.Context, links []Link, now time.Time) ([]
 	defer rows.Close()
 	for rows.Next() {
 		var i int64
-		var l Link
+		var l link.Link
 		var ls linkScan
 		if err := rows.Scan(append([]any{&i, &l.Code}, ls.into(&l)...)...); err != nil {
 			return nil, fmt.Errorf("finding reuse candidates: %w", err)
@@ -245,7 +246,7 @@ type reuseKeys struct {
 	forwards             []*bool
 }
 
-func (k *reuseKeys) add(l Link) {
+func (k *reuseKeys) add(l link.Link) {
 	k.urls = append(k.urls, l.LongURL)
 	k.expiries = append(k.expiries, timeOrNil(l.ExpiresAt))
 	k.validFroms = append(k.validFroms, timeOrNil(l.ValidFrom))
@@ -269,4 +270,4 @@ func reuseBucket(longURL string) int32 {
 	return int32(h.Sum32() % uint32(reuseLockBuckets))
 }
 
-var _ TxStore = (*PostgresStore)(nil)
+var _ link.TxStore = (*PostgresStore)(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -11,7 +12,7 @@ import (
 // concurrent import of the same code makes Insert wait on the primary key
 // until the other commits; the code then reports false, and a Stored after
 // it sees the committed link.
-func (s *PostgresStore) ImportTx(ctx context.Context, commit bool, fn func(context.Context, ImportTx) error) error {
+func (s *PostgresStore) ImportTx(ctx context.Context, commit bool, fn func(context.Context, link.ImportTx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("beginning import: %w", err)
@@ -30,7 +31,7 @@ func (s *PostgresStore) ImportTx(ctx context.Context, commit bool, fn func(conte
 type pgImportTx struct{ tx pgx.Tx }
 
 // Stored implements ImportTx: one query by primary key.
-func (t pgImportTx) Stored(ctx context.Context, codes []string) (map[string]ImportLink, error) {
+func (t pgImportTx) Stored(ctx context.Context, codes []string) (map[string]link.ImportLink, error) {
 	rows, err := t.tx.Query(ctx, `SELECT code, `+linkColumns+`,
 		COALESCE((SELECT imported FROM shortener_link_click_totals t WHERE t.code = (l.code COLLATE "default")), 0)
 		FROM shortener_links l WHERE code = ANY($1::text[])`, codes)
@@ -38,9 +39,9 @@ func (t pgImportTx) Stored(ctx context.Context, codes []string) (map[string]Impo
 		return nil, fmt.Errorf("reading stored links: %w", err)
 	}
 	defer rows.Close()
-	out := make(map[string]ImportLink)
+	out := make(map[string]link.ImportLink)
 	for rows.Next() {
-		var il ImportLink
+		var il link.ImportLink
 		var ls linkScan
 		if err := rows.Scan(append(append([]any{&il.Code}, ls.into(&il.Link)...), &il.Baseline)...); err != nil {
 			return nil, fmt.Errorf("reading stored links: %w", err)
@@ -58,8 +59,8 @@ func (t pgImportTx) Stored(ctx context.Context, codes []string) (map[string]Impo
 // baselines of those stored, in the totals row the click trigger also
 // writes (its people and bots untouched), then their hourly clicks as the
 // click sink adds them (the trigger adds those to people and bots).
-func (t pgImportTx) Insert(ctx context.Context, links []ImportLink) ([]bool, error) {
-	plain := make([]Link, len(links))
+func (t pgImportTx) Insert(ctx context.Context, links []link.ImportLink) ([]bool, error) {
+	plain := make([]link.Link, len(links))
 	for i, l := range links {
 		plain[i] = l.Link
 	}
@@ -87,4 +88,4 @@ func (t pgImportTx) Insert(ctx context.Context, links []ImportLink) ([]bool, err
 	return stored, nil
 }
 
-var _ ImportStore = (*PostgresStore)(nil)
+var _ link.ImportStore = (*PostgresStore)(nil)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -25,34 +26,34 @@ import (
 //     match by its total (a link without a row in
 //     shortener_link_click_totals has 0), tag as tags @> {tag} on the GIN
 //     index.
-func (s *PostgresStore) ListLinks(ctx context.Context, q ListQuery) (ListPage, error) {
-	q = q.normalized()
-	cur, err := decodeCursor(q.Sort, q.Cursor)
+func (s *PostgresStore) ListLinks(ctx context.Context, q link.ListQuery) (link.ListPage, error) {
+	q = q.Normalized()
+	cur, err := link.DecodeCursor(q.Sort, q.Cursor)
 	if err != nil {
-		return ListPage{}, err
+		return link.ListPage{}, err
 	}
 	switch {
-	case q.Q != "" && !q.byClicks():
+	case q.Q != "" && !q.ByClicks():
 		return s.searchLinks(ctx, q, cur)
-	case q.Q == "" && q.byClicks():
+	case q.Q == "" && q.ByClicks():
 		return s.listByClicks(ctx, q, cur)
 	}
 	st, err := newListStmt(q, cur)
 	if err != nil {
-		return ListPage{}, err
+		return link.ListPage{}, err
 	}
 	if q.Q != "" {
 		st.where = append(st.where, st.matchQ("l", q.Q))
 	}
 	links, err := s.queryLinks(ctx, st.page(q.Limit+1), st.args)
 	if err != nil {
-		return ListPage{}, err
+		return link.ListPage{}, err
 	}
 	return pageOf(q, links), nil
 }
 
 // queryLinks runs a statement selecting listedColumns.
-func (s *PostgresStore) queryLinks(ctx context.Context, sql string, args []any) ([]ListedLink, error) {
+func (s *PostgresStore) queryLinks(ctx context.Context, sql string, args []any) ([]link.ListedLink, error) {
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing links: %w", err)
@@ -79,9 +80,9 @@ type listStmt struct {
 
 // newListStmt builds the statement of q's status, tag, order and cursor;
 // q's search is left to the caller.
-func newListStmt(q ListQuery, cur *listCursor) (*listStmt, error) {
+func newListStmt(q link.ListQuery, cur *link.Cursor) (*listStmt, error) {
 	st := &listStmt{from: "shortener_links l", join: clickTotals, key: "l.created_at", code: "l.code", dir: "ASC", op: ">"}
-	if q.descending() {
+	if q.Descending() {
 		st.dir, st.op = "DESC", "<"
 	}
 	cond, err := st.status(q)
@@ -92,7 +93,7 @@ func newListStmt(q ListQuery, cur *listCursor) (*listStmt, error) {
 		st.where = append(st.where, cond)
 	}
 	switch {
-	case q.byClicks():
+	case q.ByClicks():
 		st.key = "COALESCE(t.people + t.bots + t.imported, 0)"
 		if q.Tag != "" {
 			st.where = append(st.where, st.hasTag(q.Tag))
@@ -104,7 +105,7 @@ func newListStmt(q ListQuery, cur *listCursor) (*listStmt, error) {
 	}
 	if cur != nil {
 		var k any = cur.Key
-		if !q.byClicks() {
+		if !q.ByClicks() {
 			k = time.UnixMicro(cur.Key).UTC()
 		}
 		st.where = append(st.where, st.after(k, cur.Code))
@@ -119,23 +120,23 @@ func (st *listStmt) arg(v any) string {
 }
 
 // status is the condition of q's status on the link l ("" for all).
-func (st *listStmt) status(q ListQuery) (string, error) {
+func (st *listStmt) status(q link.ListQuery) (string, error) {
 	live := func() string {
 		return "l.revoked_at IS NULL AND (l.expires_at IS NULL OR l.expires_at > " + st.arg(q.Now) + ")"
 	}
 	const spent = "l.max_clicks > 0 AND l.clicks_served >= l.max_clicks"
 	switch q.Status {
-	case StatusActive:
+	case link.StatusActive:
 		return live() + " AND NOT (" + spent + ") AND (l.valid_from IS NULL OR l.valid_from <= " + st.arg(q.Now) + ")", nil
-	case StatusExpired:
+	case link.StatusExpired:
 		return "l.revoked_at IS NULL AND l.expires_at <= " + st.arg(q.Now), nil
-	case StatusRevoked:
+	case link.StatusRevoked:
 		return "l.revoked_at IS NOT NULL", nil
-	case StatusExhausted:
+	case link.StatusExhausted:
 		return live() + " AND " + spent, nil
-	case StatusScheduled:
+	case link.StatusScheduled:
 		return live() + " AND NOT (" + spent + ") AND l.valid_from > " + st.arg(q.Now), nil
-	case StatusAll:
+	case link.StatusAll:
 		return "", nil
 	}
 	return "", fmt.Errorf("listing links: unknown status %q", q.Status)
@@ -197,8 +198,8 @@ func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
-func scanListedLink(row pgx.CollectableRow) (ListedLink, error) {
-	var l ListedLink
+func scanListedLink(row pgx.CollectableRow) (link.ListedLink, error) {
+	var l link.ListedLink
 	var expires, revoked, validFrom *time.Time
 	var status int16
 	err := row.Scan(&l.Code, &l.LongURL, &l.CreatedAt, &expires, &revoked, &l.Title, &l.Tags, &l.Notes,
@@ -206,20 +207,20 @@ func scanListedLink(row pgx.CollectableRow) (ListedLink, error) {
 	l.CreatedAt = l.CreatedAt.UTC()
 	l.ExpiresAt, l.RevokedAt, l.ValidFrom = utcOrZero(expires), utcOrZero(revoked), utcOrZero(validFrom)
 	l.RedirectStatus = int(status)
-	l.Tags = tagsOrNil(l.Tags)
+	l.Tags = link.TagsOrNil(l.Tags)
 	return l, err
 }
 
 // pageOf cuts the limit+1 links read for q into a page and its cursor.
-func pageOf(q ListQuery, links []ListedLink) ListPage {
+func pageOf(q link.ListQuery, links []link.ListedLink) link.ListPage {
 	if links == nil {
-		links = []ListedLink{}
+		links = []link.ListedLink{}
 	}
 	if len(links) <= q.Limit {
-		return ListPage{Links: links}
+		return link.ListPage{Links: links}
 	}
 	links = links[:q.Limit]
-	return ListPage{Links: links, NextCursor: encodeCursor(q.Sort, links[len(links)-1])}
+	return link.ListPage{Links: links, NextCursor: link.EncodeCursor(q.Sort, links[len(links)-1])}
 }
 
-var _ LinkLister = (*PostgresStore)(nil)
+var _ link.LinkLister = (*PostgresStore)(nil)

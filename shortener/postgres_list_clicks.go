@@ -2,6 +2,7 @@ package shortener
 
 import (
 	"context"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // listByClicks answers a page sorted by click total without a q search
@@ -11,16 +12,16 @@ import (
 // Descending, the clicked links come first; ascending, last. Each
 // statement reads about as many rows as the page holds, plus those its
 // status and tag filter out.
-func (s *PostgresStore) listByClicks(ctx context.Context, q ListQuery, cur *listCursor) (ListPage, error) {
-	clickedFirst := q.descending()
-	var links []ListedLink
+func (s *PostgresStore) listByClicks(ctx context.Context, q link.ListQuery, cur *link.Cursor) (link.ListPage, error) {
+	clickedFirst := q.Descending()
+	var links []link.ListedLink
 	for _, clicked := range []bool{clickedFirst, !clickedFirst} {
 		if cur != nil && (cur.Key > 0) != clicked {
 			continue // the cursor is past this part
 		}
 		st, err := newClicksStmt(q, clicked, cur)
 		if err != nil {
-			return ListPage{}, err
+			return link.ListPage{}, err
 		}
 		found, err := s.queryLinks(ctx, st.page(q.Limit+1-len(links)), st.args)
 		links = append(links, found...)
@@ -35,7 +36,7 @@ func (s *PostgresStore) listByClicks(ctx context.Context, q ListQuery, cur *list
 // newClicksStmt builds the statement of one part of a listing by clicks:
 // the clicked links (total > 0) from their totals, or the others from the
 // links, after cur when the cursor is in this part.
-func newClicksStmt(q ListQuery, clicked bool, cur *listCursor) (*listStmt, error) {
+func newClicksStmt(q link.ListQuery, clicked bool, cur *link.Cursor) (*listStmt, error) {
 	tag := q.Tag
 	q.Tag = "" // on the GIN index, not in the tag's creation order
 	st, err := newListStmt(q, nil)

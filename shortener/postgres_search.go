@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -31,8 +32,8 @@ var searchWalks = []int{500, 4500}
 //
 // A term rare among the newest links but frequent among older ones costs
 // the sort of those older matches (docs/performance.md).
-func (s *PostgresStore) searchLinks(ctx context.Context, q ListQuery, from *listCursor) (ListPage, error) {
-	var links []ListedLink
+func (s *PostgresStore) searchLinks(ctx context.Context, q link.ListQuery, from *link.Cursor) (link.ListPage, error) {
+	var links []link.ListedLink
 	for _, walk := range s.walks() {
 		found, err := s.walkSearch(ctx, q, from, walk, q.Limit+1-len(links))
 		links = append(links, found...)
@@ -60,7 +61,7 @@ func (s *PostgresStore) walks() []int {
 
 // walkSearch returns the first n links matching q among the next walk
 // links after from (nil: the top) in order.
-func (s *PostgresStore) walkSearch(ctx context.Context, q ListQuery, from *listCursor, walk, n int) ([]ListedLink, error) {
+func (s *PostgresStore) walkSearch(ctx context.Context, q link.ListQuery, from *link.Cursor, walk, n int) ([]link.ListedLink, error) {
 	st, err := newListStmt(q, from)
 	if err != nil {
 		return nil, err
@@ -86,7 +87,7 @@ const linkRow = `l.code, l.long_url, l.created_at, l.expires_at, l.revoked_at, l
 
 // walkEnd returns the sort key of the last of the next walk links after
 // from, nil when fewer are left.
-func (s *PostgresStore) walkEnd(ctx context.Context, q ListQuery, from *listCursor, walk int) (*listCursor, error) {
+func (s *PostgresStore) walkEnd(ctx context.Context, q link.ListQuery, from *link.Cursor, walk int) (*link.Cursor, error) {
 	st, err := newListStmt(q, from)
 	if err != nil {
 		return nil, err
@@ -101,13 +102,13 @@ func (s *PostgresStore) walkEnd(ctx context.Context, q ListQuery, from *listCurs
 	if err != nil {
 		return nil, fmt.Errorf("listing links: %w", err)
 	}
-	return &listCursor{Sort: q.Sort, Key: at.UnixMicro(), Code: code}, nil
+	return &link.Cursor{Sort: q.Sort, Key: at.UnixMicro(), Code: code}, nil
 }
 
 // searchIndexed returns the first n links of q after from in order,
 // collected from the trigram (and tag) index whatever their order, then
 // sorted.
-func (s *PostgresStore) searchIndexed(ctx context.Context, q ListQuery, from *listCursor, n int) ([]ListedLink, error) {
+func (s *PostgresStore) searchIndexed(ctx context.Context, q link.ListQuery, from *link.Cursor, n int) ([]link.ListedLink, error) {
 	tag := q.Tag
 	q.Tag = "" // the tag by its GIN index: the walk in its order is done
 	st, err := newListStmt(q, from)

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/internal/pgpool"
-	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/edgekit/caddy-edgekit/internal/pgpool"
+	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // testPool returns a shared pool for dsn, released when the test ends.
@@ -25,7 +27,7 @@ func testPool(t *testing.T, dsn string, s pgpool.Settings) *pgxpool.Pool {
 	return p.Pool
 }
 
-func openTestPostgres(t *testing.T) Store {
+func openTestPostgres(t *testing.T) link.Store {
 	t.Helper()
 	pool := testPool(t, testenv.Postgres(t), pgpool.Settings{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -110,7 +112,7 @@ func TestPostgresConcurrentOpen(t *testing.T) {
 	}
 
 	// The instances share the data and the ID counter.
-	if err := stores[3].Create(ctx, Link{Code: "shared", LongURL: "https://example.com/s"}); err != nil {
+	if err := stores[3].Create(ctx, link.Link{Code: "shared", LongURL: "https://example.com/s"}); err != nil {
 		t.Fatal(err)
 	}
 	if l, err := stores[5].Get(ctx, "shared"); err != nil || l.LongURL != "https://example.com/s" {
@@ -152,7 +154,7 @@ func TestPostgresServerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := Link{Code: "before", LongURL: "https://example.com/before", CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+	before := link.Link{Code: "before", LongURL: "https://example.com/before", CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
 	if err := s.Create(ctx, before); err != nil {
 		t.Fatal(err)
 	}
@@ -172,29 +174,29 @@ func TestPostgresServerDown(t *testing.T) {
 	}
 	{
 		c, cancel := down()
-		if l, err := s.Get(c, "before"); err == nil || errors.Is(err, ErrNotFound) {
+		if l, err := s.Get(c, "before"); err == nil || errors.Is(err, link.ErrNotFound) {
 			t.Errorf("Get(existing) with the server down = %+v, %v, want a connection error", l, err)
 		}
 		cancel()
 	}
 	{
 		c, cancel := down()
-		if _, err := s.Get(c, "unknown"); err == nil || errors.Is(err, ErrNotFound) {
+		if _, err := s.Get(c, "unknown"); err == nil || errors.Is(err, link.ErrNotFound) {
 			t.Errorf("Get(unknown) with the server down = %v, want a connection error", err)
 		}
 		cancel()
 	}
 	{
 		c, cancel := down()
-		err := s.Create(c, Link{Code: "during", LongURL: "https://example.com/during"})
-		if err == nil || errors.Is(err, ErrCodeTaken) {
+		err := s.Create(c, link.Link{Code: "during", LongURL: "https://example.com/during"})
+		if err == nil || errors.Is(err, link.ErrCodeTaken) {
 			t.Errorf("Create with the server down = %v, want a connection error", err)
 		}
 		cancel()
 	}
 	{
 		c, cancel := down()
-		if err := s.Revoke(c, "before", time.Now()); err == nil || errors.Is(err, ErrNotFound) {
+		if err := s.Revoke(c, "before", time.Now()); err == nil || errors.Is(err, link.ErrNotFound) {
 			t.Errorf("Revoke with the server down = %v, want a connection error", err)
 		}
 		cancel()
@@ -209,7 +211,7 @@ func TestPostgresServerDown(t *testing.T) {
 
 	srv.Start()
 	// The pool drops its dead connections on first use; retry briefly.
-	var got Link
+	var got link.Link
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		c, cancel := down()
@@ -224,10 +226,10 @@ func TestPostgresServerDown(t *testing.T) {
 		t.Fatalf("Get(before) after restart: %v", err)
 	}
 	assertLink(t, got, before)
-	if l, err := s.Get(ctx, "during"); !errors.Is(err, ErrNotFound) {
+	if l, err := s.Get(ctx, "during"); !errors.Is(err, link.ErrNotFound) {
 		t.Errorf("Get(during) after restart = %+v, %v, want ErrNotFound (nothing half-written)", l, err)
 	}
-	if err := s.Create(ctx, Link{Code: "during", LongURL: "https://example.com/during"}); err != nil {
+	if err := s.Create(ctx, link.Link{Code: "during", LongURL: "https://example.com/during"}); err != nil {
 		t.Errorf("Create(during) after restart: %v", err)
 	}
 	// The failed NextBlock reserved nothing, or at worst skipped IDs: the
@@ -258,7 +260,7 @@ func TestPostgresMigrationsIdempotent(t *testing.T) {
 	if _, err := s.NextBlock(ctx, 42); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(ctx, Link{Code: "stay", LongURL: "https://example.com/"}); err != nil {
+	if err := s.Create(ctx, link.Link{Code: "stay", LongURL: "https://example.com/"}); err != nil {
 		t.Fatal(err)
 	}
 	s2, err := OpenPostgres(ctx, pool)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	qrcode "github.com/skip2/go-qrcode"
 )
 
@@ -95,7 +96,7 @@ func (h *Handler) apiQR(w http.ResponseWriter, r *http.Request, code string) err
 	if err != nil {
 		return err
 	}
-	if !ValidLookupCode(code) {
+	if !link.ValidLookupCode(code) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)

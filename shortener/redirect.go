@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -40,7 +41,7 @@ func codeOf(path string) (string, bool) {
 // BenchmarkRedirectL1Hit; an unknown code the code filter answers, not at
 // all (BenchmarkRedirectFilterReject).
 func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code string) error {
-	if !ValidLookupCode(code) {
+	if !link.ValidLookupCode(code) {
 		h.metrics.count(sourceNone, resultInvalid)
 		return h.fail(w, r, http.StatusNotFound, errInvalidCode)
 	}

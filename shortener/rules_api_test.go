@@ -15,6 +15,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // TestAPIRulesCreate: on both stores, a link created with every rule
@@ -33,7 +34,7 @@ func TestAPIRulesCreate(t *testing.T) {
 				t.Fatalf("GET = %d %s", w.Code, w.Body)
 			}
 			want := time.Date(2030, 1, 2, 1, 4, 5, 123456000, time.UTC)
-			for what, r := range map[string]ruleResponse{"create": out.ruleResponse, "GET": got.ruleResponse} {
+			for what, r := range map[string]link.RuleResponse{"create": out.RuleResponse, "GET": got.RuleResponse} {
 				if r.RedirectStatus == nil || *r.RedirectStatus != 307 || r.ValidFrom == nil || !r.ValidFrom.Equal(want) ||
 					r.MaxClicks == nil || *r.MaxClicks != 100 || r.RemainingClicks == nil || *r.RemainingClicks != 100 ||
 					r.ForwardQuery == nil || *r.ForwardQuery {
@@ -45,7 +46,7 @@ func TestAPIRulesCreate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			assertRules(t, l, Link{Code: "rules-1", RedirectStatus: 307, ValidFrom: want, MaxClicks: 100, ForwardQuery: &off})
+			assertRules(t, l, link.Link{Code: "rules-1", RedirectStatus: 307, ValidFrom: want, MaxClicks: 100, ForwardQuery: &off})
 
 			w = serve(t, h, "POST", "/api/links", `{"long_url":"https://example.com/plain","redirect_status":null}`, auth()...)
 			var raw map[string]json.RawMessage
@@ -118,7 +119,7 @@ func TestAPIRulesBounds(t *testing.T) {
 				if w.Code != http.StatusBadRequest || !strings.Contains(errorOf(t, w.Body.Bytes()), tc.field) {
 					t.Errorf("%s: %d %s, want 400 naming %s", tc.name, w.Code, w.Body, tc.field)
 				}
-				if !errors.Is(err, ErrNotFound) {
+				if !errors.Is(err, link.ErrNotFound) {
 					t.Errorf("%s: refused, but the store holds %+v, %v", tc.name, stored, err)
 				}
 			}
@@ -131,12 +132,12 @@ func TestAPIRulesBounds(t *testing.T) {
 func TestRulesOldLinks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	noRules := func(t *testing.T, l Link, err error) {
+	noRules := func(t *testing.T, l link.Link, err error) {
 		t.Helper()
 		if err != nil || l.LongURL != "https://example.com/old" {
 			t.Fatalf("Get(old1) = %+v, %v", l, err)
 		}
-		assertRules(t, l, Link{Code: "old1"})
+		assertRules(t, l, link.Link{Code: "old1"})
 	}
 	t.Run("postgres", func(t *testing.T) {
 		pool := testPool(t, testenv.Postgres(t), pgpool.Settings{})

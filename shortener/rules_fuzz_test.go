@@ -1,10 +1,11 @@
 package shortener
 
 import (
-	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
 // FuzzWithQuery appends any request query to a long URL: the result is the

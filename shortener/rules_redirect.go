@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
 // ruleStatus applies a live link's rules to one redirect and returns its

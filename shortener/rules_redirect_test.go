@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
@@ -23,7 +24,7 @@ func (s *memStore) TakeServe(ctx context.Context, code string) (int64, bool, err
 	l, ok := s.links[code]
 	switch {
 	case !ok:
-		return 0, false, ErrNotFound
+		return 0, false, link.ErrNotFound
 	case l.MaxClicks == 0:
 		return -1, true, nil
 	case l.ClicksServed >= l.MaxClicks:
@@ -124,8 +125,8 @@ func TestValidFromWindow(t *testing.T) {
 		// Counted, and listing its codes, so the handler builds a filter.
 		h := newHandler(t, struct {
 			*countingStore
-			CodeLister
-		}{s, es.(CodeLister)}, func(h *Handler) {
+			link.CodeLister
+		}{s, es.(link.CodeLister)}, func(h *Handler) {
 			h.now, h.SourceHeader = clock.Now, true
 		})
 		eventually(t, 10*time.Second, "the code filter is built", func() bool { return h.cache.codes.cur.Load() != nil })
@@ -191,7 +192,7 @@ func TestOldRedisEntry(t *testing.T) {
 		t.Errorf("old entry: %d %q from %q, want 307 https://example.com/old?q=1 from redis", w.Code, w.Header().Get("Location"), w.Header().Get("X-Shortener-Source"))
 	}
 	off := false
-	l := Link{Code: "ruled", LongURL: "https://example.com/r|x", RedirectStatus: 308, ForwardQuery: &off,
+	l := link.Link{Code: "ruled", LongURL: "https://example.com/r|x", RedirectStatus: 308, ForwardQuery: &off,
 		ValidFrom: time.Now().Add(-time.Hour).Truncate(time.Microsecond), ExpiresAt: time.Now().Add(time.Hour)}
 	v, _ := h.cache.encodeLink(l)
 	e, err := h.cache.decode(v)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/errroute"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
@@ -266,7 +267,7 @@ type Handler struct {
 	// Default: `2s`.
 	CodeFilterSync caddy.Duration `json:"code_filter_sync,omitempty"`
 
-	store        Store
+	store        link.Store
 	ownStore     func() error // releases what Provision opened for the store
 	rdb          *redispool.Client
 	cache        *cache

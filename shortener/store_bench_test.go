@@ -7,6 +7,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // BenchmarkStoreGet is the store read of a redirect that misses L1 and
@@ -32,9 +33,9 @@ func BenchmarkStoreGet(b *testing.B) {
 	})
 }
 
-func benchStoreGet(b *testing.B, s Store) {
+func benchStoreGet(b *testing.B, s link.Store) {
 	ctx := context.Background()
-	if err := s.Create(ctx, Link{Code: "bench1", LongURL: "https://example.com/landing?utm_source=mail"}); err != nil {
+	if err := s.Create(ctx, link.Link{Code: "bench1", LongURL: "https://example.com/landing?utm_source=mail"}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

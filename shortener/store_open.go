@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/usagepool"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // embeddedStores shares one open embedded store per file across config
@@ -18,13 +19,13 @@ import (
 var embeddedStores = usagepool.New((*EmbeddedStore).Close)
 
 // sharedStore hides Close from the handler: the pool closes it.
-type sharedStore struct{ Store }
+type sharedStore struct{ link.Store }
 
 func (sharedStore) Close() error { return nil }
 
 // unshared is the store a sharedStore holds (s itself otherwise), for the
 // optional interfaces of the real stores.
-func unshared(s Store) Store {
+func unshared(s link.Store) link.Store {
 	if sh, ok := s.(sharedStore); ok {
 		return sh.Store
 	}

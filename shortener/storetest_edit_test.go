@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 
 // testEdits is the LinkEditor part of the store suite: versions, atomic
 // compare-and-set edits and the history, on an empty store s.
-func testEdits(t *testing.T, open func(t *testing.T) Store, ctxFor func(t *testing.T) context.Context, base time.Time) {
+func testEdits(t *testing.T, open func(t *testing.T) link.Store, ctxFor func(t *testing.T) context.Context, base time.Time) {
 	t.Run("EditAndHistory", func(t *testing.T) {
 		s, ctx := open(t), ctxFor(t)
 		testEditAndHistory(t, ctx, editor(t, s), base)
@@ -34,20 +35,20 @@ func testEdits(t *testing.T, open func(t *testing.T) Store, ctxFor func(t *testi
 
 // storeEditor is a Store that edits.
 type storeEditor interface {
-	Store
-	LinkEditor
+	link.Store
+	link.LinkEditor
 }
 
-func editor(t *testing.T, s Store) storeEditor {
+func editor(t *testing.T, s link.Store) storeEditor {
 	t.Helper()
 	return implementing[storeEditor](t, s)
 }
 
-func setURL(u string) func(*Link) error {
-	return func(l *Link) error { l.LongURL = u; return nil }
+func setURL(u string) func(*link.Link) error {
+	return func(l *link.Link) error { l.LongURL = u; return nil }
 }
 
-func mustGet(t *testing.T, ctx context.Context, s Store, code string) Link {
+func mustGet(t *testing.T, ctx context.Context, s link.Store, code string) link.Link {
 	t.Helper()
 	l, err := s.Get(ctx, code)
 	if err != nil {
@@ -57,7 +58,7 @@ func mustGet(t *testing.T, ctx context.Context, s Store, code string) Link {
 }
 
 func testEditAndHistory(t *testing.T, ctx context.Context, s storeEditor, base time.Time) {
-	orig := Link{Code: "ed1", LongURL: "https://example.com/old", CreatedAt: base, Title: "T", Tags: []string{"a"}}
+	orig := link.Link{Code: "ed1", LongURL: "https://example.com/old", CreatedAt: base, Title: "T", Tags: []string{"a"}}
 	if err := s.Create(ctx, orig); err != nil {
 		t.Fatal(err)
 	}
@@ -66,14 +67,14 @@ func testEditAndHistory(t *testing.T, ctx context.Context, s storeEditor, base t
 	}
 	at := base.Add(time.Hour)
 	exp := base.Add(48 * time.Hour)
-	got, err := s.Edit(ctx, "ed1", Edit{IfMatch: []int64{7, 1}, Key: "fp1", At: at, Apply: func(l *Link) error {
+	got, err := s.Edit(ctx, "ed1", link.Edit{IfMatch: []int64{7, 1}, Key: "fp1", At: at, Apply: func(l *link.Link) error {
 		l.LongURL, l.Title, l.Tags, l.Notes, l.ExpiresAt = "https://example.com/new", "", []string{"b", "c"}, "n\nx", exp
 		return nil
 	}})
 	if err != nil {
 		t.Fatalf("Edit: %v", err)
 	}
-	want := Link{Code: "ed1", LongURL: "https://example.com/new", CreatedAt: base, ExpiresAt: exp,
+	want := link.Link{Code: "ed1", LongURL: "https://example.com/new", CreatedAt: base, ExpiresAt: exp,
 		Tags: []string{"b", "c"}, Notes: "n\nx", Version: 2}
 	assertLink(t, got, want)
 	stored := mustGet(t, ctx, s, "ed1")
@@ -82,7 +83,7 @@ func testEditAndHistory(t *testing.T, ctx context.Context, s storeEditor, base t
 		t.Errorf("version after an edit: answered %d, stored %d, want 2", got.Version, stored.Version)
 	}
 	// The same values again change nothing: no version, no history.
-	if again, err := s.Edit(ctx, "ed1", Edit{Key: "fp2", At: at, Apply: setURL("https://example.com/new")}); err != nil || again.Version != 2 {
+	if again, err := s.Edit(ctx, "ed1", link.Edit{Key: "fp2", At: at, Apply: setURL("https://example.com/new")}); err != nil || again.Version != 2 {
 		t.Errorf("no-op Edit = version %d, %v, want 2, nil", again.Version, err)
 	}
 	h, err := s.History(ctx, "ed1", 0, 10)
@@ -122,31 +123,31 @@ func testEditAndHistory(t *testing.T, ctx context.Context, s storeEditor, base t
 	if v := mustGet(t, ctx, s, "ed1").Version; v != 3 {
 		t.Errorf("version after two revocations = %d, want 3", v)
 	}
-	if _, err := s.Edit(ctx, "ed1", Edit{At: at, Apply: setURL("https://example.com/x")}); !errors.Is(err, ErrRevoked) {
+	if _, err := s.Edit(ctx, "ed1", link.Edit{At: at, Apply: setURL("https://example.com/x")}); !errors.Is(err, link.ErrRevoked) {
 		t.Errorf("Edit(revoked) = %v, want ErrRevoked", err)
 	}
 }
 
 func testEditRefusals(t *testing.T, ctx context.Context, s storeEditor, base time.Time) {
-	orig := Link{Code: "ed2", LongURL: "https://example.com/keep", CreatedAt: base, Title: "keep"}
+	orig := link.Link{Code: "ed2", LongURL: "https://example.com/keep", CreatedAt: base, Title: "keep"}
 	if err := s.Create(ctx, orig); err != nil {
 		t.Fatal(err)
 	}
 	orig.Version = 1
-	if _, err := s.Edit(ctx, "nope", Edit{At: base, Apply: setURL("https://example.com/x")}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Edit(ctx, "nope", link.Edit{At: base, Apply: setURL("https://example.com/x")}); !errors.Is(err, link.ErrNotFound) {
 		t.Errorf("Edit(missing) = %v, want ErrNotFound", err)
 	}
-	if _, err := s.History(ctx, "nope", 0, 10); !errors.Is(err, ErrNotFound) {
+	if _, err := s.History(ctx, "nope", 0, 10); !errors.Is(err, link.ErrNotFound) {
 		t.Errorf("History(missing) = %v, want ErrNotFound", err)
 	}
 	boom := errors.New("boom")
-	for name, e := range map[string]Edit{
+	for name, e := range map[string]link.Edit{
 		"version":    {IfMatch: []int64{2}, Apply: setURL("https://example.com/x")},
 		"no version": {IfMatch: []int64{}, Apply: setURL("https://example.com/x")},
-		"apply":      {Apply: func(l *Link) error { l.LongURL = "https://example.com/x"; return boom }},
+		"apply":      {Apply: func(l *link.Link) error { l.LongURL = "https://example.com/x"; return boom }},
 		"empty url":  {Apply: setURL("")},
-		"bad tags":   {Apply: func(l *Link) error { l.Tags = []string{"a b"}; return nil }},
-		"code":       {Apply: func(l *Link) error { l.Code, l.LongURL = "other", "https://example.com/x"; return nil }},
+		"bad tags":   {Apply: func(l *link.Link) error { l.Tags = []string{"a b"}; return nil }},
+		"code":       {Apply: func(l *link.Link) error { l.Code, l.LongURL = "other", "https://example.com/x"; return nil }},
 	} {
 		e.At = base
 		_, err := s.Edit(ctx, "ed2", e)
@@ -156,15 +157,15 @@ func testEditRefusals(t *testing.T, ctx context.Context, s storeEditor, base tim
 			if err != nil {
 				t.Errorf("Edit(%s) = %v", name, err)
 			}
-			if _, err := s.Get(ctx, "other"); !errors.Is(err, ErrNotFound) {
+			if _, err := s.Get(ctx, "other"); !errors.Is(err, link.ErrNotFound) {
 				t.Errorf("Edit moved the link to another code: %v", err)
 			}
-			if _, err := s.Edit(ctx, "ed2", Edit{At: base, Apply: setURL(orig.LongURL)}); err != nil {
+			if _, err := s.Edit(ctx, "ed2", link.Edit{At: base, Apply: setURL(orig.LongURL)}); err != nil {
 				t.Fatal(err)
 			}
 			orig.Version = 3
 		case name == "version" || name == "no version":
-			if !errors.Is(err, ErrVersionMismatch) {
+			if !errors.Is(err, link.ErrVersionMismatch) {
 				t.Errorf("Edit(%s) = %v, want ErrVersionMismatch", name, err)
 			}
 		case name == "apply" && !errors.Is(err, boom), err == nil:
@@ -180,13 +181,13 @@ func testEditRefusals(t *testing.T, ctx context.Context, s storeEditor, base tim
 func testHistoryPages(t *testing.T, ctx context.Context, s storeEditor, base time.Time) {
 	// "ab" and "abc" share a prefix: their histories stay apart.
 	for _, code := range []string{"ab", "abc"} {
-		if err := s.Create(ctx, Link{Code: code, LongURL: "https://example.com/0", CreatedAt: base}); err != nil {
+		if err := s.Create(ctx, link.Link{Code: code, LongURL: "https://example.com/0", CreatedAt: base}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := 1; i <= 5; i++ {
 		for _, code := range []string{"abc", "ab"} {
-			if _, err := s.Edit(ctx, code, Edit{Key: code, At: base.Add(time.Duration(i) * time.Minute), Apply: setURL(fmt.Sprintf("https://example.com/%s/%d", code, i))}); err != nil {
+			if _, err := s.Edit(ctx, code, link.Edit{Key: code, At: base.Add(time.Duration(i) * time.Minute), Apply: setURL(fmt.Sprintf("https://example.com/%s/%d", code, i))}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -226,7 +227,7 @@ func testHistoryPages(t *testing.T, ctx context.Context, s storeEditor, base tim
 }
 
 func testConcurrentIfMatch(t *testing.T, ctx context.Context, s storeEditor, base time.Time) {
-	if err := s.Create(ctx, Link{Code: "race", LongURL: "https://example.com/0", CreatedAt: base}); err != nil {
+	if err := s.Create(ctx, link.Link{Code: "race", LongURL: "https://example.com/0", CreatedAt: base}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 50
@@ -237,7 +238,7 @@ func testConcurrentIfMatch(t *testing.T, ctx context.Context, s storeEditor, bas
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				_, errs[i] = s.Edit(ctx, "race", Edit{IfMatch: []int64{round}, At: base, Apply: setURL(fmt.Sprintf("https://example.com/%d/%d", round, i))})
+				_, errs[i] = s.Edit(ctx, "race", link.Edit{IfMatch: []int64{round}, At: base, Apply: setURL(fmt.Sprintf("https://example.com/%d/%d", round, i))})
 			})
 		}
 		close(start)
@@ -249,7 +250,7 @@ func testConcurrentIfMatch(t *testing.T, ctx context.Context, s storeEditor, bas
 				t.Fatalf("round %d: edits %d and %d both won", round, winner, i)
 			case err == nil:
 				winner = i
-			case !errors.Is(err, ErrVersionMismatch):
+			case !errors.Is(err, link.ErrVersionMismatch):
 				t.Fatalf("round %d: edit %d = %v, want nil or ErrVersionMismatch", round, i, err)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"slices"
 	"strings"
 	"testing"
@@ -14,9 +15,9 @@ import (
 // testLinkLister checks LinkLister on an empty store s: every status and
 // sort walked page by page against the order computed here, q and tag
 // filters, click totals (kept through retention) and bad cursors.
-func testLinkLister(t *testing.T, ctx context.Context, s Store, base time.Time) {
+func testLinkLister(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
 	t.Helper()
-	ll := implementing[LinkLister](t, s)
+	ll := implementing[link.LinkLister](t, s)
 	now := base.Add(10 * time.Hour)
 	links := listFixture(base, now)
 	for _, l := range links {
@@ -28,14 +29,14 @@ func testLinkLister(t *testing.T, ctx context.Context, s Store, base time.Time) 
 	sink := applyTestClicks(t, ctx, s, clicks, now)
 
 	for _, l := range links {
-		if got := linkStatus(l, now); got != listFixtureStatus[l.Code] {
+		if got := link.Status(l, now); got != listFixtureStatus[l.Code] {
 			t.Errorf("linkStatus(%s) = %s, want %s", l.Code, got, listFixtureStatus[l.Code])
 		}
 	}
-	for _, status := range []string{StatusActive, StatusExpired, StatusRevoked, StatusExhausted, StatusScheduled, StatusAll} {
-		for _, sort := range []string{SortCreated, SortCreatedDesc, SortClicks, SortClicksDesc} {
+	for _, status := range []string{link.StatusActive, link.StatusExpired, link.StatusRevoked, link.StatusExhausted, link.StatusScheduled, link.StatusAll} {
+		for _, sort := range []string{link.SortCreated, link.SortCreatedDesc, link.SortClicks, link.SortClicksDesc} {
 			for _, limit := range []int{1, 2, 1000} {
-				q := ListQuery{Status: status, Sort: sort, Limit: limit, Now: now}
+				q := link.ListQuery{Status: status, Sort: sort, Limit: limit, Now: now}
 				want := expectListing(links, clicks, q)
 				got := walkListing(t, ctx, ll, q)
 				if !slices.Equal(got, want) {
@@ -61,15 +62,15 @@ func testLinkLister(t *testing.T, ctx context.Context, s Store, base time.Time) 
 
 // checkSearches walks q and tag listings of the fixture, two links a page,
 // in every order.
-func checkSearches(t *testing.T, ctx context.Context, ll LinkLister, links []Link, clicks map[string]int64, now time.Time) {
+func checkSearches(t *testing.T, ctx context.Context, ll link.LinkLister, links []link.Link, clicks map[string]int64, now time.Time) {
 	t.Helper()
-	for _, q := range []ListQuery{
+	for _, q := range []link.ListQuery{
 		{Q: "EXAMPLE.ORG"}, {Q: "über"}, {Q: "ÜBER"}, {Q: "50%"}, {Q: "a_b"}, {Q: `x\y`}, {Q: "alp"},
 		{Q: "nowhere-at-all"}, {Q: "-1https"}, {Tag: "blue"}, {Tag: "Blue"}, {Tag: "blue", Q: "beta"},
-		{Tag: "red", Status: StatusAll}, {Q: "gone", Status: StatusRevoked}, {Q: "example", Status: StatusAll},
-		{Q: "https", Tag: "red", Status: StatusAll}, {Q: "example.net", Status: StatusExpired},
+		{Tag: "red", Status: link.StatusAll}, {Q: "gone", Status: link.StatusRevoked}, {Q: "example", Status: link.StatusAll},
+		{Q: "https", Tag: "red", Status: link.StatusAll}, {Q: "example.net", Status: link.StatusExpired},
 	} {
-		for _, sort := range []string{SortCreatedDesc, SortCreated, SortClicksDesc, SortClicks} {
+		for _, sort := range []string{link.SortCreatedDesc, link.SortCreated, link.SortClicksDesc, link.SortClicks} {
 			q.Now, q.Limit, q.Sort = now, 2, sort
 			want := expectListing(links, clicks, q)
 			if got := walkListing(t, ctx, ll, q); !slices.Equal(got, want) {
@@ -81,12 +82,12 @@ func checkSearches(t *testing.T, ctx context.Context, ll LinkLister, links []Lin
 
 // checkTagEdits changes the tags of a fixture link and checks that tag
 // listings follow (PostgreSQL keeps a tag's links in a table of their own).
-func checkTagEdits(t *testing.T, ctx context.Context, s Store, links []Link, clicks map[string]int64, now time.Time) {
+func checkTagEdits(t *testing.T, ctx context.Context, s link.Store, links []link.Link, clicks map[string]int64, now time.Time) {
 	t.Helper()
 	e := editor(t, s)
 	edit := func(code string, tags []string) {
 		t.Helper()
-		if _, err := e.Edit(ctx, code, Edit{Apply: func(l *Link) error { l.Tags = tags; return nil }, Key: "test", At: now}); err != nil {
+		if _, err := e.Edit(ctx, code, link.Edit{Apply: func(l *link.Link) error { l.Tags = tags; return nil }, Key: "test", At: now}); err != nil {
 			t.Fatalf("Edit(%s, tags %q): %v", code, tags, err)
 		}
 		for i := range links {
@@ -99,10 +100,10 @@ func checkTagEdits(t *testing.T, ctx context.Context, s Store, links []Link, cli
 	edit("tie-b", []string{"blue", "green"})
 	edit("beta-2", nil)
 	for _, tag := range []string{"blue", "red", "green", "Blue"} {
-		for _, sort := range []string{SortCreatedDesc, SortCreated} {
-			q := ListQuery{Tag: tag, Status: StatusAll, Sort: sort, Limit: 1, Now: now}
+		for _, sort := range []string{link.SortCreatedDesc, link.SortCreated} {
+			q := link.ListQuery{Tag: tag, Status: link.StatusAll, Sort: sort, Limit: 1, Now: now}
 			want := expectListing(links, clicks, q)
-			if got := walkListing(t, ctx, implementing[LinkLister](t, s), q); !slices.Equal(got, want) {
+			if got := walkListing(t, ctx, implementing[link.LinkLister](t, s), q); !slices.Equal(got, want) {
 				t.Errorf("after tag edits, tag=%q sort=%s: %q, want %q", tag, sort, got, want)
 			}
 		}
@@ -110,7 +111,7 @@ func checkTagEdits(t *testing.T, ctx context.Context, s Store, links []Link, cli
 }
 
 // implementing returns s as the interface I, or fails the test.
-func implementing[I any](t *testing.T, s Store) I {
+func implementing[I any](t *testing.T, s link.Store) I {
 	t.Helper()
 	i, ok := s.(I)
 	if !ok {
@@ -121,8 +122,8 @@ func implementing[I any](t *testing.T, s Store) I {
 }
 
 // listFixture: creation times with ties, each status, metadata to search.
-func listFixture(base, now time.Time) []Link {
-	return []Link{
+func listFixture(base, now time.Time) []link.Link {
+	return []link.Link{
 		{Code: "alpha-1", LongURL: "https://example.org/a", CreatedAt: base, Title: "Title-1", Tags: []string{"blue", "red"}},
 		{Code: "beta-2", LongURL: "https://example.com/b?x=50%25", CreatedAt: base.Add(time.Hour), Title: "Straße Über alles 50%", Tags: []string{"blue"}},
 		{Code: "tie-b", LongURL: "https://example.com/a_b", CreatedAt: base.Add(2 * time.Hour)},
@@ -144,18 +145,18 @@ func listFixture(base, now time.Time) []Link {
 
 // listFixtureStatus is each fixture link's status at now, written out so
 // the stores' filters are checked against the precedence revoked, expired,
-// exhausted, scheduled, active rather than against linkStatus alone.
+// exhausted, scheduled, active rather than against Status alone.
 var listFixtureStatus = map[string]string{
-	"alpha-1": StatusActive, "beta-2": StatusActive, "tie-b": StatusActive, "tie-a": StatusActive,
-	"tie-C": StatusActive, "later-exp": StatusActive, "started": StatusActive, "left": StatusActive,
-	"old-exp": StatusExpired, "at-exp": StatusExpired, "spent-exp": StatusExpired,
-	"gone-rev": StatusRevoked, "gone-both": StatusRevoked,
-	"soon": StatusScheduled, "spent": StatusExhausted, "spent-soon": StatusExhausted,
+	"alpha-1": link.StatusActive, "beta-2": link.StatusActive, "tie-b": link.StatusActive, "tie-a": link.StatusActive,
+	"tie-C": link.StatusActive, "later-exp": link.StatusActive, "started": link.StatusActive, "left": link.StatusActive,
+	"old-exp": link.StatusExpired, "at-exp": link.StatusExpired, "spent-exp": link.StatusExpired,
+	"gone-rev": link.StatusRevoked, "gone-both": link.StatusRevoked,
+	"soon": link.StatusScheduled, "spent": link.StatusExhausted, "spent-soon": link.StatusExhausted,
 }
 
 // applyTestClicks counts clicks[code] clicks for each code in the store's
 // own click sink, two hours before now, and returns the sink.
-func applyTestClicks(t *testing.T, ctx context.Context, s Store, clicks map[string]int64, now time.Time) ClickSink {
+func applyTestClicks(t *testing.T, ctx context.Context, s link.Store, clicks map[string]int64, now time.Time) ClickSink {
 	t.Helper()
 	sink, err := clickSinkFor(s, 0)
 	if err != nil {
@@ -176,22 +177,22 @@ func applyTestClicks(t *testing.T, ctx context.Context, s Store, clicks map[stri
 
 // expectListing is the listing of q computed from the fixture: codes in
 // order.
-func expectListing(links []Link, clicks map[string]int64, q ListQuery) []string {
-	q = q.normalized()
+func expectListing(links []link.Link, clicks map[string]int64, q link.ListQuery) []string {
+	q = q.Normalized()
 	m := newLinkMatcher(q)
-	var keep []Link
+	var keep []link.Link
 	for _, l := range links {
 		if m.match(l) {
 			keep = append(keep, l)
 		}
 	}
-	slices.SortFunc(keep, func(a, b Link) int {
+	slices.SortFunc(keep, func(a, b link.Link) int {
 		c := a.CreatedAt.Compare(b.CreatedAt)
-		if q.byClicks() {
+		if q.ByClicks() {
 			c = cmp.Compare(clicks[a.Code], clicks[b.Code])
 		}
 		c = cmp.Or(c, strings.Compare(a.Code, b.Code))
-		if q.descending() {
+		if q.Descending() {
 			return -c
 		}
 		return c
@@ -205,7 +206,7 @@ func expectListing(links []Link, clicks map[string]int64, q ListQuery) []string 
 
 // walkListing follows the cursors of q from the first page to the last
 // and returns the codes in order.
-func walkListing(t *testing.T, ctx context.Context, ll LinkLister, q ListQuery) []string {
+func walkListing(t *testing.T, ctx context.Context, ll link.LinkLister, q link.ListQuery) []string {
 	t.Helper()
 	codes := []string{}
 	for pages := 0; ; pages++ {
@@ -213,7 +214,7 @@ func walkListing(t *testing.T, ctx context.Context, ll LinkLister, q ListQuery) 
 		if err != nil {
 			t.Fatalf("ListLinks(%+v): %v", q, err)
 		}
-		if len(page.Links) > q.normalized().Limit || (page.NextCursor != "" && len(page.Links) == 0) || pages > 100 {
+		if len(page.Links) > q.Normalized().Limit || (page.NextCursor != "" && len(page.Links) == 0) || pages > 100 {
 			t.Fatalf("ListLinks(%+v): %d links, next %q", q, len(page.Links), page.NextCursor)
 		}
 		for _, l := range page.Links {
@@ -228,10 +229,10 @@ func walkListing(t *testing.T, ctx context.Context, ll LinkLister, q ListQuery) 
 
 // checkListedLinks compares each listed link with Get and its click total
 // with ClickTotal, also after retention pruned every hourly row.
-func checkListedLinks(t *testing.T, ctx context.Context, ll LinkLister, s Store, sink ClickSink, clicks map[string]int64, now time.Time) {
+func checkListedLinks(t *testing.T, ctx context.Context, ll link.LinkLister, s link.Store, sink ClickSink, clicks map[string]int64, now time.Time) {
 	t.Helper()
 	check := func(when string) {
-		page, err := ll.ListLinks(ctx, ListQuery{Status: StatusAll, Limit: MaxListLimit, Now: now})
+		page, err := ll.ListLinks(ctx, link.ListQuery{Status: link.StatusAll, Limit: link.MaxListLimit, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,25 +263,25 @@ func checkListedLinks(t *testing.T, ctx context.Context, ll LinkLister, s Store,
 }
 
 // checkBadCursors: garbage, tampered and foreign cursors are ErrBadCursor.
-func checkBadCursors(t *testing.T, ctx context.Context, ll LinkLister, now time.Time) {
+func checkBadCursors(t *testing.T, ctx context.Context, ll link.LinkLister, now time.Time) {
 	t.Helper()
-	page, err := ll.ListLinks(ctx, ListQuery{Status: StatusAll, Limit: 1, Now: now})
+	page, err := ll.ListLinks(ctx, link.ListQuery{Status: link.StatusAll, Limit: 1, Now: now})
 	if err != nil || page.NextCursor == "" {
 		t.Fatalf("first page: %v, next %q", err, page.NextCursor)
 	}
 	good := page.NextCursor
 	for _, c := range []struct{ sort, cursor string }{
-		{SortCreatedDesc, "garbage!"},
-		{SortCreatedDesc, good[:len(good)-2]},
-		{SortCreatedDesc, "x" + good},
-		{SortCreated, good},
-		{SortClicks, good},
-		{SortCreatedDesc, strings.Repeat("A", maxCursorLen+4)},
-		{SortCreatedDesc, encodeCursor(SortCreatedDesc, ListedLink{Link: Link{Code: "bad code", CreatedAt: now}})},
-		{SortClicksDesc, encodeCursor(SortClicksDesc, ListedLink{Link: Link{Code: "abc"}, Clicks: -1})},
+		{link.SortCreatedDesc, "garbage!"},
+		{link.SortCreatedDesc, good[:len(good)-2]},
+		{link.SortCreatedDesc, "x" + good},
+		{link.SortCreated, good},
+		{link.SortClicks, good},
+		{link.SortCreatedDesc, strings.Repeat("A", link.MaxCursorLen+4)},
+		{link.SortCreatedDesc, link.EncodeCursor(link.SortCreatedDesc, link.ListedLink{Link: link.Link{Code: "bad code", CreatedAt: now}})},
+		{link.SortClicksDesc, link.EncodeCursor(link.SortClicksDesc, link.ListedLink{Link: link.Link{Code: "abc"}, Clicks: -1})},
 	} {
-		_, err := ll.ListLinks(ctx, ListQuery{Status: StatusAll, Sort: c.sort, Cursor: c.cursor, Now: now})
-		if !errors.Is(err, ErrBadCursor) {
+		_, err := ll.ListLinks(ctx, link.ListQuery{Status: link.StatusAll, Sort: c.sort, Cursor: c.cursor, Now: now})
+		if !errors.Is(err, link.ErrBadCursor) {
 			t.Errorf("ListLinks(sort %s, cursor %q) = %v, want ErrBadCursor", c.sort, c.cursor, err)
 		}
 	}

@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"errors"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,15 +14,15 @@ import (
 // as stored (at their bounds; forward_query false kept apart from unset),
 // that a link without rules reads back with none, and that rules out of
 // bounds are refused with nothing stored.
-func testRulesRoundTrip(t *testing.T, ctx context.Context, s Store, base time.Time) {
+func testRulesRoundTrip(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
 	t.Helper()
 	on, off := true, false
-	links := []Link{
+	links := []link.Link{
 		{Code: "rules-full", LongURL: "https://example.com/r", CreatedAt: base,
 			RedirectStatus: 308, ValidFrom: base.Add(time.Hour), ExpiresAt: base.Add(2 * time.Hour),
 			MaxClicks: 100, ForwardQuery: &on},
 		{Code: "rules-bounds", LongURL: "https://example.com/b", CreatedAt: base,
-			RedirectStatus: 301, ValidFrom: minValidFrom, MaxClicks: maxMaxClicks, ForwardQuery: &off,
+			RedirectStatus: 301, ValidFrom: link.MinValidFrom, MaxClicks: link.MaxMaxClicks, ForwardQuery: &off,
 			ClicksServed: 7},
 		{Code: "rules-307", LongURL: "https://example.com/7", CreatedAt: base, RedirectStatus: 307, MaxClicks: 1},
 		{Code: "rules-302", LongURL: "https://example.com/2", CreatedAt: base, RedirectStatus: 302},
@@ -30,27 +31,27 @@ func testRulesRoundTrip(t *testing.T, ctx context.Context, s Store, base time.Ti
 	for i, got := range createAndRead(t, ctx, s, links) {
 		assertRules(t, got, links[i])
 	}
-	for name, l := range map[string]Link{
+	for name, l := range map[string]link.Link{
 		"status 200":           {RedirectStatus: 200},
 		"status 303":           {RedirectStatus: 303},
 		"max_clicks negative":  {MaxClicks: -1},
-		"max_clicks too big":   {MaxClicks: maxMaxClicks + 1},
-		"valid_from early":     {ValidFrom: minValidFrom.Add(-time.Microsecond)},
+		"max_clicks too big":   {MaxClicks: link.MaxMaxClicks + 1},
+		"valid_from early":     {ValidFrom: link.MinValidFrom.Add(-time.Microsecond)},
 		"valid_from at expiry": {ValidFrom: base.Add(time.Hour), ExpiresAt: base.Add(time.Hour)},
 		"served negative":      {MaxClicks: 5, ClicksServed: -1},
 	} {
 		l.Code, l.LongURL, l.CreatedAt = "rules-refused", "https://example.com/x", base
-		if err := s.Create(ctx, l); err == nil || errors.Is(err, ErrCodeTaken) {
+		if err := s.Create(ctx, l); err == nil || errors.Is(err, link.ErrCodeTaken) {
 			t.Errorf("Create with %s = %v, want an error", name, err)
 		}
 	}
-	if _, err := s.Get(ctx, "rules-refused"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(ctx, "rules-refused"); !errors.Is(err, link.ErrNotFound) {
 		t.Errorf("Get(rules-refused) = %v, want ErrNotFound", err)
 	}
 }
 
 // assertRules compares the rules of got with want's.
-func assertRules(t *testing.T, got, want Link) {
+func assertRules(t *testing.T, got, want link.Link) {
 	t.Helper()
 	fq := func(b *bool) string {
 		if b == nil {
@@ -76,16 +77,16 @@ func assertRules(t *testing.T, got, want Link) {
 // max_clicks serves exactly that many, also under concurrent takes, then
 // none (nothing more counted); a link without max_clicks is never counted;
 // an absent code is ErrNotFound.
-func testServeCounter(t *testing.T, ctx context.Context, s Store, base time.Time) {
+func testServeCounter(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
 	t.Helper()
 	sc, ok := s.(ServeCounter)
 	if !ok {
 		t.Fatalf("%T does not implement ServeCounter", s)
 	}
-	if _, _, err := sc.TakeServe(ctx, "absent"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := sc.TakeServe(ctx, "absent"); !errors.Is(err, link.ErrNotFound) {
 		t.Errorf("TakeServe(absent) = %v, want ErrNotFound", err)
 	}
-	createAndRead(t, ctx, s, []Link{
+	createAndRead(t, ctx, s, []link.Link{
 		{Code: "three", LongURL: "https://example.com/3", CreatedAt: base, MaxClicks: 3},
 		{Code: "free", LongURL: "https://example.com/f", CreatedAt: base},
 		{Code: "many", LongURL: "https://example.com/m", CreatedAt: base, MaxClicks: 20},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"slices"
 	"sort"
 	"strings"
@@ -14,7 +15,7 @@ import (
 
 // testStore is the conformance suite every Store passes. open returns a
 // fresh, empty store that the test's cleanup closes.
-func testStore(t *testing.T, open func(t *testing.T) Store) {
+func testStore(t *testing.T, open func(t *testing.T) link.Store) {
 	// Times as the stores keep them: UTC, microseconds.
 	base := time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
 
@@ -27,20 +28,20 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("Missing", func(t *testing.T) {
 		s, ctx := open(t), ctxFor(t)
-		if l, err := s.Get(ctx, "nope123"); !errors.Is(err, ErrNotFound) {
+		if l, err := s.Get(ctx, "nope123"); !errors.Is(err, link.ErrNotFound) {
 			t.Errorf("Get(missing) = %+v, %v, want ErrNotFound", l, err)
 		}
-		if err := s.Revoke(ctx, "nope123", base); !errors.Is(err, ErrNotFound) {
+		if err := s.Revoke(ctx, "nope123", base); !errors.Is(err, link.ErrNotFound) {
 			t.Errorf("Revoke(missing) = %v, want ErrNotFound", err)
 		}
-		if _, err := s.Get(ctx, "nope123"); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Get(ctx, "nope123"); !errors.Is(err, link.ErrNotFound) {
 			t.Errorf("Get after Revoke(missing) = %v, want ErrNotFound (Revoke must not create)", err)
 		}
 	})
 
 	t.Run("RoundTrip", func(t *testing.T) {
 		s, ctx := open(t), ctxFor(t)
-		links := []Link{
+		links := []link.Link{
 			{Code: "abc1234", LongURL: "https://example.com/a?b=c&d=e#f", CreatedAt: base},
 			{Code: "with-expiry_1", LongURL: "https://exämple.org/päth/ü?q=%20x", CreatedAt: base, ExpiresAt: base.Add(90 * time.Minute)},
 			{Code: "born-revoked", LongURL: "http://example.net/", CreatedAt: base, RevokedAt: base.Add(time.Second)},
@@ -48,7 +49,7 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		}
 		createAndRead(t, ctx, s, links)
 		// Codes are case sensitive.
-		if _, err := s.Get(ctx, "aBc1234"); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Get(ctx, "aBc1234"); !errors.Is(err, link.ErrNotFound) {
 			t.Errorf("Get(%q) = %v, want ErrNotFound", "aBc1234", err)
 		}
 	})
@@ -56,7 +57,7 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("CreatedAtDefaultsToNow", func(t *testing.T) {
 		s, ctx := open(t), ctxFor(t)
 		before := time.Now().Add(-time.Second)
-		if err := s.Create(ctx, Link{Code: "nodate", LongURL: "https://example.com/"}); err != nil {
+		if err := s.Create(ctx, link.Link{Code: "nodate", LongURL: "https://example.com/"}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.Get(ctx, "nodate")
@@ -70,24 +71,24 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("RefusesEmpty", func(t *testing.T) {
 		s, ctx := open(t), ctxFor(t)
-		for _, l := range []Link{{LongURL: "https://example.com/"}, {Code: "nourl"}} {
-			if err := s.Create(ctx, l); err == nil || errors.Is(err, ErrCodeTaken) {
+		for _, l := range []link.Link{{LongURL: "https://example.com/"}, {Code: "nourl"}} {
+			if err := s.Create(ctx, l); err == nil || errors.Is(err, link.ErrCodeTaken) {
 				t.Errorf("Create(%+v) = %v, want an error", l, err)
 			}
 		}
-		if _, err := s.Get(ctx, "nourl"); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Get(ctx, "nourl"); !errors.Is(err, link.ErrNotFound) {
 			t.Errorf("Get(nourl) = %v, want ErrNotFound", err)
 		}
 	})
 
 	t.Run("Conflict", func(t *testing.T) {
 		s, ctx := open(t), ctxFor(t)
-		first := Link{Code: "taken", LongURL: "https://example.com/first", CreatedAt: base}
+		first := link.Link{Code: "taken", LongURL: "https://example.com/first", CreatedAt: base}
 		if err := s.Create(ctx, first); err != nil {
 			t.Fatal(err)
 		}
-		second := Link{Code: "taken", LongURL: "https://example.com/second", CreatedAt: base.Add(time.Hour), ExpiresAt: base.Add(2 * time.Hour)}
-		if err := s.Create(ctx, second); !errors.Is(err, ErrCodeTaken) {
+		second := link.Link{Code: "taken", LongURL: "https://example.com/second", CreatedAt: base.Add(time.Hour), ExpiresAt: base.Add(2 * time.Hour)}
+		if err := s.Create(ctx, second); !errors.Is(err, link.ErrCodeTaken) {
 			t.Fatalf("Create(taken code) = %v, want ErrCodeTaken", err)
 		}
 		got, err := s.Get(ctx, "taken")
@@ -99,7 +100,7 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("Revoke", func(t *testing.T) {
 		s, ctx := open(t), ctxFor(t)
-		l := Link{Code: "revokeme", LongURL: "https://example.com/r", CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
+		l := link.Link{Code: "revokeme", LongURL: "https://example.com/r", CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
 		if err := s.Create(ctx, l); err != nil {
 			t.Fatal(err)
 		}
@@ -121,8 +122,8 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 			t.Errorf("revoked link: Gone = false, want true")
 		}
 		// A revoked code stays taken.
-		err = s.Create(ctx, Link{Code: "revokeme", LongURL: "https://example.com/new", CreatedAt: base})
-		if !errors.Is(err, ErrCodeTaken) {
+		err = s.Create(ctx, link.Link{Code: "revokeme", LongURL: "https://example.com/new", CreatedAt: base})
+		if !errors.Is(err, link.ErrCodeTaken) {
 			t.Errorf("Create(revoked code) = %v, want ErrCodeTaken", err)
 		}
 		if got, _ := s.Get(ctx, "revokeme"); got.LongURL != l.LongURL {
@@ -137,7 +138,7 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				errs[i] = s.Create(ctx, Link{Code: fmt.Sprintf("c%04d", i), LongURL: fmt.Sprintf("https://example.com/%d", i), CreatedAt: base})
+				errs[i] = s.Create(ctx, link.Link{Code: fmt.Sprintf("c%04d", i), LongURL: fmt.Sprintf("https://example.com/%d", i), CreatedAt: base})
 			})
 		}
 		wg.Wait()
@@ -167,7 +168,7 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				errs[i] = s.Create(ctx, Link{Code: "race", LongURL: fmt.Sprintf("https://example.com/%d", i), CreatedAt: base})
+				errs[i] = s.Create(ctx, link.Link{Code: "race", LongURL: fmt.Sprintf("https://example.com/%d", i), CreatedAt: base})
 			})
 		}
 		close(start)
@@ -180,7 +181,7 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 					t.Fatalf("Create succeeded for both %d and %d", winner, i)
 				}
 				winner = i
-			case !errors.Is(err, ErrCodeTaken):
+			case !errors.Is(err, link.ErrCodeTaken):
 				t.Fatalf("Create #%d: %v, want nil or ErrCodeTaken", i, err)
 			}
 		}
@@ -282,9 +283,9 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 
 // testCodeLister checks CodeLister on an empty store s: the full listing
 // in byte order page by page, the creation order, and LastSeq.
-func testCodeLister(t *testing.T, ctx context.Context, s Store, base time.Time) {
+func testCodeLister(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
 	t.Helper()
-	cl, ok := s.(CodeLister)
+	cl, ok := s.(link.CodeLister)
 	if !ok {
 		t.Fatalf("%T does not implement CodeLister", s)
 	}
@@ -298,7 +299,7 @@ func testCodeLister(t *testing.T, ctx context.Context, s Store, base time.Time) 
 	// < upper case < '_' < lower case).
 	created := []string{"zeta", "Alpha", "alpha", "9lives", "a_b", "a-b", "ZZ", "m"}
 	for i, code := range created {
-		l := Link{Code: code, LongURL: "https://example.com/" + code, CreatedAt: base.Add(-time.Duration(i) * time.Hour)}
+		l := link.Link{Code: code, LongURL: "https://example.com/" + code, CreatedAt: base.Add(-time.Duration(i) * time.Hour)}
 		if code == "m" {
 			l.RevokedAt = base // listed too
 		}
@@ -306,7 +307,7 @@ func testCodeLister(t *testing.T, ctx context.Context, s Store, base time.Time) 
 			t.Fatalf("Create(%q): %v", code, err)
 		}
 	}
-	if err := s.Create(ctx, Link{Code: "zeta", LongURL: "https://example.com/again"}); !errors.Is(err, ErrCodeTaken) {
+	if err := s.Create(ctx, link.Link{Code: "zeta", LongURL: "https://example.com/again"}); !errors.Is(err, link.ErrCodeTaken) {
 		t.Fatalf("Create(taken) = %v, want ErrCodeTaken", err)
 	}
 	wantSorted := []string{"9lives", "Alpha", "ZZ", "a-b", "a_b", "alpha", "m", "zeta"}
@@ -361,7 +362,7 @@ func testCodeLister(t *testing.T, ctx context.Context, s Store, base time.Time) 
 	}
 }
 
-func assertLink(t *testing.T, got, want Link) {
+func assertLink(t *testing.T, got, want link.Link) {
 	t.Helper()
 	if got.Code != want.Code || got.LongURL != want.LongURL ||
 		!got.CreatedAt.Equal(want.CreatedAt) || !got.ExpiresAt.Equal(want.ExpiresAt) || !got.RevokedAt.Equal(want.RevokedAt) ||
@@ -379,18 +380,18 @@ func assertLink(t *testing.T, got, want Link) {
 // come back as stored (at their bounds, in any script), that no tags read
 // back as nil, and that metadata out of bounds is refused with nothing
 // stored.
-func testMetadataRoundTrip(t *testing.T, ctx context.Context, s Store, base time.Time) {
+func testMetadataRoundTrip(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
 	t.Helper()
-	tags20 := make([]string, maxTags)
+	tags20 := make([]string, link.MaxTags)
 	for i := range tags20 {
-		tags20[i] = fmt.Sprintf("t%02d-", i) + strings.Repeat("x", maxTagLen-4)
+		tags20[i] = fmt.Sprintf("t%02d-", i) + strings.Repeat("x", link.MaxTagLen-4)
 	}
-	links := []Link{
+	links := []link.Link{
 		{Code: "meta-full", LongURL: "https://example.com/m", CreatedAt: base,
 			Title: "Spring sale — flyer «QR» 日本語 👍🏽", Tags: []string{"print", "Q2:2026", "a.b_c-d", "Print"},
 			Notes: "line one\nline two\r\n\ttabbed, ünïcode"},
 		{Code: "meta-bounds", LongURL: "https://example.com/b", CreatedAt: base,
-			Title: strings.Repeat("é", maxTitle), Tags: tags20, Notes: strings.Repeat("日", maxNotes)},
+			Title: strings.Repeat("é", link.MaxTitle), Tags: tags20, Notes: strings.Repeat("日", link.MaxNotes)},
 		{Code: "meta-title", LongURL: "https://example.com/t", CreatedAt: base, Title: "only a title"},
 		{Code: "meta-none", LongURL: "https://example.com/n", CreatedAt: base},
 	}
@@ -399,38 +400,38 @@ func testMetadataRoundTrip(t *testing.T, ctx context.Context, s Store, base time
 			t.Errorf("Get(%q).Tags = %#v, want nil", want.Code, got.Tags)
 		}
 	}
-	if err := s.Create(ctx, Link{Code: "meta-empty", LongURL: "https://example.com/e", Tags: []string{}}); err != nil {
+	if err := s.Create(ctx, link.Link{Code: "meta-empty", LongURL: "https://example.com/e", Tags: []string{}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.Get(ctx, "meta-empty"); err != nil || got.Tags != nil {
 		t.Errorf("Get(meta-empty) = %#v, %v: want Tags nil after storing an empty list", got.Tags, err)
 	}
-	for name, l := range map[string]Link{
-		"title":     {Title: strings.Repeat("é", maxTitle+1)},
+	for name, l := range map[string]link.Link{
+		"title":     {Title: strings.Repeat("é", link.MaxTitle+1)},
 		"tag count": {Tags: append(slices.Clone(tags20), "one-more")},
 		"tag chars": {Tags: []string{"no space"}},
-		"notes":     {Notes: strings.Repeat("日", maxNotes+1)},
+		"notes":     {Notes: strings.Repeat("日", link.MaxNotes+1)},
 	} {
 		l.Code, l.LongURL = "meta-refused", "https://example.com/r"
-		if err := s.Create(ctx, l); err == nil || errors.Is(err, ErrCodeTaken) {
+		if err := s.Create(ctx, l); err == nil || errors.Is(err, link.ErrCodeTaken) {
 			t.Errorf("Create with bad %s = %v, want an error", name, err)
 		}
 	}
-	if _, err := s.Get(ctx, "meta-refused"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(ctx, "meta-refused"); !errors.Is(err, link.ErrNotFound) {
 		t.Errorf("Get(meta-refused) = %v, want ErrNotFound", err)
 	}
 }
 
 // createAndRead creates links, then reads each back and checks it equals
 // what was created; it returns what Get answered, in order.
-func createAndRead(t *testing.T, ctx context.Context, s Store, links []Link) []Link {
+func createAndRead(t *testing.T, ctx context.Context, s link.Store, links []link.Link) []link.Link {
 	t.Helper()
 	for _, l := range links {
 		if err := s.Create(ctx, l); err != nil {
 			t.Fatalf("Create(%q): %v", l.Code, err)
 		}
 	}
-	got := make([]Link, len(links))
+	got := make([]link.Link, len(links))
 	for i, want := range links {
 		var err error
 		if got[i], err = s.Get(ctx, want.Code); err != nil {

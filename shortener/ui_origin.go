@@ -2,10 +2,11 @@ package shortener
 
 import (
 	"crypto/subtle"
-	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
 // Requests a dashboard session may make only from the dashboard itself:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 const testReadKey = "read-key-0123456789"
@@ -35,7 +36,7 @@ func (c *uiClock) add(d time.Duration) {
 
 // uiHandler is a handler with the dashboard at /admin on st, keys
 // testKey (write) and testReadKey (read), its clock c.
-func uiHandler(t *testing.T, st Store, c *uiClock, keys ...string) *Handler {
+func uiHandler(t *testing.T, st link.Store, c *uiClock, keys ...string) *Handler {
 	t.Helper()
 	return newHandler(t, st, func(h *Handler) {
 		h.UI, h.APIReadKeys, h.now = "/admin", []string{testReadKey}, c.now

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edgekit/caddy-edgekit/shortener"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // measureQueries times ListLinks (the store's answer to GET <api>/links,
@@ -16,7 +17,7 @@ import (
 // kind of query.
 func measureQueries(ctx context.Context, s *shortener.PostgresStore, samples int) {
 	r := rand.New(rand.NewPCG(7, 7))
-	page := func(q shortener.ListQuery) (shortener.ListPage, time.Duration) {
+	page := func(q link.ListQuery) (link.ListPage, time.Duration) {
 		q.Limit = 50
 		start := time.Now()
 		p, err := s.ListLinks(ctx, q)
@@ -25,7 +26,7 @@ func measureQueries(ctx context.Context, s *shortener.PostgresStore, samples int
 		}
 		return p, time.Since(start)
 	}
-	report := func(name string, next func(i int) shortener.ListQuery) {
+	report := func(name string, next func(i int) link.ListQuery) {
 		var ds []time.Duration
 		found := 0
 		for i := range samples {
@@ -40,36 +41,36 @@ func measureQueries(ctx context.Context, s *shortener.PostgresStore, samples int
 	fmt.Println("| query (50 a page, status=active, sort=-created) | samples | p50 ms | p99 ms | links a page |")
 	fmt.Println("|---|---:|---:|---:|---:|")
 	cursor := ""
-	report("list, pages 1..n of one walk", func(int) shortener.ListQuery {
-		q := shortener.ListQuery{Cursor: cursor}
+	report("list, pages 1..n of one walk", func(int) link.ListQuery {
+		q := link.ListQuery{Cursor: cursor}
 		p, _ := page(q) // the cursor of the next page; this read is not timed twice
 		cursor = p.NextCursor
 		return q
 	})
 	cursor = ""
-	report("list sort=-clicks, pages 1..n of one walk", func(int) shortener.ListQuery {
-		q := shortener.ListQuery{Sort: shortener.SortClicksDesc, Cursor: cursor}
+	report("list sort=-clicks, pages 1..n of one walk", func(int) link.ListQuery {
+		q := link.ListQuery{Sort: link.SortClicksDesc, Cursor: cursor}
 		p, _ := page(q)
 		cursor = p.NextCursor
 		return q
 	})
-	report("list, tag=newsletter (1 link in 5)", func(int) shortener.ListQuery { return shortener.ListQuery{Tag: "newsletter"} })
-	report("list, rare tags (1 in 100 to 1 in 600)", func(i int) shortener.ListQuery {
-		return shortener.ListQuery{Tag: tags[10+r.IntN(50)]}
+	report("list, tag=newsletter (1 link in 5)", func(int) link.ListQuery { return link.ListQuery{Tag: "newsletter"} })
+	report("list, rare tags (1 in 100 to 1 in 600)", func(i int) link.ListQuery {
+		return link.ListQuery{Tag: tags[10+r.IntN(50)]}
 	})
-	report("q selective: a link's code (1 match)", func(i int) shortener.ListQuery {
-		return shortener.ListQuery{Q: code(r.IntN(100_000))}
+	report("q selective: a link's code (1 match)", func(i int) link.ListQuery {
+		return link.ListQuery{Q: code(r.IntN(100_000))}
 	})
-	report("q selective: word-number of a path (~1-10 matches)", func(i int) shortener.ListQuery {
-		return shortener.ListQuery{Q: fmt.Sprintf("%s-%d", words[r.IntN(len(words))], 10000+r.IntN(90000))}
+	report("q selective: word-number of a path (~1-10 matches)", func(i int) link.ListQuery {
+		return link.ListQuery{Q: fmt.Sprintf("%s-%d", words[r.IntN(len(words))], 10000+r.IntN(90000))}
 	})
-	report("q broad: one word (~1-3% of links)", func(i int) shortener.ListQuery {
-		return shortener.ListQuery{Q: words[r.IntN(len(words))]}
+	report("q broad: one word (~1-3% of links)", func(i int) link.ListQuery {
+		return link.ListQuery{Q: words[r.IntN(len(words))]}
 	})
-	report("q broad: a domain (2.5%)", func(i int) shortener.ListQuery {
-		return shortener.ListQuery{Q: domains[r.IntN(len(domains))]}
+	report("q broad: a domain (2.5%)", func(i int) link.ListQuery {
+		return link.ListQuery{Q: domains[r.IntN(len(domains))]}
 	})
-	report("q broad: https (every link)", func(int) shortener.ListQuery { return shortener.ListQuery{Q: "https"} })
+	report("q broad: https (every link)", func(int) link.ListQuery { return link.ListQuery{Q: "https"} })
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,13 +1,13 @@
-package shortener
+package link
 
 import (
 	"context"
-	"errors"
+	"time"
 )
 
 // ImportLink is a link as an import brings it (import.go): its times,
 // revocation and served clicks as the other shortener had them, and
-// Baseline, the click total it had there (0 to maxBaseline).
+// Baseline, the click total it had there (0 to MaxBaseline).
 type ImportLink struct {
 	Link
 	Baseline int64
@@ -16,8 +16,8 @@ type ImportLink struct {
 	Hourly []HourlyClicks
 }
 
-// maxBaseline bounds an imported click total.
-const maxBaseline = 1_000_000_000_000
+// MaxBaseline bounds an imported click total.
+const MaxBaseline = 1_000_000_000_000
 
 // ImportTx is one import transaction of an ImportStore.
 type ImportTx interface {
@@ -38,14 +38,9 @@ type ImportStore interface {
 	ImportTx(ctx context.Context, commit bool, fn func(context.Context, ImportTx) error) error
 }
 
-// importStoreOf is the ImportStore behind a handler's store, if any.
-func importStoreOf(s Store) (ImportStore, bool) {
-	if sh, ok := s.(sharedStore); ok {
-		s = sh.Store
-	}
-	is, ok := s.(ImportStore)
-	return is, ok
+// HourlyClicks counts one hour's clicks (hour in UTC, at its start).
+type HourlyClicks struct {
+	Hour   time.Time `json:"hour"`
+	People int64     `json:"people"`
+	Bots   int64     `json:"bots"`
 }
-
-// errDryRun rolls back an import transaction that must write nothing.
-var errDryRun = errors.New("dry run")

@@ -1,4 +1,4 @@
-package shortener
+package link
 
 import (
 	"bytes"
@@ -71,50 +71,50 @@ type Change struct {
 	To   json.RawMessage `json:"to"`
 }
 
-// maxHistoryPage is the most history entries one History call returns.
-const maxHistoryPage = 1000
+// MaxHistoryPage is the most history entries one History call returns.
+const MaxHistoryPage = 1000
 
-// editableFields are the fields an edit may change, each with its value as
+// EditableFields are the fields an edit may change, each with its value as
 // the API shows it. diffLinks compares links through them.
-var editableFields = []struct {
-	name  string
+var EditableFields = []struct {
+	Name  string
 	value func(Link) any
 }{
 	{"long_url", func(l Link) any { return l.LongURL }},
 	{"title", func(l Link) any { return nullString(l.Title) }},
-	{"tags", func(l Link) any { return tagsOrNil(l.Tags) }},
+	{"tags", func(l Link) any { return TagsOrNil(l.Tags) }},
 	{"notes", func(l Link) any { return nullString(l.Notes) }},
 	{"expires_at", func(l Link) any { return nullTimeValue(l.ExpiresAt) }},
-	{"redirect_status", func(l Link) any { return rulesResponse(l).RedirectStatus }},
-	{"valid_from", func(l Link) any { return rulesResponse(l).ValidFrom }},
-	{"max_clicks", func(l Link) any { return rulesResponse(l).MaxClicks }},
-	{"forward_query", func(l Link) any { return rulesResponse(l).ForwardQuery }},
+	{"redirect_status", func(l Link) any { return RulesResponse(l).RedirectStatus }},
+	{"valid_from", func(l Link) any { return RulesResponse(l).ValidFrom }},
+	{"max_clicks", func(l Link) any { return RulesResponse(l).MaxClicks }},
+	{"forward_query", func(l Link) any { return RulesResponse(l).ForwardQuery }},
 }
 
 // diffLinks returns the fields whose API value differs between old and
 // new; empty when none does.
 func diffLinks(old, new Link) (map[string]Change, error) {
 	changes := map[string]Change{}
-	for _, f := range editableFields {
+	for _, f := range EditableFields {
 		from, err := json.Marshal(f.value(old))
 		if err != nil {
-			return nil, fmt.Errorf("encoding %s: %w", f.name, err)
+			return nil, fmt.Errorf("encoding %s: %w", f.Name, err)
 		}
 		to, err := json.Marshal(f.value(new))
 		if err != nil {
-			return nil, fmt.Errorf("encoding %s: %w", f.name, err)
+			return nil, fmt.Errorf("encoding %s: %w", f.Name, err)
 		}
 		if !bytes.Equal(from, to) {
-			changes[f.name] = Change{From: from, To: to}
+			changes[f.Name] = Change{From: from, To: to}
 		}
 	}
 	return changes, nil
 }
 
-// applyEdit runs the checks and the change of Edit on the current link cur
+// ApplyEdit runs the checks and the change of Edit on the current link cur
 // (version included): the new link and its changes, none when nothing
 // changed. The stores call it inside their transaction.
-func applyEdit(cur Link, e Edit) (Link, map[string]Change, error) {
+func ApplyEdit(cur Link, e Edit) (Link, map[string]Change, error) {
 	if !cur.RevokedAt.IsZero() {
 		return Link{}, nil, ErrRevoked
 	}
@@ -128,14 +128,14 @@ func applyEdit(cur Link, e Edit) (Link, map[string]Change, error) {
 	}
 	next.Code, next.CreatedAt, next.RevokedAt, next.Version = cur.Code, cur.CreatedAt, cur.RevokedAt, cur.Version
 	next.ClicksServed = cur.ClicksServed
-	next.Tags = tagsOrNil(next.Tags)
+	next.Tags = TagsOrNil(next.Tags)
 	if next.LongURL == "" {
 		return Link{}, nil, errors.New("editing link: empty long URL")
 	}
-	if err := checkMetadata(next.Title, next.Tags, next.Notes); err != nil {
+	if err := CheckMetadata(next.Title, next.Tags, next.Notes); err != nil {
 		return Link{}, nil, fmt.Errorf("editing link: %w", err)
 	}
-	if err := checkRules(next); err != nil {
+	if err := CheckRules(next); err != nil {
 		return Link{}, nil, fmt.Errorf("editing link: %w", err)
 	}
 	changes, err := diffLinks(cur, next)
@@ -158,11 +158,11 @@ func containsVersion(vs []int64, v int64) bool {
 	return false
 }
 
-// etag is the ETag of a link: its version as a quoted decimal, a strong
+// ETag is the ETag of a link: its version as a quoted decimal, a strong
 // validator of the link's stored fields (the click total of a GET answer
 // is not one of them). A link not read back from a store (just created)
 // has version 1.
-func etag(l Link) string {
+func ETag(l Link) string {
 	v := l.Version
 	if v < 1 {
 		v = 1

@@ -1,4 +1,4 @@
-package shortener
+package link
 
 import (
 	"errors"
@@ -7,17 +7,17 @@ import (
 	"time"
 )
 
-// maxMaxClicks is the largest max_clicks a link may have.
-const maxMaxClicks = 1_000_000_000_000
+// MaxMaxClicks is the largest max_clicks a link may have.
+const MaxMaxClicks = 1_000_000_000_000
 
-// minValidFrom is the earliest valid_from accepted: earlier times would
+// MinValidFrom is the earliest valid_from accepted: earlier times would
 // mean nothing (the link is active) and the epoch itself is the embedded
 // store's "none".
-var minValidFrom = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+var MinValidFrom = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// ruleRequest holds the per-link rules of a create request. A field
+// RuleRequest holds the per-link rules of a create request. A field
 // absent or null leaves the rule unset.
-type ruleRequest struct {
+type RuleRequest struct {
 	// RedirectStatus: 301, 302, 307 or 308. Default: the handler's `status`.
 	RedirectStatus *int `json:"redirect_status,omitempty"`
 	// ValidFrom (RFC 3339): before it the code answers 404 as an unknown
@@ -32,8 +32,8 @@ type ruleRequest struct {
 	ForwardQuery *bool `json:"forward_query,omitempty"`
 }
 
-// ruleResponse is a link's rules as the API shows them, null when unset.
-type ruleResponse struct {
+// RuleResponse is a link's rules as the API shows them, null when unset.
+type RuleResponse struct {
 	RedirectStatus *int       `json:"redirect_status"`
 	ValidFrom      *time.Time `json:"valid_from"`
 	MaxClicks      *int64     `json:"max_clicks"`
@@ -43,12 +43,12 @@ type ruleResponse struct {
 	RemainingClicks *int64 `json:"remaining_clicks"`
 }
 
-// applyRules judges the rules of a request and sets them on l, whose
+// ApplyRules judges the rules of a request and sets them on l, whose
 // ExpiresAt is already set; the error names the field.
-func (req ruleRequest) applyRules(l *Link) error {
+func (req RuleRequest) ApplyRules(l *Link) error {
 	if req.RedirectStatus != nil {
 		l.RedirectStatus = *req.RedirectStatus
-		if !validRedirectStatus(l.RedirectStatus) {
+		if !ValidRedirectStatus(l.RedirectStatus) {
 			return fmt.Errorf("redirect_status must be 301, 302, 307 or 308")
 		}
 	}
@@ -62,29 +62,29 @@ func (req ruleRequest) applyRules(l *Link) error {
 	if req.MaxClicks != nil {
 		l.MaxClicks = *req.MaxClicks
 		if l.MaxClicks < 1 {
-			return fmt.Errorf("max_clicks must be 1 to %d", int64(maxMaxClicks))
+			return fmt.Errorf("max_clicks must be 1 to %d", int64(MaxMaxClicks))
 		}
 	}
 	l.ForwardQuery = req.ForwardQuery
-	return checkRules(*l)
+	return CheckRules(*l)
 }
 
-// checkRules judges a link's rules; the error names the field. The API and
+// CheckRules judges a link's rules; the error names the field. The API and
 // both stores apply it.
-func checkRules(l Link) error {
-	if l.RedirectStatus != 0 && !validRedirectStatus(l.RedirectStatus) {
+func CheckRules(l Link) error {
+	if l.RedirectStatus != 0 && !ValidRedirectStatus(l.RedirectStatus) {
 		return fmt.Errorf("redirect_status must be 301, 302, 307 or 308")
 	}
 	if !l.ValidFrom.IsZero() {
-		if l.ValidFrom.Before(minValidFrom) {
-			return fmt.Errorf("valid_from must not be before %s", minValidFrom.Format(time.RFC3339))
+		if l.ValidFrom.Before(MinValidFrom) {
+			return fmt.Errorf("valid_from must not be before %s", MinValidFrom.Format(time.RFC3339))
 		}
 		if !l.ExpiresAt.IsZero() && !l.ValidFrom.Before(l.ExpiresAt) {
 			return errors.New("valid_from must be before expires_at")
 		}
 	}
-	if l.MaxClicks < 0 || l.MaxClicks > maxMaxClicks {
-		return fmt.Errorf("max_clicks must be 1 to %d", int64(maxMaxClicks))
+	if l.MaxClicks < 0 || l.MaxClicks > MaxMaxClicks {
+		return fmt.Errorf("max_clicks must be 1 to %d", int64(MaxMaxClicks))
 	}
 	if l.ClicksServed < 0 {
 		return errors.New("clicks served must not be negative")
@@ -98,7 +98,7 @@ func (l Link) Exhausted() bool {
 	return l.MaxClicks > 0 && l.ClicksServed >= l.MaxClicks
 }
 
-func validRedirectStatus(s int) bool {
+func ValidRedirectStatus(s int) bool {
 	switch s {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
 		return true
@@ -106,14 +106,14 @@ func validRedirectStatus(s int) bool {
 	return false
 }
 
-// rulesResponse shows l's rules.
-func rulesResponse(l Link) ruleResponse {
-	var out ruleResponse
+// RulesResponse shows l's rules.
+func RulesResponse(l Link) RuleResponse {
+	var out RuleResponse
 	if l.RedirectStatus != 0 {
 		s := l.RedirectStatus
 		out.RedirectStatus = &s
 	}
-	out.ValidFrom = utcOrNil(l.ValidFrom)
+	out.ValidFrom = UTCOrNil(l.ValidFrom)
 	if l.MaxClicks > 0 {
 		m, left := l.MaxClicks, max(l.MaxClicks-l.ClicksServed, 0)
 		out.MaxClicks, out.RemainingClicks = &m, &left

@@ -1,4 +1,9 @@
-package shortener
+// Package link is the shortener's model: a link and its codes, metadata
+// and per-link rules, edits as JSON Merge Patch with their history, list
+// and search queries with their cursors, the reuse and idempotency
+// contracts of a create, imports, and the Store interfaces every link
+// store implements. It imports nothing of Caddy, zap or the module.
+package link
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package shortener
+package link
 
 import (
 	"strconv"
@@ -11,8 +11,8 @@ import (
 // same expiry and the same per-link rules. Title, tags and notes are not
 // compared: the answer shows the existing link's.
 
-// reusable reports whether stored may answer a reuse request for want at now.
-func reusable(stored, want Link, now time.Time) bool {
+// Reusable reports whether stored may answer a reuse request for want at now.
+func Reusable(stored, want Link, now time.Time) bool {
 	return !stored.Custom && stored.RevokedAt.IsZero() && !stored.Gone(now) &&
 		(stored.MaxClicks == 0 || stored.ClicksServed < stored.MaxClicks) && sameReuse(stored, want)
 }
@@ -27,11 +27,11 @@ func sameReuse(a, b Link) bool {
 		forwardKey(a.ForwardQuery) == forwardKey(b.ForwardQuery)
 }
 
-// reuseKey is equal for two links exactly when sameReuse holds: the items
+// ReuseKey is equal for two links exactly when sameReuse holds: the items
 // of one batch that may share one link.
-func reuseKey(l Link) string {
-	return strconv.FormatInt(toMicros(l.ExpiresAt), 10) + "|" + strconv.Itoa(l.RedirectStatus) + "|" +
-		strconv.FormatInt(toMicros(l.ValidFrom), 10) + "|" + strconv.FormatInt(l.MaxClicks, 10) + "|" +
+func ReuseKey(l Link) string {
+	return strconv.FormatInt(ToMicros(l.ExpiresAt), 10) + "|" + strconv.Itoa(l.RedirectStatus) + "|" +
+		strconv.FormatInt(ToMicros(l.ValidFrom), 10) + "|" + strconv.FormatInt(l.MaxClicks, 10) + "|" +
 		forwardKey(l.ForwardQuery) + "|" + l.LongURL
 }
 

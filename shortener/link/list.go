@@ -1,4 +1,4 @@
-package shortener
+package link
 
 import (
 	"context"
@@ -19,7 +19,7 @@ const (
 	DefaultListLimit = 50
 	MinListQuery     = 3   // characters of q: the trigram index needs three
 	MaxListQuery     = 200 // characters of q
-	maxCursorLen     = 256 // bytes of an encoded cursor
+	MaxCursorLen     = 256 // bytes of an encoded cursor
 )
 
 // Link statuses a listing filters on, at the query's Now. Each link has
@@ -90,8 +90,8 @@ type LinkLister interface {
 	ListLinks(ctx context.Context, q ListQuery) (ListPage, error)
 }
 
-// normalized returns q with its defaults filled in.
-func (q ListQuery) normalized() ListQuery {
+// Normalized returns q with its defaults filled in.
+func (q ListQuery) Normalized() ListQuery {
 	if q.Status == "" {
 		q.Status = StatusActive
 	}
@@ -108,14 +108,14 @@ func (q ListQuery) normalized() ListQuery {
 	return q
 }
 
-// byClicks reports whether the sort is by click total.
-func (q ListQuery) byClicks() bool { return q.Sort == SortClicks || q.Sort == SortClicksDesc }
+// ByClicks reports whether the sort is by click total.
+func (q ListQuery) ByClicks() bool { return q.Sort == SortClicks || q.Sort == SortClicksDesc }
 
-// descending reports whether the sort runs from high to low.
-func (q ListQuery) descending() bool { return q.Sort == SortCreatedDesc || q.Sort == SortClicksDesc }
+// Descending reports whether the sort runs from high to low.
+func (q ListQuery) Descending() bool { return q.Sort == SortCreatedDesc || q.Sort == SortClicksDesc }
 
 // status is the one status of l at now (see StatusActive).
-func linkStatus(l Link, now time.Time) string {
+func Status(l Link, now time.Time) string {
 	switch {
 	case !l.RevokedAt.IsZero():
 		return StatusRevoked
@@ -130,17 +130,17 @@ func linkStatus(l Link, now time.Time) string {
 	}
 }
 
-// listCursor is the sort key of the last link of a page: Key is the
+// Cursor is the sort key of the last link of a page: Key is the
 // creation time in Unix microseconds or the click total.
-type listCursor struct {
+type Cursor struct {
 	Sort string `json:"s"`
 	Key  int64  `json:"k"`
 	Code string `json:"c"`
 }
 
-// encodeCursor returns the opaque cursor after l for sort.
-func encodeCursor(sort string, l ListedLink) string {
-	c := listCursor{Sort: sort, Key: l.CreatedAt.UnixMicro(), Code: l.Code}
+// EncodeCursor returns the opaque cursor after l for sort.
+func EncodeCursor(sort string, l ListedLink) string {
+	c := Cursor{Sort: sort, Key: l.CreatedAt.UnixMicro(), Code: l.Code}
 	if sort == SortClicks || sort == SortClicksDesc {
 		c.Key = l.Clicks
 	}
@@ -148,20 +148,20 @@ func encodeCursor(sort string, l ListedLink) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// decodeCursor reads a cursor for sort; nil for "". Anything that is not a
+// DecodeCursor reads a cursor for sort; nil for "". Anything that is not a
 // cursor this listing could have handed out is ErrBadCursor.
-func decodeCursor(sort, s string) (*listCursor, error) {
+func DecodeCursor(sort, s string) (*Cursor, error) {
 	if s == "" {
 		return nil, nil
 	}
-	if len(s) > maxCursorLen {
+	if len(s) > MaxCursorLen {
 		return nil, ErrBadCursor
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return nil, ErrBadCursor
 	}
-	var c listCursor
+	var c Cursor
 	if err := json.Unmarshal(b, &c); err != nil || c.Sort != sort || !ValidLookupCode(c.Code) || (c.Key < 0 && (sort == SortClicks || sort == SortClicksDesc)) {
 		return nil, ErrBadCursor
 	}

@@ -1,4 +1,4 @@
-package shortener
+package link
 
 import (
 	"encoding/json"
@@ -11,13 +11,13 @@ import (
 
 // Bounds of a link's metadata, counted in characters (Unicode code points).
 const (
-	maxTitle  = 200
-	maxTags   = 20
-	maxTagLen = 50
-	maxNotes  = 2000
+	MaxTitle  = 200
+	MaxTags   = 20
+	MaxTagLen = 50
+	MaxNotes  = 2000
 )
 
-// checkMetadata judges a link's title, tags and notes; the error names the
+// CheckMetadata judges a link's title, tags and notes; the error names the
 // field. The API and both stores apply it.
 //
 //   - title: at most 200 characters, no control characters (line breaks
@@ -26,12 +26,12 @@ const (
 //     written (case-sensitive); a tag given twice is refused.
 //   - notes: at most 2,000 characters; tabs and line breaks (\n, \r) are
 //     allowed, other control characters and bidi controls are not.
-func checkMetadata(title string, tags []string, notes string) error {
-	if err := checkText("title", title, maxTitle, false); err != nil {
+func CheckMetadata(title string, tags []string, notes string) error {
+	if err := CheckText("title", title, MaxTitle, false); err != nil {
 		return err
 	}
-	if len(tags) > maxTags {
-		return fmt.Errorf("tags: %d given, at most %d are allowed", len(tags), maxTags)
+	if len(tags) > MaxTags {
+		return fmt.Errorf("tags: %d given, at most %d are allowed", len(tags), MaxTags)
 	}
 	seen := make(map[string]struct{}, len(tags))
 	for i, tag := range tags {
@@ -40,15 +40,15 @@ func checkMetadata(title string, tags []string, notes string) error {
 				return fmt.Errorf("tags[%d]: only A-Z a-z 0-9 _ . : - are allowed in a tag", i)
 			}
 		}
-		if tag == "" || len(tag) > maxTagLen {
-			return fmt.Errorf("tags[%d]: a tag is 1 to %d characters long", i, maxTagLen)
+		if tag == "" || len(tag) > MaxTagLen {
+			return fmt.Errorf("tags[%d]: a tag is 1 to %d characters long", i, MaxTagLen)
 		}
 		if _, dup := seen[tag]; dup {
 			return fmt.Errorf("tags[%d]: '%s' given twice", i, tag)
 		}
 		seen[tag] = struct{}{}
 	}
-	return checkText("notes", notes, maxNotes, true)
+	return CheckText("notes", notes, MaxNotes, true)
 }
 
 func isTagByte(c byte) bool {
@@ -56,11 +56,11 @@ func isTagByte(c byte) bool {
 		c == '_' || c == '.' || c == ':' || c == '-'
 }
 
-// checkText bounds a free-text field and refuses invalid UTF-8, control
+// CheckText bounds a free-text field and refuses invalid UTF-8, control
 // characters (but tabs and line breaks where lines are allowed), the line
 // and paragraph separators U+2028/U+2029 in a one-line field, and the bidi
 // controls that can make text display other than it reads.
-func checkText(field, s string, maxChars int, lines bool) error {
+func CheckText(field, s string, maxChars int, lines bool) error {
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("%s is not valid UTF-8", field)
 	}
@@ -86,11 +86,11 @@ func isBidiControl(r rune) bool {
 		('\u202A' <= r && r <= '\u202E') || ('\u2066' <= r && r <= '\u2069')
 }
 
-// invalidUTF8Field names a top-level field of a JSON object body whose raw
+// InvalidUTF8Field names a top-level field of a JSON object body whose raw
 // value is not valid UTF-8 (the first in byte order) (encoding/json would quietly replace
 // the bad bytes with U+FFFD), "body" when the bad bytes are elsewhere, and
 // "" when the body is valid UTF-8.
-func invalidUTF8Field(body []byte) string {
+func InvalidUTF8Field(body []byte) string {
 	if utf8.Valid(body) {
 		return ""
 	}
@@ -110,17 +110,17 @@ func invalidUTF8Field(body []byte) string {
 	return "body"
 }
 
-// tagsOrNil returns tags, nil when empty: stores and answers show no tags
+// TagsOrNil returns tags, nil when empty: stores and answers show no tags
 // one way.
-func tagsOrNil(tags []string) []string {
+func TagsOrNil(tags []string) []string {
 	if len(tags) == 0 {
 		return nil
 	}
 	return tags
 }
 
-// utcOrNil is t in UTC, nil for the zero time (an optional time of an answer).
-func utcOrNil(t time.Time) *time.Time {
+// UTCOrNil is t in UTC, nil for the zero time (an optional time of an answer).
+func UTCOrNil(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
@@ -128,8 +128,8 @@ func utcOrNil(t time.Time) *time.Time {
 	return &t
 }
 
-// textOrNil is nil for "" (an optional text of an answer).
-func textOrNil(s string) *string {
+// TextOrNil is nil for "" (an optional text of an answer).
+func TextOrNil(s string) *string {
 	if s == "" {
 		return nil
 	}
