@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"slices"
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
@@ -67,88 +66,146 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	h.pos = cfparse.NewPositions(d)
-	seen := map[string]bool{}
-	for d.NextBlock(0) {
-		name := d.Val()
-		if name != "zone" {
-			if seen[name] {
-				return d.Errf("duplicate subdirective '%s'", name)
-			}
-			seen[name] = true
-			h.pos.Field(d)
-		}
-		if err := h.unmarshalField(d, name); err != nil {
-			return err
-		}
+	if err := handlerBlock.Parse(d, h); err != nil {
+		return err
 	}
 	h.pos.Ended(d)
 	return h.validate()
 }
 
-// unmarshalField reads the handler's subdirective name.
-func (h *Handler) unmarshalField(d *caddyfile.Dispenser, name string) error {
-	if name == "zone" {
-		z, err := parseZone(d)
-		if err != nil {
-			return err
+// handlerBlock is the subdirectives of `ratelimit { ... }`.
+var handlerBlock = cfparse.Block[Handler]{
+	Repeatable: []string{"zone"},
+	Each: func(h *Handler, d *caddyfile.Dispenser) {
+		if d.Val() != "zone" { // a zone records its own lines
+			h.pos.Field(d)
 		}
-		h.Zones = append(h.Zones, z)
-		return nil
+	},
+	Subdirectives: cfparse.Table[Handler]{
+		"zone":           (*Handler).unmarshalZone,
+		"redis":          (*Handler).unmarshalRedis,
+		"timeout":        (*Handler).unmarshalTimeout,
+		"on_error":       (*Handler).unmarshalOnError,
+		"instances":      (*Handler).unmarshalInstances,
+		"hash_tag":       (*Handler).unmarshalHashTag,
+		"headers":        (*Handler).unmarshalHeaders,
+		"status":         (*Handler).unmarshalStatus,
+		"log_keys":       (*Handler).unmarshalLogKeys,
+		"max_keys":       (*Handler).unmarshalMaxKeys,
+		"client_network": (*Handler).unmarshalClientNetwork,
+		"jitter":         (*Handler).unmarshalJitter,
+		"body":           (*Handler).unmarshalBody,
+	},
+}
+
+// zoneBlock is the subdirectives of `zone <name> { ... }`.
+var zoneBlock = cfparse.Block[Zone]{
+	Prefix: func(z *Zone) string { return "zone '" + z.Name + "': " },
+	Each:   func(z *Zone, d *caddyfile.Dispenser) { z.pos.Field(d) },
+	Subdirectives: cfparse.Table[Zone]{
+		"key":          (*Zone).unmarshalKey,
+		"events":       (*Zone).unmarshalEvents,
+		"burst":        (*Zone).unmarshalBurst,
+		"window":       (*Zone).unmarshalWindow,
+		"algorithm":    (*Zone).unmarshalAlgorithm,
+		"cost":         (*Zone).unmarshalCost,
+		"cost_after":   (*Zone).unmarshalCostAfter,
+		"on_error":     (*Zone).unmarshalOnError,
+		"approximate":  (*Zone).unmarshalApproximate,
+		"lease_ttl":    (*Zone).unmarshalLeaseTTL,
+		"match":        (*Zone).unmarshalMatch,
+		"count_status": (*Zone).unmarshalCountStatus,
+		"dry_run":      (*Zone).unmarshalDryRun,
+		"plans":        (*Zone).unmarshalPlans,
+		"ban":          (*Zone).unmarshalBan,
+		"ban_max":      (*Zone).unmarshalBanMax,
+		"ban_exempt":   (*Zone).unmarshalBanExempt,
+	},
+}
+
+// unmarshalZone reads `zone <name> { ... }`.
+func (h *Handler) unmarshalZone(d *caddyfile.Dispenser) error {
+	z, err := parseZone(d)
+	if err != nil {
+		return err
 	}
-	if name == "redis" {
-		h.Redis = new(redispool.Config)
-		return h.Redis.UnmarshalCaddyfile(d)
-	}
-	if name == "client_network" {
-		return h.unmarshalClientNetwork(d)
-	}
-	if name == "log_keys" {
-		h.LogKeys = true
-		if d.NextArg() {
-			return d.ArgErr()
-		}
-		return nil
-	}
-	if !slices.Contains(handlerArgFields, name) {
-		return d.Errf("unrecognized subdirective '%s'", name)
-	}
+	h.Zones = append(h.Zones, z)
+	return nil
+}
+
+// unmarshalRedis reads `redis <url>` or `redis { ... }`.
+func (h *Handler) unmarshalRedis(d *caddyfile.Dispenser) error {
+	h.Redis = new(redispool.Config)
+	return h.Redis.UnmarshalCaddyfile(d)
+}
+
+// unmarshalTimeout reads `timeout <duration>`.
+func (h *Handler) unmarshalTimeout(d *caddyfile.Dispenser) error {
+	dur, err := cfparse.PositiveDurationArg(d)
+	h.Timeout = caddy.Duration(dur)
+	return err
+}
+
+// unmarshalOnError reads `on_error open|closed|local`.
+func (h *Handler) unmarshalOnError(d *caddyfile.Dispenser) (err error) {
+	h.OnError, err = cfparse.OneArg(d)
+	return err
+}
+
+// unmarshalInstances reads `instances <n>`.
+func (h *Handler) unmarshalInstances(d *caddyfile.Dispenser) (err error) {
+	h.Instances, err = cfparse.PositiveIntArg(d)
+	return err
+}
+
+// unmarshalHashTag reads `hash_tag <template>`.
+func (h *Handler) unmarshalHashTag(d *caddyfile.Dispenser) (err error) {
+	h.HashTag, err = cfparse.OneArg(d)
+	return err
+}
+
+// unmarshalHeaders reads `headers ietf|legacy|both|none`.
+func (h *Handler) unmarshalHeaders(d *caddyfile.Dispenser) (err error) {
+	h.Headers, err = cfparse.OneArg(d)
+	return err
+}
+
+// unmarshalStatus reads `status <code>`.
+func (h *Handler) unmarshalStatus(d *caddyfile.Dispenser) (err error) {
+	h.Status, err = cfparse.PositiveIntArg(d)
+	return err
+}
+
+// unmarshalLogKeys reads `log_keys`.
+func (h *Handler) unmarshalLogKeys(d *caddyfile.Dispenser) error {
+	h.LogKeys = true
+	return cfparse.NoArgs(d)
+}
+
+// unmarshalMaxKeys reads `max_keys <n>`.
+func (h *Handler) unmarshalMaxKeys(d *caddyfile.Dispenser) (err error) {
+	h.MaxKeys, err = cfparse.PositiveIntArg(d)
+	return err
+}
+
+// unmarshalJitter reads `jitter <fraction>`.
+func (h *Handler) unmarshalJitter(d *caddyfile.Dispenser) error {
 	v, err := cfparse.OneArg(d)
 	if err != nil {
 		return err
 	}
-	switch name {
-	case "timeout":
-		dur, err := cfparse.PositiveDuration(d, name, v)
-		h.Timeout = caddy.Duration(dur)
-		return err
-	case "on_error":
-		h.OnError = v
-	case "instances":
-		h.Instances, err = cfparse.PositiveInt(d, name, v)
-	case "hash_tag":
-		h.HashTag = v
-	case "headers":
-		h.Headers = v
-	case "status":
-		h.Status, err = cfparse.PositiveInt(d, name, v)
-	case "max_keys":
-		h.MaxKeys, err = cfparse.PositiveInt(d, name, v)
-	case "body":
-		h.Body = v
-	case "jitter":
-		h.Jitter, err = strconv.ParseFloat(v, 64)
-		if err != nil {
-			return d.Errf("invalid jitter '%s': must be a fraction of the wait, 0-1", v)
-		}
+	h.Jitter, err = strconv.ParseFloat(v, 64)
+	if err != nil {
+		return d.Errf("invalid jitter '%s': must be a fraction of the wait, 0-1", v)
 	}
-	return err
+	return nil
 }
 
-// The subdirectives of one argument, of the handler and of a zone.
-var (
-	handlerArgFields = []string{"timeout", "on_error", "instances", "hash_tag", "headers", "status", "max_keys", "jitter", "body"}
-	zoneArgFields    = []string{"key", "events", "burst", "window", "algorithm", "cost", "on_error", "approximate", "lease_ttl", "ban_max"}
-)
+// unmarshalBody reads `body problem|none`.
+func (h *Handler) unmarshalBody(d *caddyfile.Dispenser) (err error) {
+	h.Body, err = cfparse.OneArg(d)
+	return err
+}
 
 // parseZone reads `zone <name> { ... }` at the dispenser's current token.
 func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
@@ -159,120 +216,149 @@ func parseZone(d *caddyfile.Dispenser) (*Zone, error) {
 	if d.NextArg() {
 		return nil, d.ArgErr()
 	}
-	seen := map[string]bool{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		name := d.Val()
-		if seen[name] {
-			return nil, d.Errf("zone '%s': duplicate subdirective '%s'", z.Name, name)
-		}
-		seen[name] = true
-		z.pos.Field(d)
-		if err := z.unmarshalField(d, name); err != nil {
-			return nil, err
-		}
+	if err := zoneBlock.Parse(d, z); err != nil {
+		return nil, err
 	}
 	z.pos.Ended(d)
 	return z, nil
 }
 
-// unmarshalField reads the zone's subdirective name.
-func (z *Zone) unmarshalField(d *caddyfile.Dispenser, name string) error {
-	switch name {
-	case "match":
-		if d.NextArg() {
-			return d.ArgErr()
-		}
-		set, err := caddyhttp.ParseCaddyfileNestedMatcherSet(d)
-		if err != nil {
-			return err
-		}
-		if len(set) == 0 {
-			return d.Errf("zone '%s': match needs at least one matcher", z.Name)
-		}
-		z.MatchRaw = set
-		return nil
-	case "count_status":
-		args := d.RemainingArgs()
-		if len(args) == 0 {
-			return d.ArgErr()
-		}
-		for _, a := range args {
-			n, err := cfparse.Int(d, name, a)
-			if err != nil {
-				return err
-			}
-			z.CountStatus = append(z.CountStatus, n)
-		}
-		return nil
-	case "dry_run":
-		z.DryRun = true
-		if d.NextArg() {
-			return d.ArgErr()
-		}
-		return nil
-	case "plans":
-		p, err := parsePlans(d)
-		z.Plans = p
-		return err
-	case "ban":
-		return z.unmarshalBan(d)
-	case "cost_after":
-		return z.unmarshalCostAfter(d)
-	case "ban_exempt":
-		z.BanExempt = d.RemainingArgs()
-		if len(z.BanExempt) == 0 {
-			return d.ArgErr()
-		}
-		return nil
-	}
-	if !slices.Contains(zoneArgFields, name) {
-		return d.Errf("zone '%s': unrecognized subdirective '%s'", z.Name, name)
-	}
+// unmarshalKey reads `key <template>`.
+func (z *Zone) unmarshalKey(d *caddyfile.Dispenser) (err error) {
+	z.Key, err = cfparse.OneArg(d)
+	return err
+}
+
+// unmarshalEvents reads `events <n|template>`.
+func (z *Zone) unmarshalEvents(d *caddyfile.Dispenser) error {
+	return z.unmarshalQuota(d, &z.Events)
+}
+
+// unmarshalBurst reads `burst <n|template>`.
+func (z *Zone) unmarshalBurst(d *caddyfile.Dispenser) error {
+	return z.unmarshalQuota(d, &z.Burst)
+}
+
+// unmarshalQuota reads the number of events or burst into n, or makes the
+// field a placeholder template.
+func (z *Zone) unmarshalQuota(d *caddyfile.Dispenser, n *int64) error {
+	name := d.Val()
 	v, err := cfparse.OneArg(d)
 	if err != nil {
 		return err
 	}
-	switch name {
-	case "key":
-		z.Key = v
-	case "events", "burst":
-		if isTemplate(v) {
-			z.setDynamic(name, v)
-			return nil
+	if isTemplate(v) {
+		z.setDynamic(name, v)
+		return nil
+	}
+	*n, err = cfparse.Int64(d, name, v)
+	return err
+}
+
+// unmarshalWindow reads `window <duration|template>`.
+func (z *Zone) unmarshalWindow(d *caddyfile.Dispenser) error {
+	v, err := cfparse.OneArg(d)
+	if err != nil {
+		return err
+	}
+	if isTemplate(v) {
+		z.setDynamic("window", v)
+		return nil
+	}
+	dur, err := cfparse.Duration(d, "window", v)
+	z.Window = caddy.Duration(dur)
+	return err
+}
+
+// unmarshalAlgorithm reads `algorithm <name>`.
+func (z *Zone) unmarshalAlgorithm(d *caddyfile.Dispenser) (err error) {
+	z.Algorithm, err = cfparse.OneArg(d)
+	return err
+}
+
+// unmarshalCost reads `cost <n|template>`.
+func (z *Zone) unmarshalCost(d *caddyfile.Dispenser) error {
+	v, err := cfparse.OneArg(d)
+	z.Cost = caddyhttp.WeakString(v)
+	return err
+}
+
+// unmarshalOnError reads `on_error open|closed|local`.
+func (z *Zone) unmarshalOnError(d *caddyfile.Dispenser) (err error) {
+	z.OnError, err = cfparse.OneArg(d)
+	return err
+}
+
+// unmarshalApproximate reads `approximate <interval>`.
+func (z *Zone) unmarshalApproximate(d *caddyfile.Dispenser) error {
+	dur, err := cfparse.PositiveDurationArg(d)
+	z.Approximate = caddy.Duration(dur)
+	return err
+}
+
+// unmarshalLeaseTTL reads `lease_ttl <duration>`.
+func (z *Zone) unmarshalLeaseTTL(d *caddyfile.Dispenser) error {
+	dur, err := cfparse.PositiveDurationArg(d)
+	z.LeaseTTL = caddy.Duration(dur)
+	return err
+}
+
+// unmarshalMatch reads `match { <request matchers> }`.
+func (z *Zone) unmarshalMatch(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	set, err := caddyhttp.ParseCaddyfileNestedMatcherSet(d)
+	if err != nil {
+		return err
+	}
+	if len(set) == 0 {
+		return d.Errf("zone '%s': match needs at least one matcher", z.Name)
+	}
+	z.MatchRaw = set
+	return nil
+}
+
+// unmarshalCountStatus reads `count_status <code...>`.
+func (z *Zone) unmarshalCountStatus(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return d.ArgErr()
+	}
+	for _, a := range args {
+		n, err := cfparse.Int(d, "count_status", a)
+		if err != nil {
+			return err
 		}
-		n, err := cfparse.Int64(d, name, v)
-		if name == "events" {
-			z.Events = n
-		} else {
-			z.Burst = n
-		}
-		return err
-	case "window":
-		if isTemplate(v) {
-			z.setDynamic(name, v)
-			return nil
-		}
-		dur, err := cfparse.Duration(d, name, v)
-		z.Window = caddy.Duration(dur)
-		return err
-	case "algorithm":
-		z.Algorithm = v
-	case "cost":
-		z.Cost = caddyhttp.WeakString(v)
-	case "on_error":
-		z.OnError = v
-	case "approximate":
-		dur, err := cfparse.PositiveDuration(d, name, v)
-		z.Approximate = caddy.Duration(dur)
-		return err
-	case "lease_ttl":
-		dur, err := cfparse.PositiveDuration(d, name, v)
-		z.LeaseTTL = caddy.Duration(dur)
-		return err
-	case "ban_max":
-		dur, err := cfparse.PositiveDuration(d, name, v)
-		z.BanMax = caddy.Duration(dur)
-		return err
+		z.CountStatus = append(z.CountStatus, n)
+	}
+	return nil
+}
+
+// unmarshalDryRun reads `dry_run`.
+func (z *Zone) unmarshalDryRun(d *caddyfile.Dispenser) error {
+	z.DryRun = true
+	return cfparse.NoArgs(d)
+}
+
+// unmarshalPlans reads `plans postgres <dsn> [{ ... }]`.
+func (z *Zone) unmarshalPlans(d *caddyfile.Dispenser) (err error) {
+	z.Plans, err = parsePlans(d)
+	return err
+}
+
+// unmarshalBanMax reads `ban_max <duration>`.
+func (z *Zone) unmarshalBanMax(d *caddyfile.Dispenser) error {
+	dur, err := cfparse.PositiveDurationArg(d)
+	z.BanMax = caddy.Duration(dur)
+	return err
+}
+
+// unmarshalBanExempt reads `ban_exempt <network|key...>`.
+func (z *Zone) unmarshalBanExempt(d *caddyfile.Dispenser) error {
+	z.BanExempt = d.RemainingArgs()
+	if len(z.BanExempt) == 0 {
+		return d.ArgErr()
 	}
 	return nil
 }

@@ -73,33 +73,39 @@ func parsePlans(d *caddyfile.Dispenser) (*Plans, error) {
 		return nil, d.Errf("unknown plans source '%s': must be postgres", args[0])
 	}
 	p := &Plans{Postgres: args[1]}
-	seen := map[string]bool{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		name := d.Val()
-		if seen[name] {
-			return nil, d.Errf("plans: duplicate subdirective '%s'", name)
-		}
-		seen[name] = true
-		v, err := cfparse.OneArg(d)
-		if err != nil {
-			return nil, err
-		}
-		switch name {
-		case "table":
-			p.Table = v
-		case "refresh":
-			dur, err := cfparse.PositiveDuration(d, "refresh", v)
-			if err != nil {
-				return nil, err
-			}
-			p.Refresh = caddy.Duration(dur)
-		case "plan_key":
-			p.PlanKey = v
-		default:
-			return nil, d.Errf("plans: unrecognized subdirective '%s'", name)
-		}
+	if err := plansBlock.Parse(d, p); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// plansBlock is the subdirectives of `plans postgres <dsn> { ... }`.
+var plansBlock = cfparse.Block[Plans]{
+	Prefix: func(*Plans) string { return "plans: " },
+	Subdirectives: cfparse.Table[Plans]{
+		"table":    (*Plans).unmarshalTable,
+		"refresh":  (*Plans).unmarshalRefresh,
+		"plan_key": (*Plans).unmarshalPlanKey,
+	},
+}
+
+// unmarshalTable reads `table <name>`.
+func (p *Plans) unmarshalTable(d *caddyfile.Dispenser) (err error) {
+	p.Table, err = cfparse.OneArg(d)
+	return err
+}
+
+// unmarshalRefresh reads `refresh <interval>`.
+func (p *Plans) unmarshalRefresh(d *caddyfile.Dispenser) error {
+	dur, err := cfparse.PositiveDurationArg(d)
+	p.Refresh = caddy.Duration(dur)
+	return err
+}
+
+// unmarshalPlanKey reads `plan_key <template>`.
+func (p *Plans) unmarshalPlanKey(d *caddyfile.Dispenser) (err error) {
+	p.PlanKey, err = cfparse.OneArg(d)
+	return err
 }
 
 // plan is one row of the plans table, as a zone applies it.

@@ -68,287 +68,216 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := map[string]bool{}
-	pos := positions{}
-	for d.NextBlock(0) {
-		name := d.Val()
-		if seen[name] && name != "api_key" && name != "api_read_key" && name != "deny_hosts" {
-			return d.Errf("duplicate subdirective '%s'", name)
-		}
-		seen[name] = true
-		pos[name] = cfparse.PosOf(d)
-		switch name {
-		case "store":
-			args := d.RemainingArgs()
-			if len(args) == 0 || len(args) > 2 && (args[0] == "postgres" || args[0] == "embedded") {
-				return d.ArgErr()
-			}
-			h.Store = args[0]
-			switch {
-			case len(args) == 2 && h.Store == "postgres":
-				h.DSN = args[1]
-			case len(args) == 2 && h.Store == "embedded":
-				h.Path = args[1]
-			}
-		case "redis":
-			h.Redis = new(redispool.Config)
-			if err := h.Redis.UnmarshalCaddyfile(d); err != nil {
-				return err
-			}
-		case "status":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return d.Errf("invalid status '%s': not a number", v)
-			}
-			h.Status = n
-		case "cache_control":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			h.CacheControl = v
-		case "local_cache":
-			args := d.RemainingArgs()
-			switch {
-			case len(args) == 1 && args[0] == "off":
-				h.LocalCacheOff = true
-			case len(args) == 2:
-				n, err := cfparse.PositiveInt(d, "local_cache entries", args[0])
-				if err != nil {
-					return err
-				}
-				ttl, err := cfparse.PositiveDuration(d, "local_cache ttl", args[1])
-				if err != nil {
-					return err
-				}
-				h.LocalCacheEntries, h.LocalCacheTTL = n, caddy.Duration(ttl)
-			default:
-				return d.Err("local_cache takes <entries> <ttl> or off")
-			}
-		case "cache_ttl", "negative_ttl":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			dur, err := cfparse.PositiveDuration(d, name, v)
-			if err != nil {
-				return err
-			}
-			if name == "cache_ttl" {
-				h.CacheTTL = caddy.Duration(dur)
-			} else {
-				h.NegativeTTL = caddy.Duration(dur)
-			}
-		case "codes":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			h.Codes = v
-		case "code_length", "block_size":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			n, err := cfparse.PositiveInt(d, name, v)
-			if err != nil {
-				return err
-			}
-			if name == "code_length" {
-				h.CodeLength = n
-			} else {
-				h.BlockSize = n
-			}
-		case "base_url":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			h.BaseURL = v
-		case "allow_schemes":
-			h.AllowSchemes = d.RemainingArgs()
-			if len(h.AllowSchemes) == 0 {
-				return d.ArgErr()
-			}
-		case "deny_hosts":
-			hosts := d.RemainingArgs()
-			if len(hosts) == 0 {
-				return d.ArgErr()
-			}
-			for _, host := range hosts {
-				pos["deny_hosts "+host] = cfparse.PosOf(d)
-			}
-			h.DenyHosts = append(h.DenyHosts, hosts...)
-		case "deny_private":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			if v != "on" && v != "off" {
-				return d.Errf("invalid deny_private '%s': want on or off", v)
-			}
-			on := v == "on"
-			h.DenyPrivate = &on
-		case "forward_query":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			if v != "on" && v != "off" {
-				return d.Errf("invalid forward_query '%s': want on or off", v)
-			}
-			h.ForwardQuery = v == "on"
-		case "api":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			h.API = v
-		case "ui":
-			if err := h.unmarshalUI(d, pos); err != nil {
-				return err
-			}
-		case "api_key":
-			keys, err := appendKeys(d, pos, name, h.APIKeys)
-			if err != nil {
-				return err
-			}
-			h.APIKeys = keys
-		case "api_read_key":
-			keys, err := appendKeys(d, pos, name, h.APIReadKeys)
-			if err != nil {
-				return err
-			}
-			h.APIReadKeys = keys
-		case "source_header":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			h.SourceHeader = true
-		case "clicks":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			if v != "on" && v != "off" {
-				return d.Errf("invalid clicks '%s': want on or off", v)
-			}
-			h.ClicksOff = v == "off"
-		case "clicks_buffer", "clicks_stream_maxlen":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			n, err := cfparse.PositiveInt(d, name, v)
-			if err != nil {
-				return err
-			}
-			if name == "clicks_buffer" {
-				h.ClicksBuffer = n
-			} else {
-				h.ClicksStreamMaxLen = int64(n)
-			}
-		case "clicks_batch":
-			args := d.RemainingArgs()
-			if len(args) != 2 {
-				return d.ArgErr()
-			}
-			n, err := cfparse.PositiveInt(d, "clicks_batch size", args[0])
-			if err != nil {
-				return err
-			}
-			interval, err := cfparse.PositiveDuration(d, "clicks_batch interval", args[1])
-			if err != nil {
-				return err
-			}
-			h.ClicksBatch, h.ClicksInterval = n, caddy.Duration(interval)
-		case "clicks_buffer_bytes", "clicks_stream_bytes":
-			if err := h.unmarshalClicksBytes(d, name); err != nil {
-				return err
-			}
-		case "clicks_referrers":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			n, err := cfparse.PositiveInt(d, name, v)
-			if err != nil {
-				return err
-			}
-			h.ClicksReferrers = n
-		case "clicks_retention", "clicks_hourly_retention":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			dur, err := cfparse.PositiveDuration(d, name, v)
-			if err != nil {
-				return err
-			}
-			if name == "clicks_retention" {
-				h.ClicksRetention = caddy.Duration(dur)
-			} else {
-				h.ClicksHourlyRetention = caddy.Duration(dur)
-			}
-		case "clicks_geoip":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			if v == "" {
-				return d.Err("invalid clicks_geoip '': want the path of a GeoIP file")
-			}
-			h.ClicksGeoIP = v
-		case "code_filter":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			if v != "on" && v != "off" {
-				return d.Errf("invalid code_filter '%s': want on or off", v)
-			}
-			h.CodeFilterOff = v == "off"
-		case "code_filter_sync":
-			v, err := cfparse.OneArg(d)
-			if err != nil {
-				return err
-			}
-			dur, err := cfparse.PositiveDuration(d, name, v)
-			if err != nil {
-				return err
-			}
-			h.CodeFilterSync = caddy.Duration(dur)
-		default:
-			return d.Errf("unrecognized subdirective '%s'", name)
-		}
-	}
-	return h.validate(pos)
-}
-
-// unmarshalClicksBytes reads a size (`8MiB`, `128MB`, `65536`) as
-// request_body's max_size does.
-func (h *Handler) unmarshalClicksBytes(d *caddyfile.Dispenser, name string) error {
-	v, err := cfparse.OneArg(d)
-	if err != nil {
+	r := &reading{Handler: h, pos: positions{}}
+	if err := handlerBlock.Parse(d, r); err != nil {
 		return err
 	}
-	n, err := humanize.ParseBytes(v)
-	if err != nil || n == 0 || n > math.MaxInt64 {
-		return d.Errf("invalid %s '%s': must be a positive size like 8MiB", name, v)
+	return h.validate(r.pos)
+}
+
+// reading is one run of UnmarshalCaddyfile: the handler it sets up and
+// where each setting was read, so that validate can name the line.
+type reading struct {
+	*Handler
+	pos positions
+}
+
+// handlerBlock is the subdirectives of `shortener { ... }`.
+var handlerBlock = cfparse.Block[reading]{
+	Repeatable: []string{"api_key", "api_read_key", "deny_hosts"},
+	Each:       func(r *reading, d *caddyfile.Dispenser) { r.pos[d.Val()] = cfparse.PosOf(d) },
+	Subdirectives: cfparse.Table[reading]{
+		"store":                   (*reading).unmarshalStore,
+		"redis":                   (*reading).unmarshalRedis,
+		"status":                  (*reading).unmarshalStatus,
+		"cache_control":           (*reading).unmarshalCacheControl,
+		"local_cache":             (*reading).unmarshalLocalCache,
+		"cache_ttl":               (*reading).unmarshalCacheTTL,
+		"negative_ttl":            (*reading).unmarshalNegativeTTL,
+		"codes":                   (*reading).unmarshalCodes,
+		"code_length":             (*reading).unmarshalCodeLength,
+		"block_size":              (*reading).unmarshalBlockSize,
+		"base_url":                (*reading).unmarshalBaseURL,
+		"allow_schemes":           (*reading).unmarshalAllowSchemes,
+		"deny_hosts":              (*reading).unmarshalDenyHosts,
+		"deny_private":            (*reading).unmarshalDenyPrivate,
+		"forward_query":           (*reading).unmarshalForwardQuery,
+		"api":                     (*reading).unmarshalAPI,
+		"api_key":                 (*reading).unmarshalAPIKey,
+		"api_read_key":            (*reading).unmarshalAPIReadKey,
+		"ui":                      (*reading).unmarshalUI,
+		"source_header":           (*reading).unmarshalSourceHeader,
+		"clicks":                  (*reading).unmarshalClicks,
+		"clicks_buffer":           (*reading).unmarshalClicksBuffer,
+		"clicks_batch":            (*reading).unmarshalClicksBatch,
+		"clicks_stream_maxlen":    (*reading).unmarshalClicksStreamMaxLen,
+		"clicks_buffer_bytes":     (*reading).unmarshalClicksBufferBytes,
+		"clicks_stream_bytes":     (*reading).unmarshalClicksStreamBytes,
+		"clicks_referrers":        (*reading).unmarshalClicksReferrers,
+		"clicks_retention":        (*reading).unmarshalClicksRetention,
+		"clicks_hourly_retention": (*reading).unmarshalClicksHourlyRetention,
+		"clicks_geoip":            (*reading).unmarshalClicksGeoIP,
+		"code_filter":             (*reading).unmarshalCodeFilter,
+		"code_filter_sync":        (*reading).unmarshalCodeFilterSync,
+	},
+}
+
+// unmarshalStore reads `store postgres <dsn> | embedded [<path>]`; another
+// store's name is for validate to judge.
+func (r *reading) unmarshalStore(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) == 0 || len(args) > 2 && (args[0] == "postgres" || args[0] == "embedded") {
+		return d.ArgErr()
 	}
-	if name == "clicks_stream_bytes" {
-		h.ClicksStreamBytes = int64(n)
-	} else {
-		h.ClicksBufferBytes = int64(n)
+	r.Store = args[0]
+	switch {
+	case len(args) == 2 && r.Store == "postgres":
+		r.DSN = args[1]
+	case len(args) == 2 && r.Store == "embedded":
+		r.Path = args[1]
 	}
 	return nil
 }
 
-var _ caddyfile.Unmarshaler = (*Handler)(nil)
+// unmarshalRedis reads `redis <url>` or `redis { ... }`.
+func (r *reading) unmarshalRedis(d *caddyfile.Dispenser) error {
+	r.Redis = new(redispool.Config)
+	return r.Redis.UnmarshalCaddyfile(d)
+}
+
+// unmarshalStatus reads `status <code>`.
+func (r *reading) unmarshalStatus(d *caddyfile.Dispenser) error {
+	v, err := cfparse.OneArg(d)
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return d.Errf("invalid status '%s': not a number", v)
+	}
+	r.Status = n
+	return nil
+}
+
+// unmarshalCacheControl reads `cache_control <value>`.
+func (r *reading) unmarshalCacheControl(d *caddyfile.Dispenser) (err error) {
+	r.CacheControl, err = cfparse.OneArg(d)
+	return err
+}
+
+// unmarshalLocalCache reads `local_cache <entries> <ttl> | off`.
+func (r *reading) unmarshalLocalCache(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	switch {
+	case len(args) == 1 && args[0] == "off":
+		r.LocalCacheOff = true
+	case len(args) == 2:
+		n, err := cfparse.PositiveInt(d, "local_cache entries", args[0])
+		if err != nil {
+			return err
+		}
+		ttl, err := cfparse.PositiveDuration(d, "local_cache ttl", args[1])
+		if err != nil {
+			return err
+		}
+		r.LocalCacheEntries, r.LocalCacheTTL = n, caddy.Duration(ttl)
+	default:
+		return d.Err("local_cache takes <entries> <ttl> or off")
+	}
+	return nil
+}
+
+// unmarshalCacheTTL reads `cache_ttl <duration>`.
+func (r *reading) unmarshalCacheTTL(d *caddyfile.Dispenser) error {
+	dur, err := cfparse.PositiveDurationArg(d)
+	r.CacheTTL = caddy.Duration(dur)
+	return err
+}
+
+// unmarshalNegativeTTL reads `negative_ttl <duration>`.
+func (r *reading) unmarshalNegativeTTL(d *caddyfile.Dispenser) error {
+	dur, err := cfparse.PositiveDurationArg(d)
+	r.NegativeTTL = caddy.Duration(dur)
+	return err
+}
+
+// unmarshalCodes reads `codes random|sequential`.
+func (r *reading) unmarshalCodes(d *caddyfile.Dispenser) (err error) {
+	r.Codes, err = cfparse.OneArg(d)
+	return err
+}
+
+// unmarshalCodeLength reads `code_length <n>`.
+func (r *reading) unmarshalCodeLength(d *caddyfile.Dispenser) (err error) {
+	r.CodeLength, err = cfparse.PositiveIntArg(d)
+	return err
+}
+
+// unmarshalBlockSize reads `block_size <n>`.
+func (r *reading) unmarshalBlockSize(d *caddyfile.Dispenser) (err error) {
+	r.BlockSize, err = cfparse.PositiveIntArg(d)
+	return err
+}
+
+// unmarshalBaseURL reads `base_url <url>`.
+func (r *reading) unmarshalBaseURL(d *caddyfile.Dispenser) (err error) {
+	r.BaseURL, err = cfparse.OneArg(d)
+	return err
+}
+
+// unmarshalAllowSchemes reads `allow_schemes <scheme...>`.
+func (r *reading) unmarshalAllowSchemes(d *caddyfile.Dispenser) (err error) {
+	r.AllowSchemes, err = cfparse.Args(d)
+	return err
+}
+
+// unmarshalDenyHosts reads one `deny_hosts <host...>` line, recording the
+// line of each entry as "deny_hosts <entry>".
+func (r *reading) unmarshalDenyHosts(d *caddyfile.Dispenser) error {
+	hosts, err := cfparse.Args(d)
+	if err != nil {
+		return err
+	}
+	for _, host := range hosts {
+		r.pos["deny_hosts "+host] = cfparse.PosOf(d)
+	}
+	r.DenyHosts = append(r.DenyHosts, hosts...)
+	return nil
+}
+
+// unmarshalDenyPrivate reads `deny_private on|off`.
+func (r *reading) unmarshalDenyPrivate(d *caddyfile.Dispenser) error {
+	on, err := cfparse.OnOff(d)
+	if err != nil {
+		return err
+	}
+	r.DenyPrivate = &on
+	return nil
+}
+
+// unmarshalForwardQuery reads `forward_query on|off`.
+func (r *reading) unmarshalForwardQuery(d *caddyfile.Dispenser) (err error) {
+	r.ForwardQuery, err = cfparse.OnOff(d)
+	return err
+}
+
+// unmarshalAPI reads `api <path>`.
+func (r *reading) unmarshalAPI(d *caddyfile.Dispenser) (err error) {
+	r.API, err = cfparse.OneArg(d)
+	return err
+}
+
+// unmarshalAPIKey reads one `api_key <key...>` line.
+func (r *reading) unmarshalAPIKey(d *caddyfile.Dispenser) (err error) {
+	r.APIKeys, err = appendKeys(d, r.pos, "api_key", r.APIKeys)
+	return err
+}
+
+// unmarshalAPIReadKey reads one `api_read_key <key...>` line.
+func (r *reading) unmarshalAPIReadKey(d *caddyfile.Dispenser) (err error) {
+	r.APIReadKeys, err = appendKeys(d, r.pos, "api_read_key", r.APIReadKeys)
+	return err
+}
 
 // appendKeys reads the keys of one api_key or api_read_key line (name)
 // onto keys, recording the line of each as "<name> #<n>" in pos.
@@ -362,3 +291,132 @@ func appendKeys(d *caddyfile.Dispenser, pos positions, name string, keys []strin
 	}
 	return append(keys, args...), nil
 }
+
+// unmarshalSourceHeader reads `source_header`.
+func (r *reading) unmarshalSourceHeader(d *caddyfile.Dispenser) error {
+	if err := cfparse.NoArgs(d); err != nil {
+		return err
+	}
+	r.SourceHeader = true
+	return nil
+}
+
+// unmarshalClicks reads `clicks on|off`.
+func (r *reading) unmarshalClicks(d *caddyfile.Dispenser) error {
+	on, err := cfparse.OnOff(d)
+	if err != nil {
+		return err
+	}
+	r.ClicksOff = !on
+	return nil
+}
+
+// unmarshalClicksBuffer reads `clicks_buffer <n>`.
+func (r *reading) unmarshalClicksBuffer(d *caddyfile.Dispenser) (err error) {
+	r.ClicksBuffer, err = cfparse.PositiveIntArg(d)
+	return err
+}
+
+// unmarshalClicksBatch reads `clicks_batch <n> <interval>`.
+func (r *reading) unmarshalClicksBatch(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) != 2 {
+		return d.ArgErr()
+	}
+	n, err := cfparse.PositiveInt(d, "clicks_batch size", args[0])
+	if err != nil {
+		return err
+	}
+	interval, err := cfparse.PositiveDuration(d, "clicks_batch interval", args[1])
+	if err != nil {
+		return err
+	}
+	r.ClicksBatch, r.ClicksInterval = n, caddy.Duration(interval)
+	return nil
+}
+
+// unmarshalClicksStreamMaxLen reads `clicks_stream_maxlen <n>`.
+func (r *reading) unmarshalClicksStreamMaxLen(d *caddyfile.Dispenser) error {
+	n, err := cfparse.PositiveIntArg(d)
+	r.ClicksStreamMaxLen = int64(n)
+	return err
+}
+
+// unmarshalClicksBufferBytes reads `clicks_buffer_bytes <size>`.
+func (r *reading) unmarshalClicksBufferBytes(d *caddyfile.Dispenser) (err error) {
+	r.ClicksBufferBytes, err = sizeArg(d)
+	return err
+}
+
+// unmarshalClicksStreamBytes reads `clicks_stream_bytes <size>`.
+func (r *reading) unmarshalClicksStreamBytes(d *caddyfile.Dispenser) (err error) {
+	r.ClicksStreamBytes, err = sizeArg(d)
+	return err
+}
+
+// sizeArg reads the one argument of the current subdirective as a size
+// (`8MiB`, `128MB`, `65536`), as request_body's max_size does.
+func sizeArg(d *caddyfile.Dispenser) (int64, error) {
+	name := d.Val()
+	v, err := cfparse.OneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	n, err := humanize.ParseBytes(v)
+	if err != nil || n == 0 || n > math.MaxInt64 {
+		return 0, d.Errf("invalid %s '%s': must be a positive size like 8MiB", name, v)
+	}
+	return int64(n), nil
+}
+
+// unmarshalClicksReferrers reads `clicks_referrers <n>`.
+func (r *reading) unmarshalClicksReferrers(d *caddyfile.Dispenser) (err error) {
+	r.ClicksReferrers, err = cfparse.PositiveIntArg(d)
+	return err
+}
+
+// unmarshalClicksRetention reads `clicks_retention <duration>`.
+func (r *reading) unmarshalClicksRetention(d *caddyfile.Dispenser) error {
+	dur, err := cfparse.PositiveDurationArg(d)
+	r.ClicksRetention = caddy.Duration(dur)
+	return err
+}
+
+// unmarshalClicksHourlyRetention reads `clicks_hourly_retention <duration>`.
+func (r *reading) unmarshalClicksHourlyRetention(d *caddyfile.Dispenser) error {
+	dur, err := cfparse.PositiveDurationArg(d)
+	r.ClicksHourlyRetention = caddy.Duration(dur)
+	return err
+}
+
+// unmarshalClicksGeoIP reads `clicks_geoip <path>`.
+func (r *reading) unmarshalClicksGeoIP(d *caddyfile.Dispenser) error {
+	v, err := cfparse.OneArg(d)
+	if err != nil {
+		return err
+	}
+	if v == "" {
+		return d.Err("invalid clicks_geoip '': want the path of a GeoIP file")
+	}
+	r.ClicksGeoIP = v
+	return nil
+}
+
+// unmarshalCodeFilter reads `code_filter on|off`.
+func (r *reading) unmarshalCodeFilter(d *caddyfile.Dispenser) error {
+	on, err := cfparse.OnOff(d)
+	if err != nil {
+		return err
+	}
+	r.CodeFilterOff = !on
+	return nil
+}
+
+// unmarshalCodeFilterSync reads `code_filter_sync <interval>`.
+func (r *reading) unmarshalCodeFilterSync(d *caddyfile.Dispenser) error {
+	dur, err := cfparse.PositiveDurationArg(d)
+	r.CodeFilterSync = caddy.Duration(dur)
+	return err
+}
+
+var _ caddyfile.Unmarshaler = (*Handler)(nil)

@@ -13,39 +13,47 @@ import (
 //	    session_max_age <duration>
 //	    session_idle    <duration>
 //	}]
-func (h *Handler) unmarshalUI(d *caddyfile.Dispenser, pos positions) error {
+func (r *reading) unmarshalUI(d *caddyfile.Dispenser) error {
 	if !d.NextArg() {
 		return d.ArgErr()
 	}
-	h.UI = d.Val()
+	r.UI = d.Val()
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := map[string]bool{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		name := d.Val()
-		if seen[name] {
-			return d.Errf("duplicate ui setting '%s'", name)
-		}
-		seen[name] = true
-		v, err := cfparse.OneArg(d)
-		if err != nil {
-			return err
-		}
-		dur, err := cfparse.PositiveDuration(d, name, v)
-		if err != nil {
-			return err
-		}
-		switch name {
-		case "session_max_age":
-			h.UISessionMaxAge = caddy.Duration(dur)
-			pos["ui_session_max_age"] = cfparse.PosOf(d)
-		case "session_idle":
-			h.UISessionIdle = caddy.Duration(dur)
-			pos["ui_session_idle"] = cfparse.PosOf(d)
-		default:
-			return d.Errf("unrecognized ui setting '%s' (want session_max_age or session_idle)", name)
-		}
+	return uiBlock.Parse(d, r)
+}
+
+// uiBlock is the settings of `ui <path> { ... }`.
+var uiBlock = cfparse.Block[reading]{
+	Kind: "ui setting",
+	Hint: " (want session_max_age or session_idle)",
+	Subdirectives: cfparse.Table[reading]{
+		"session_max_age": (*reading).unmarshalSessionMaxAge,
+		"session_idle":    (*reading).unmarshalSessionIdle,
+	},
+}
+
+// unmarshalSessionMaxAge reads `session_max_age <duration>`, recorded as
+// ui_session_max_age.
+func (r *reading) unmarshalSessionMaxAge(d *caddyfile.Dispenser) error {
+	dur, err := cfparse.PositiveDurationArg(d)
+	if err != nil {
+		return err
 	}
+	r.UISessionMaxAge = caddy.Duration(dur)
+	r.pos["ui_session_max_age"] = cfparse.PosOf(d)
+	return nil
+}
+
+// unmarshalSessionIdle reads `session_idle <duration>`, recorded as
+// ui_session_idle.
+func (r *reading) unmarshalSessionIdle(d *caddyfile.Dispenser) error {
+	dur, err := cfparse.PositiveDurationArg(d)
+	if err != nil {
+		return err
+	}
+	r.UISessionIdle = caddy.Duration(dur)
+	r.pos["ui_session_idle"] = cfparse.PosOf(d)
 	return nil
 }

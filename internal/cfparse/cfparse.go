@@ -23,6 +23,59 @@ func OneArg(d *caddyfile.Dispenser) (string, error) {
 	return v, nil
 }
 
+// NoArgs checks that the current subdirective has no argument.
+func NoArgs(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+// Args reads the arguments of the current subdirective: at least one.
+func Args(d *caddyfile.Dispenser) ([]string, error) {
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return nil, d.ArgErr()
+	}
+	return args, nil
+}
+
+// OnOff reads the one argument of the current subdirective, `on` or
+// `off`; the error names the subdirective and the value.
+func OnOff(d *caddyfile.Dispenser) (bool, error) {
+	name := d.Val()
+	v, err := OneArg(d)
+	if err != nil {
+		return false, err
+	}
+	if v != "on" && v != "off" {
+		return false, d.Errf("invalid %s '%s': want on or off", name, v)
+	}
+	return v == "on", nil
+}
+
+// PositiveIntArg reads the one argument of the current subdirective as an
+// integer > 0; the error names the subdirective and the value.
+func PositiveIntArg(d *caddyfile.Dispenser) (int, error) {
+	name := d.Val()
+	v, err := OneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	return PositiveInt(d, name, v)
+}
+
+// PositiveDurationArg reads the one argument of the current subdirective
+// as a Caddy duration > 0; the error names the subdirective and the value.
+func PositiveDurationArg(d *caddyfile.Dispenser) (time.Duration, error) {
+	name := d.Val()
+	v, err := OneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	return PositiveDuration(d, name, v)
+}
+
 // Int parses v as an integer; the error names what and v.
 func Int(d *caddyfile.Dispenser, what, v string) (int, error) {
 	n, err := strconv.Atoi(v)

@@ -311,88 +311,95 @@ func (c *Config) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 		return nil
 	}
-	seen := map[string]bool{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		name := d.Val()
-		if seen[name] {
-			return d.Errf("duplicate redis subdirective '%s'", name)
-		}
-		seen[name] = true
-		switch name {
-		case "url", "master_name", "username", "password", "key_prefix":
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			v := d.Val()
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			switch name {
-			case "url":
-				c.URL = v
-			case "master_name":
-				c.MasterName = v
-			case "username":
-				c.Username = v
-			case "password":
-				c.Password = v
-			case "key_prefix":
-				c.KeyPrefix = v
-			}
-		case "addresses":
-			c.Addresses = d.RemainingArgs()
-			if len(c.Addresses) == 0 {
-				return d.ArgErr()
-			}
-		case "cluster", "tls":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			if name == "tls" {
-				c.TLS = true
-			} else {
-				c.Cluster = true
-			}
-		case "db", "pool_size":
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			n, err := cfparse.Int(d, name, d.Val())
-			if err != nil {
-				return err
-			}
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			if name == "db" {
-				c.DB = n
-			} else {
-				c.PoolSize = n
-			}
-		case "dial_timeout", "read_timeout", "write_timeout":
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			dur, err := cfparse.PositiveDuration(d, name, d.Val())
-			if err != nil {
-				return err
-			}
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			switch name {
-			case "dial_timeout":
-				c.DialTimeout = caddy.Duration(dur)
-			case "read_timeout":
-				c.ReadTimeout = caddy.Duration(dur)
-			case "write_timeout":
-				c.WriteTimeout = caddy.Duration(dur)
-			}
-		default:
-			return d.Errf("unrecognized redis subdirective '%s'", name)
-		}
+	if err := configBlock.Parse(d, c); err != nil {
+		return err
 	}
 	return cfparse.At(d, c.checkShape())
+}
+
+// configBlock is the subdirectives of `redis { ... }`.
+var configBlock = cfparse.Block[Config]{
+	Kind: "redis subdirective",
+	Subdirectives: cfparse.Table[Config]{
+		"url":           func(c *Config, d *caddyfile.Dispenser) error { return stringArg(d, &c.URL) },
+		"addresses":     (*Config).unmarshalAddresses,
+		"master_name":   func(c *Config, d *caddyfile.Dispenser) error { return stringArg(d, &c.MasterName) },
+		"cluster":       func(c *Config, d *caddyfile.Dispenser) error { return flag(d, &c.Cluster) },
+		"username":      func(c *Config, d *caddyfile.Dispenser) error { return stringArg(d, &c.Username) },
+		"password":      func(c *Config, d *caddyfile.Dispenser) error { return stringArg(d, &c.Password) },
+		"db":            func(c *Config, d *caddyfile.Dispenser) error { return intArg(d, &c.DB) },
+		"tls":           func(c *Config, d *caddyfile.Dispenser) error { return flag(d, &c.TLS) },
+		"pool_size":     func(c *Config, d *caddyfile.Dispenser) error { return intArg(d, &c.PoolSize) },
+		"dial_timeout":  func(c *Config, d *caddyfile.Dispenser) error { return durationArg(d, &c.DialTimeout) },
+		"read_timeout":  func(c *Config, d *caddyfile.Dispenser) error { return durationArg(d, &c.ReadTimeout) },
+		"write_timeout": func(c *Config, d *caddyfile.Dispenser) error { return durationArg(d, &c.WriteTimeout) },
+		"key_prefix":    func(c *Config, d *caddyfile.Dispenser) error { return stringArg(d, &c.KeyPrefix) },
+	},
+}
+
+// unmarshalAddresses reads `addresses <host:port...>`.
+func (c *Config) unmarshalAddresses(d *caddyfile.Dispenser) error {
+	addrs, err := cfparse.Args(d)
+	if err != nil {
+		return err
+	}
+	c.Addresses = addrs
+	return nil
+}
+
+// stringArg reads the one argument of the current subdirective into dst.
+func stringArg(d *caddyfile.Dispenser, dst *string) error {
+	v, err := cfparse.OneArg(d)
+	if err != nil {
+		return err
+	}
+	*dst = v
+	return nil
+}
+
+// intArg reads the one argument of the current subdirective into dst as
+// an integer; its value is judged before any second argument.
+func intArg(d *caddyfile.Dispenser, dst *int) error {
+	name := d.Val()
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	n, err := cfparse.Int(d, name, d.Val())
+	if err != nil {
+		return err
+	}
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	*dst = n
+	return nil
+}
+
+// durationArg reads the one argument of the current subdirective into dst
+// as a duration > 0; its value is judged before any second argument.
+func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	name := d.Val()
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	dur, err := cfparse.PositiveDuration(d, name, d.Val())
+	if err != nil {
+		return err
+	}
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	*dst = caddy.Duration(dur)
+	return nil
+}
+
+// flag sets dst for the current subdirective, which takes no argument.
+func flag(d *caddyfile.Dispenser, dst *bool) error {
+	if err := cfparse.NoArgs(d); err != nil {
+		return err
+	}
+	*dst = true
+	return nil
 }
 
 // pool shares clients across handlers and config reloads: a new config that
