@@ -32,7 +32,18 @@ step staticcheck staticcheck
 # them fails the run, elsewhere those tests skip and say why.
 browser() { . scripts/browser.sh && browser_setup || [ "${CI:-}" != true ]; }
 step browser browser
-step "go test -race" go test -race -count=1 -timeout 20m "$@" ./...
+# go test -json through internal/testreport: what plain go test prints, then
+# every skipped test with its message and the counts. The step's status is
+# go test's (the reporter's only if go test passed).
+race() {
+  local dir st
+  dir=$(mktemp -d)
+  go build -o "$dir/testreport" ./internal/testreport || { rm -rf "$dir"; return 1; }
+  if go test -json -race -count=1 -timeout 20m "$@" ./... | "$dir/testreport"; then st=(0 0); else st=("${PIPESTATUS[@]}"); fi
+  rm -rf "$dir"
+  return $((st[0] ? st[0] : st[1]))
+}
+step "go test -race" race "$@"
 # Issue 13's flood acceptance measures this machine, not the race detector:
 # its own step, without -race, after the race tests.
 step "flood acceptance" go test -tags flood -count=1 -run TestFloodAcceptance ./ratelimit/

@@ -1,22 +1,27 @@
 package shortener
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
+	goqr "github.com/piglig/go-qr"
+
 	"github.com/edgekit/caddy-edgekit/shortener/link"
-	qrcode "github.com/skip2/go-qrcode"
 )
 
 // QR codes of links: GET <api>/links/<code>/qr?format=svg|png&size=&level=
 // draws the link's short URL with the QR marker added, so scans are
-// counted apart from clicks (see stripQRMarker). github.com/skip2/go-qrcode
-// encodes (byte mode, the smallest version that fits, a 4-module quiet
-// zone); the SVG is drawn here from its bitmap as one path.
+// counted apart from clicks (see stripQRMarker). github.com/piglig/go-qr
+// encodes (byte mode, the smallest version that fits, the level asked);
+// both images are drawn here from its modules with a 4-module quiet zone.
 
 // QRMarker is the query parameter a QR code's URL carries. The redirect
 // removes it before anything else reads the query: it never reaches a long
@@ -30,19 +35,22 @@ const (
 	DefaultQRSize = 512
 )
 
-var qrLevels = map[string]qrcode.RecoveryLevel{
-	"L": qrcode.Low, "M": qrcode.Medium, "Q": qrcode.High, "H": qrcode.Highest,
+// qrQuietZone is the light border, in modules, the standard asks for.
+const qrQuietZone = 4
+
+var qrLevels = map[string]goqr.Ecc{
+	"L": goqr.Low, "M": goqr.Medium, "Q": goqr.Quartile, "H": goqr.High,
 }
 
 // qrRequest is a parsed QR request.
 type qrRequest struct {
 	format string // svg or png
 	size   int
-	level  qrcode.RecoveryLevel
+	level  goqr.Ecc
 }
 
 func parseQRQuery(q url.Values) (qrRequest, error) {
-	req := qrRequest{format: "svg", size: DefaultQRSize, level: qrcode.Medium}
+	req := qrRequest{format: "svg", size: DefaultQRSize, level: goqr.Medium}
 	get := func(name string) (string, error) {
 		if len(q[name]) > 1 {
 			return "", apiErr(http.StatusBadRequest, "%s given %d times", name, len(q[name]))
@@ -104,7 +112,7 @@ func (h *Handler) apiQR(w http.ResponseWriter, r *http.Request, code string) err
 	if err := h.linkExists(ctx, code); err != nil {
 		return err
 	}
-	q, err := qrcode.New(h.qrURL(r, code), req.level)
+	bm, err := qrBitmap(h.qrURL(r, code), req.level)
 	if err != nil { // a short URL always fits (at most 2,953 bytes at level L)
 		return fmt.Errorf("qr code: %w", err)
 	}
@@ -112,11 +120,11 @@ func (h *Handler) apiQR(w http.ResponseWriter, r *http.Request, code string) err
 	ctype := "image/svg+xml"
 	if req.format == "png" {
 		ctype = "image/png"
-		if body, err = q.PNG(req.size); err != nil {
+		if body, err = qrPNG(bm, req.size); err != nil {
 			return fmt.Errorf("qr code png: %w", err)
 		}
 	} else {
-		body = qrSVG(q.Bitmap(), req.size)
+		body = qrSVG(bm, req.size)
 	}
 	hdr := w.Header()
 	hdr.Set("Content-Type", ctype)
@@ -130,6 +138,54 @@ func (h *Handler) apiQR(w http.ResponseWriter, r *http.Request, code string) err
 		_, _ = w.Write(body)
 	}
 	return nil
+}
+
+// qrBitmap encodes text in byte mode at exactly level (not raised when
+// the version has room) in the smallest version that holds it: its
+// modules, true for dark, with the quiet zone around them.
+func qrBitmap(text string, level goqr.Ecc) ([][]bool, error) {
+	seg, err := goqr.MakeBytes([]byte(text))
+	if err != nil {
+		return nil, err
+	}
+	q, err := goqr.EncodeSegments([]*goqr.QrSegment{seg}, level, goqr.MinVersion, goqr.MaxVersion, -1, false)
+	if err != nil {
+		return nil, err
+	}
+	n := q.Size() + 2*qrQuietZone
+	cells := make([]bool, n*n)
+	bm := make([][]bool, n)
+	for y := range bm {
+		bm[y] = cells[y*n : (y+1)*n]
+		for x := range bm[y] {
+			bm[y][x] = q.Module(x-qrQuietZone, y-qrQuietZone) // false outside the symbol
+		}
+	}
+	return bm, nil
+}
+
+// qrPNG draws a QR bitmap as a two-colour PNG of size pixels, each pixel
+// the colour of the module under it, so a module is drawn size/n or one
+// more pixels wide. A size below the bitmap's n modules becomes n: one
+// pixel a module, never a module dropped.
+func qrPNG(bm [][]bool, size int) ([]byte, error) {
+	n := len(bm)
+	size = max(size, n)
+	img := image.NewPaletted(image.Rect(0, 0, size, size), color.Palette{color.White, color.Black})
+	for y := range size {
+		row, pix := bm[y*n/size], img.Pix[y*img.Stride:]
+		for x := range size {
+			if row[x*n/size] {
+				pix[x] = 1
+			}
+		}
+	}
+	var b bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestCompression}
+	if err := enc.Encode(&b, img); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // qrSVG draws a QR bitmap (true: dark) as an SVG of size pixels: a white

@@ -196,3 +196,20 @@ func TestQRScansCounted(t *testing.T) {
 		t.Errorf("group_by=source: %+v, want %+v", st.Breakdown, want)
 	}
 }
+
+// BenchmarkQR: one QR request through the handler, per format, at the
+// default size and level: what encoding and drawing cost.
+func BenchmarkQR(b *testing.B) {
+	h := newHandler(b, newMemStore(), func(h *Handler) { h.BaseURL = "https://sho.rt" })
+	create(b, h, `{"long_url":"https://example.com/qr","code":"qrlink"}`)
+	for _, format := range []string{"svg", "png"} {
+		b.Run(format, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if w := serve(b, h, "GET", "/api/links/qrlink/qr?format="+format, "", auth()...); w.Code != http.StatusOK {
+					b.Fatalf("%s: %d %s", format, w.Code, w.Body)
+				}
+			}
+		})
+	}
+}

@@ -117,7 +117,7 @@ func generatedNDJSON(n int) io.Reader {
 // side only (the server answers from memory).
 func TestImportConstantMemory(t *testing.T) {
 	if testing.Short() {
-		t.Skip("220,000 links")
+		t.Skip("220,000 links: skipped under -short")
 	}
 	small := importPeakHeap(t, 20_000)
 	large := importPeakHeap(t, 200_000)

@@ -128,7 +128,7 @@ func importedMode(t *testing.T, s *server, file string) map[string]any {
 // PostgreSQL the same again.
 func TestExportImportRoundTrip(t *testing.T) {
 	if testing.Short() {
-		t.Skip("10,000 links")
+		t.Skip("10,000 links: skipped under -short")
 	}
 	s := startCaddy(t)
 	dir := t.TempDir()
