@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/edgekit/caddy-edgekit/internal/clientip"
 )
 
 // banExempt is a zone's `ban_exempt`, prepared: networks matched against
@@ -56,7 +58,7 @@ func exemptNetwork(v string) (netip.Prefix, bool, error) {
 	return netip.PrefixFrom(ip, ip.BitLen()), true, nil
 }
 
-// exempt reports whether the request (its client IP: see clientIP) or the
+// exempt reports whether the request (its client IP: clientip.Addr) or the
 // expanded key is never banned.
 func (b *banExempt) exempt(r *http.Request, key string) bool {
 	if b.keys[key] {
@@ -65,11 +67,10 @@ func (b *banExempt) exempt(r *http.Request, key string) bool {
 	if len(b.nets) == 0 {
 		return false
 	}
-	ip, err := netip.ParseAddr(clientIP(r))
-	if err != nil {
+	ip := clientip.Addr(r)
+	if !ip.IsValid() {
 		return false
 	}
-	ip = ip.Unmap().WithZone("")
 	for _, p := range b.nets {
 		if p.Contains(ip) {
 			return true

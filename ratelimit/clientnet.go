@@ -2,13 +2,13 @@ package ratelimit
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/edgekit/caddy-edgekit/internal/clientip"
 )
 
 // ClientNetwork is how much of the client's address names its network in
@@ -81,7 +81,15 @@ func (c ClientNetwork) mask(addr string) (netip.Prefix, bool) {
 	if err != nil {
 		return netip.Prefix{}, false
 	}
-	ip = ip.Unmap().WithZone("")
+	return c.maskIP(ip.Unmap().WithZone(""))
+}
+
+// maskIP is the network of ip (unmapped, without zone) for these lengths;
+// false when ip is the zero Addr.
+func (c ClientNetwork) maskIP(ip netip.Addr) (netip.Prefix, bool) {
+	if !ip.IsValid() {
+		return netip.Prefix{}, false
+	}
 	bits := c.IPv6Bits
 	if ip.Is4() {
 		bits = c.IPv4Bits
@@ -100,22 +108,8 @@ func (h *Handler) setClientNetwork(r *http.Request, repl *caddy.Replacer) {
 		return
 	}
 	val := ""
-	if p, ok := h.network.mask(clientIP(r)); ok {
+	if p, ok := h.network.maskIP(clientip.Addr(r)); ok {
 		val = p.String()
 	}
 	repl.Set(placeholderClientNetwork, val)
-}
-
-// clientIP is Caddy's client IP for r (so the server's `trusted_proxies`
-// applies), or the connection's address when no Caddy server set one
-// (tests).
-func clientIP(r *http.Request) string {
-	addr, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
-	if addr == "" {
-		addr = r.RemoteAddr
-		if host, _, err := net.SplitHostPort(addr); err == nil {
-			addr = host
-		}
-	}
-	return addr
 }

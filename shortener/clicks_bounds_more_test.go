@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.etcd.io/bbolt"
 
+	"github.com/edgekit/caddy-edgekit/internal/clientip"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
@@ -36,7 +37,7 @@ func FuzzClickRecord(f *testing.F) {
 		r.URL.Path = "/" + strings.Repeat("p", int(uint8(len(ua)))) + "/" + code
 		r.Header["Referer"] = []string{ref}
 		r.Header["User-Agent"] = []string{ua}
-		c, ok := ClassifyRequest(r, code, time.UnixMilli(ms).UTC())
+		c, ok := ClassifyRequest(r, clientip.Addr(r), code, time.UnixMilli(ms).UTC())
 		if !ok {
 			t.Fatal("a GET without prefetch headers was not counted")
 		}

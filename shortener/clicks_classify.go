@@ -5,8 +5,6 @@ import (
 	"net/netip"
 	"strings"
 	"time"
-
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // UAClass is the coarse kind of client behind a click.
@@ -99,11 +97,12 @@ func hasFoldPrefixAt(v, lower string) bool {
 }
 
 // ClassifyRequest returns whether r counts as a click and, if so, the click
-// for code at now, with the client's address and user agent for the
+// for code at now, with the client's address (addr: Caddy's client IP,
+// clientip.Addr) and user agent for the
 // writer to derive dimensions from. It allocates nothing for the common
 // request (at most a copy of the referrer host when the Referer header is
 // long, of the user agent's first MaxUserAgent bytes when it is longer).
-func ClassifyRequest(r *http.Request, code string, now time.Time) (Click, bool) {
+func ClassifyRequest(r *http.Request, addr netip.Addr, code string, now time.Time) (Click, bool) {
 	if !CountedRequest(r) {
 		return Click{}, false
 	}
@@ -119,32 +118,13 @@ func ClassifyRequest(r *http.Request, code string, now time.Time) (Click, bool) 
 		// memory until the flush (the buffer counts only the code).
 		code = strings.Clone(code)
 	}
-	c := Click{Code: code, At: now, Referrer: ReferrerHost(ref), Class: ClassifyUserAgent(ua), Addr: clientAddr(r), UA: ua}
+	c := Click{Code: code, At: now, Referrer: ReferrerHost(ref), Class: ClassifyUserAgent(ua), Addr: addr, UA: ua}
 	if len(ua) > MaxUserAgent {
 		// Do not pin a long header until the flush: its start is enough
 		// to tell a device, system and browser.
 		c.UA = strings.Clone(ua[:MaxUserAgent])
 	}
 	return c, true
-}
-
-// clientAddr returns the client's address as Caddy determined it (the
-// client_ip variable: the remote address, or the forwarded one from a
-// trusted proxy), else the request's remote address (a request served
-// outside Caddy's server, as in tests); the zero Addr if neither parses.
-func clientAddr(r *http.Request) netip.Addr {
-	if s, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok {
-		if a, err := netip.ParseAddr(s); err == nil {
-			return a.Unmap().WithZone("")
-		}
-	}
-	if r.RemoteAddr == "" {
-		return netip.Addr{}
-	}
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-		return ap.Addr().Unmap().WithZone("")
-	}
-	return netip.Addr{}
 }
 
 // botMarkers are lowercase substrings of crawler, previewer and script

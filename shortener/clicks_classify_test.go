@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/edgekit/caddy-edgekit/internal/clientip"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -124,14 +126,14 @@ func TestClassifyRequest(t *testing.T) {
 	r := httptest.NewRequest("GET", "/abc1234", nil)
 	r.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0")
 	r.Header.Set("Referer", "https://WWW.Example.com/post/1")
-	c, ok := ClassifyRequest(r, "abc1234", now)
+	c, ok := ClassifyRequest(r, clientip.Addr(r), "abc1234", now)
 	want := Click{Code: "abc1234", At: now, Referrer: "www.example.com", Class: ClassBrowser,
 		Addr: netip.MustParseAddr("192.0.2.1"), UA: "Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0"}
 	if !ok || c != want {
 		t.Errorf("ClassifyRequest = %+v, %v; want %+v, true", c, ok, want)
 	}
 	r.Method = http.MethodHead
-	if _, ok := ClassifyRequest(r, "abc1234", now); ok {
+	if _, ok := ClassifyRequest(r, clientip.Addr(r), "abc1234", now); ok {
 		t.Errorf("ClassifyRequest(HEAD) counted")
 	}
 }
@@ -161,7 +163,7 @@ func TestClassifyRequestClient(t *testing.T) {
 				vars := map[string]any{caddyhttp.ClientIPVarKey: tt.clientIP}
 				r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, vars))
 			}
-			c, ok := ClassifyRequest(r, "abc1234", time.Now())
+			c, ok := ClassifyRequest(r, clientip.Addr(r), "abc1234", time.Now())
 			if !ok || c.Addr != tt.want || c.UA != tt.wantUA {
 				t.Errorf("ClassifyRequest: Addr %v, UA %.20q (%d bytes); want %v, %.20q (%d bytes)",
 					c.Addr, c.UA, len(c.UA), tt.want, tt.wantUA, len(tt.wantUA))
@@ -179,7 +181,7 @@ func TestClassifyRequestAllocs(t *testing.T) {
 	r.Header.Set("Referer", "https://news.example.com/a")
 	now := time.Now()
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, ok := ClassifyRequest(r, "abc1234", now); !ok {
+		if _, ok := ClassifyRequest(r, clientip.Addr(r), "abc1234", now); !ok {
 			t.Fatal("not counted")
 		}
 	})
@@ -302,7 +304,7 @@ func BenchmarkClickHotPath(b *testing.B) {
 		r.Header.Set("User-Agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")
 		r.Header.Set("Referer", "https://news.example.com/a")
 		for pb.Next() {
-			if c, ok := ClassifyRequest(r, "abc1234", time.Now()); ok {
+			if c, ok := ClassifyRequest(r, clientip.Addr(r), "abc1234", time.Now()); ok {
 				rec.Record(c)
 			}
 		}

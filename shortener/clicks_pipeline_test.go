@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/edgekit/caddy-edgekit/internal/clientip"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 )
 
@@ -46,7 +47,7 @@ func (l *clickLoad) redirect(rec *ClickRecorder, i int) {
 	if i%3 == 0 {
 		r.Header.Set("Referer", "https://A.example/post")
 	}
-	c, ok := ClassifyRequest(r, testClickCodes[i%len(testClickCodes)], time.Now())
+	c, ok := ClassifyRequest(r, clientip.Addr(r), testClickCodes[i%len(testClickCodes)], time.Now())
 	if !ok {
 		l.skipped.Add(1)
 		return

@@ -6,9 +6,11 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/edgekit/caddy-edgekit/internal/clientip"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Errors behind the redirect path's caddyhttp.Error answers.
@@ -107,7 +109,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 	hdr["X-Robots-Tag"] = vals[2:3:3]
 	w.WriteHeader(status)
 	if h.clicks != nil {
-		if c, ok := ClassifyRequest(r, code, now); ok {
+		if c, ok := ClassifyRequest(r, clientip.Addr(r), code, now); ok {
 			c.QR = qr
 			h.clicks.Record(c)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/edgekit/caddy-edgekit/internal/clientip"
 	"github.com/edgekit/caddy-edgekit/internal/strictjson"
 )
 
@@ -159,7 +160,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) error {
 	if err := checkOrigin(r); err != nil {
 		return err
 	}
-	if !h.ui.limit.allow(clientAddr(r)) {
+	if !h.ui.limit.allow(clientip.Addr(r)) {
 		w.Header().Set("Retry-After", fmt.Sprint(int(signinRetryAfter/time.Second)))
 		return apiErr(http.StatusTooManyRequests, "too many sign-in attempts: wait and try again")
 	}
