@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
@@ -234,7 +236,7 @@ func TestClickRetentionPrunesInPages(t *testing.T) {
 			core, logs := observer.New(zap.DebugLevel)
 			p := &pagedPruner{ClickSink: s, p: s.(clickPruner), logs: logs}
 			newTestRecorder(t, ClickConfig{Sink: p, Retention: retention, PruneDelay: time.Millisecond, PruneInterval: time.Hour,
-				PrunePage: 10, Logger: zap.New(core), now: func() time.Time { return now }})
+				PrunePage: 10, Logger: slog.New(zapslog.NewHandler(core)), now: func() time.Time { return now }})
 			deadline := time.Now().Add(20 * time.Second)
 			for p.passes.Load() == 0 {
 				if time.Now().After(deadline) {

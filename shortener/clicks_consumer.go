@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
 )
 
 // consume runs this instance's consumer in the shared group until Close.
@@ -44,7 +44,7 @@ func (r *ClickRecorder) consume() {
 			st.groupReady = false // Redis lost the stream (restart without persistence)
 		}
 		st.ownPending = true
-		r.logger.Warn("click consumer failed; retrying", zap.Error(err))
+		r.logger.Warn("click consumer failed; retrying", slog.Any("error", err))
 		select {
 		case <-time.After(backoff):
 		case <-r.stop:
@@ -176,7 +176,7 @@ func (r *ClickRecorder) apply(ctx context.Context, msgs []redis.XMessage) error 
 				n = strings.Count(data, "\n") // an entry of an older version
 			}
 			r.drop(dropMalformed, n)
-			r.logger.Error("skipping malformed click stream entry", zap.String("entry", m.ID), zap.Int("clicks", n), zap.Error(err))
+			r.logger.Error("skipping malformed click stream entry", slog.String("entry", m.ID), slog.Int("clicks", n), slog.Any("error", err))
 			continue
 		}
 		batches = append(batches, ClickBatch{ID: id, Clicks: clicks})

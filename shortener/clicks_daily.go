@@ -2,8 +2,9 @@ package shortener
 
 import (
 	"encoding/binary"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // DailyClicks is one link's UTC day as the daily rollup holds it: the

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Buckets of the embedded click counters.
@@ -319,3 +320,67 @@ func addClickTotals(tx *bbolt.Tx, agg clickAggregate) error {
 }
 
 var _ ClickSink = (*embeddedClickSink)(nil)
+
+// bucketVisitorSalts holds the embedded daily salts: day(8) → salt.
+var bucketVisitorSalts = []byte("visitor_salts")
+
+// VisitorSalt implements visitorSalter in the embedded store's bucket.
+func (s *embeddedClickSink) VisitorSalt(ctx context.Context, day time.Time) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	key := binary.BigEndian.AppendUint64(nil, uint64(dayFloor(day).Unix()))
+	var salt []byte
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketVisitorSalts)
+		if err := deleteSaltsBefore(b, key); err != nil {
+			return err
+		}
+		if v := b.Get(key); v != nil {
+			salt = bytes.Clone(v)
+			return nil
+		}
+		salt = newVisitorSalt()
+		return b.Put(key, salt)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("visitor salt: %w", err)
+	}
+	return salt, nil
+}
+
+// deleteSaltsBefore deletes the salts of b whose day key sorts before key.
+func deleteSaltsBefore(b *bbolt.Bucket, key []byte) error {
+	var old [][]byte
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil && bytes.Compare(k, key) < 0; k, _ = c.Next() {
+		old = append(old, bytes.Clone(k))
+	}
+	for _, k := range old {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countVisitorsBolt merges the batch's visitor hashes into each day's
+// sketch in the click transaction.
+func countVisitorsBolt(tx *bbolt.Tx, agg clickAggregate) error {
+	days := tx.Bucket(bucketClicksDaily)
+	for _, d := range agg.visitorDays() {
+		key := clickKey(d.code, d.day, "")
+		v := decodeDailyValue(days.Get(key))
+		sk, err := addVisitors(v.visitors, agg.visitors[d])
+		if err != nil {
+			return err
+		}
+		v.visitors = sk
+		if err := days.Put(key, v.encode()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var _ visitorSalter = (*embeddedClickSink)(nil)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sort"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -69,19 +68,4 @@ func (s *embeddedClickSink) ClickOverview(ctx context.Context, from, to time.Tim
 	o.Total = o.People + o.Bots
 	o.Links = linksOf(topEntries(links, limit))
 	return o, nil
-}
-
-// topEntries sorts by clicks (then value) and keeps the first limit.
-func topEntries(m map[string]int64, limit int) []BreakdownEntry {
-	out := make([]BreakdownEntry, 0, len(m))
-	for v, n := range m {
-		out = append(out, BreakdownEntry{Value: v, Clicks: n})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Clicks != out[j].Clicks {
-			return out[i].Clicks > out[j].Clicks
-		}
-		return out[i].Value < out[j].Value
-	})
-	return out[:min(len(out), limit)]
 }

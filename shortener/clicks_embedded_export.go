@@ -8,8 +8,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // ClickRows implements clickRowReader: a prefix scan of the hourly and

@@ -2,12 +2,11 @@ package shortener
 
 import (
 	"context"
+	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"go.uber.org/zap"
 )
 
 // BenchmarkClickDeriveGeoIP measures derive with client addresses, without
@@ -35,7 +34,7 @@ func BenchmarkClickDeriveGeoIP(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			r := &ClickRecorder{ua: newUAParser()}
 			if bc.geo {
-				g, err := openGeoIP(path, 0, zap.NewNop())
+				g, err := openGeoIP(path, 0, slog.New(slog.DiscardHandler))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -2,6 +2,7 @@ package shortener
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zaptest/observer"
 )
 
@@ -30,7 +32,7 @@ func TestGeoIPCheckReloads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "geo.mmdb")
 	writeGeoDB(t, path, "GeoLite2-Country", countryNets("US"))
 	core, logs := observer.New(zap.InfoLevel)
-	g, err := openGeoIP(path, time.Hour, zap.New(core))
+	g, err := openGeoIP(path, time.Hour, slog.New(zapslog.NewHandler(core)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package shortener
 
 import (
+	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -8,14 +9,13 @@ import (
 	"testing"
 
 	"github.com/maxmind/mmdbwriter/mmdbtype"
-	"go.uber.org/zap"
 )
 
 // geoRecorder is a recorder's writer side with the GeoIP file at path
 // (no goroutines): derive runs in the test.
 func geoRecorder(t *testing.T, path string) *ClickRecorder {
 	t.Helper()
-	g, err := openGeoIP(path, 0, zap.NewNop())
+	g, err := openGeoIP(path, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestGeoIPOpenErrors(t *testing.T) {
 		{junk, "not a MaxMind DB file"},
 		{asn, `database type "GeoLite2-ASN" has no country`},
 	} {
-		_, err := openGeoIP(tc.path, 0, zap.NewNop())
+		_, err := openGeoIP(tc.path, 0, slog.New(slog.DiscardHandler))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `clicks_geoip "`+tc.path+`"`) {
 			t.Errorf("openGeoIP(%s) = %v, want an error naming the path and %q", tc.path, err, tc.want)
 		}

@@ -2,11 +2,10 @@ package shortener
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"sync/atomic"
 	"time"
-
-	"go.uber.org/zap"
 )
 
 // DefaultGeoIPPoll is how often the GeoIP file is stated for a change.
@@ -19,7 +18,7 @@ const DefaultGeoIPPoll = 10 * time.Second
 type geoIP struct {
 	path   string
 	poll   time.Duration
-	logger *zap.Logger
+	logger *slog.Logger
 	cur    *geoDB                // the writer's
 	next   atomic.Pointer[geoDB] // checked by the watcher, not yet taken
 	seen   os.FileInfo           // the watcher's: the file last tried
@@ -30,7 +29,7 @@ type geoIP struct {
 }
 
 // openGeoIP loads the GeoIP file at path; an error names the path.
-func openGeoIP(path string, poll time.Duration, logger *zap.Logger) (*geoIP, error) {
+func openGeoIP(path string, poll time.Duration, logger *slog.Logger) (*geoIP, error) {
 	db, err := openGeoDB(path)
 	if err != nil {
 		return nil, fmt.Errorf("clicks_geoip %q: %w", path, err)
@@ -105,15 +104,15 @@ func (g *geoIP) check() {
 func (g *geoIP) reject(err error) {
 	if msg := err.Error(); msg != g.failed {
 		g.failed = msg
-		g.logger.Warn("GeoIP database not reloaded; the loaded one stays", zap.String("path", g.path), zap.Error(err))
+		g.logger.Warn("GeoIP database not reloaded; the loaded one stays", slog.String("path", g.path), slog.Any("error", err))
 	}
 }
 
 func (g *geoIP) loaded(db *geoDB, msg string) {
 	g.loads.Add(1)
 	typ, built := db.describe()
-	g.logger.Info(msg, zap.String("path", g.path), zap.String("type", typ),
-		zap.String("built", built.Format(time.RFC3339)), zap.Int64("bytes", db.info.Size()))
+	g.logger.Info(msg, slog.String("path", g.path), slog.String("type", typ),
+		slog.String("built", built.Format(time.RFC3339)), slog.Int64("bytes", db.info.Size()))
 }
 
 // close stops using the files once the watcher has stopped: the writer

@@ -9,10 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // clickBatchRetention is how long applied batch IDs are kept: far longer
@@ -254,3 +255,68 @@ var _ ClickSink = (*postgresClickSink)(nil)
 
 // pgDate formats a UTC day (unix seconds) as a date parameter.
 func pgDate(day int64) string { return time.Unix(day, 0).UTC().Format(time.DateOnly) }
+
+// VisitorSalt implements visitorSalter on the table of
+// migrations/013_visitor_salts.up.sql.
+func (s *postgresClickSink) VisitorSalt(ctx context.Context, day time.Time) ([]byte, error) {
+	d := dayFloor(day).Format(time.DateOnly)
+	if _, err := s.pool.Exec(ctx, `DELETE FROM shortener_visitor_salts WHERE day < $1::date`, d); err != nil {
+		return nil, fmt.Errorf("deleting old visitor salts: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO shortener_visitor_salts (day, salt) VALUES ($1::date, $2)
+		ON CONFLICT (day) DO NOTHING`, d, newVisitorSalt()); err != nil {
+		return nil, fmt.Errorf("creating the visitor salt: %w", err)
+	}
+	var salt []byte
+	if err := s.pool.QueryRow(ctx, `SELECT salt FROM shortener_visitor_salts WHERE day = $1::date`, d).Scan(&salt); err != nil {
+		return nil, fmt.Errorf("reading the visitor salt: %w", err)
+	}
+	return salt, nil
+}
+
+// countVisitorsPG merges the batch's visitor hashes into each day's
+// sketch in the click transaction: it first locks the days' rows (creating
+// them empty), in (code, day) order after the hourly rows as the
+// retention's roll-up does, so instances counting the same day take turns
+// and never deadlock with it; then it writes the merged sketches.
+func countVisitorsPG(ctx context.Context, tx pgx.Tx, agg clickAggregate) error {
+	days := agg.visitorDays()
+	if len(days) == 0 {
+		return nil
+	}
+	codes, dates := make([]string, len(days)), make([]string, len(days))
+	for i, d := range days {
+		codes[i], dates[i] = d.code, pgDate(d.day)
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO shortener_link_clicks_daily AS d (code, day)
+		SELECT code, day FROM unnest($1::text[], $2::date[]) AS u(code, day) ORDER BY 1, 2
+		ON CONFLICT (code, day) DO UPDATE SET people = d.people
+		RETURNING code, day, visitors`, codes, dates)
+	if err != nil {
+		return fmt.Errorf("locking visitor days: %w", err)
+	}
+	stored := make(map[dayKey][]byte, len(days))
+	var code string
+	var day time.Time
+	var b []byte
+	if _, err := pgx.ForEachRow(rows, []any{&code, &day, &b}, func() error {
+		stored[dayKey{code, day.Unix()}] = append([]byte(nil), b...)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("locking visitor days: %w", err)
+	}
+	sketches := make([][]byte, len(days))
+	for i, d := range days {
+		if sketches[i], err = addVisitors(stored[d], agg.visitors[d]); err != nil {
+			return fmt.Errorf("counting visitors: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE shortener_link_clicks_daily AS d SET visitors = u.v
+		FROM unnest($1::text[], $2::date[], $3::bytea[]) AS u(code, day, v)
+		WHERE d.code = u.code AND d.day = u.day`, codes, dates, sketches); err != nil {
+		return fmt.Errorf("counting visitors: %w", err)
+	}
+	return nil
+}
+
+var _ visitorSalter = (*postgresClickSink)(nil)

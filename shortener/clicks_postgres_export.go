@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // ClickRows implements clickRowReader: the hourly rows of the codes, then

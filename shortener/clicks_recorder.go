@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
 )
 
 // Defaults of click counting.
@@ -84,7 +84,7 @@ type ClickConfig struct {
 	// Registerer for the click metrics (caddy_shortener_clicks_*); nil:
 	// not registered.
 	Registerer prometheus.Registerer
-	Logger     *zap.Logger
+	Logger     *slog.Logger
 	// InstanceID names this recorder's batches and its consumer; it must be
 	// unique per recorder. Default: host name and random hex.
 	InstanceID string
@@ -119,7 +119,7 @@ type ClickRecorder struct {
 	killed   bool         // the consumer died in a test hook
 	stream   string
 	group    string
-	logger   *zap.Logger
+	logger   *slog.Logger
 	ua       *uaParser     // the writer's: device, OS and browser
 	salts    *saltCache    // the day's visitor salt; nil: the sink keeps none
 	visitors visitorHasher // the writer's
@@ -217,7 +217,7 @@ func NewClickRecorder(cfg ClickConfig) (*ClickRecorder, error) {
 func (cfg *ClickConfig) setDefaults() {
 	cfg.setTuningDefaults()
 	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.InstanceID == "" {
 		cfg.InstanceID = newInstanceID()

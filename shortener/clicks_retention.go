@@ -2,9 +2,8 @@ package shortener
 
 import (
 	"context"
+	"log/slog"
 	"time"
-
-	"go.uber.org/zap"
 )
 
 // clickPruner is a ClickSink whose rollups can be pruned: both real sinks.
@@ -74,8 +73,8 @@ func (r *ClickRecorder) pruneCutoffs() clickCutoffs {
 // before it starts, the result at info when rows went.
 func (r *ClickRecorder) pruneOnce(p clickPruner, first bool) {
 	cut := r.pruneCutoffs()
-	fields := []zap.Field{zap.String("cutoff", cut.Daily.Format(time.DateOnly)), zap.Duration("retention", r.cfg.Retention),
-		zap.String("hourly_cutoff", cut.Hourly.Format(time.DateOnly)), zap.Duration("hourly_retention", r.cfg.HourlyRetention)}
+	fields := []any{slog.String("cutoff", cut.Daily.Format(time.DateOnly)), slog.Duration("retention", r.cfg.Retention),
+		slog.String("hourly_cutoff", cut.Hourly.Format(time.DateOnly)), slog.Duration("hourly_retention", r.cfg.HourlyRetention)}
 	if first {
 		r.logger.Info("click retention: rolling hourly counters dated before the hourly cutoff into daily rollups, "+
 			"pruning rollups dated before the cutoff (all-time totals stay)", fields...)
@@ -96,7 +95,7 @@ func (r *ClickRecorder) pruneOnce(p clickPruner, first bool) {
 		if err != nil {
 			if r.pruneCtx.Err() == nil {
 				r.logger.Warn("click retention: pruning failed; retrying at the next interval",
-					append(fields, zap.Int("rows_deleted", deleted), zap.Error(err))...)
+					append(fields, slog.Int("rows_deleted", deleted), slog.Any("error", err))...)
 			}
 			return
 		}
@@ -105,6 +104,6 @@ func (r *ClickRecorder) pruneOnce(p clickPruner, first bool) {
 		}
 	}
 	if deleted > 0 {
-		r.logger.Info("click retention: pruned rollups", append(fields, zap.Int("rows_deleted", deleted))...)
+		r.logger.Info("click retention: pruned rollups", append(fields, slog.Int("rows_deleted", deleted))...)
 	}
 }

@@ -1,17 +1,13 @@
 package shortener
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"fmt"
 	"sync"
 	"time"
-
-	"go.etcd.io/bbolt"
 )
 
 // visitorSaltLen is the size of a daily salt: a 256-bit HMAC key.
@@ -95,69 +91,3 @@ func (c *saltCache) get(ctx context.Context, at time.Time) ([]byte, error) {
 	c.day, c.salt = day.Unix(), salt
 	return salt, nil
 }
-
-// VisitorSalt implements visitorSalter on the table of
-// migrations/013_visitor_salts.up.sql.
-func (s *postgresClickSink) VisitorSalt(ctx context.Context, day time.Time) ([]byte, error) {
-	d := dayFloor(day).Format(time.DateOnly)
-	if _, err := s.pool.Exec(ctx, `DELETE FROM shortener_visitor_salts WHERE day < $1::date`, d); err != nil {
-		return nil, fmt.Errorf("deleting old visitor salts: %w", err)
-	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO shortener_visitor_salts (day, salt) VALUES ($1::date, $2)
-		ON CONFLICT (day) DO NOTHING`, d, newVisitorSalt()); err != nil {
-		return nil, fmt.Errorf("creating the visitor salt: %w", err)
-	}
-	var salt []byte
-	if err := s.pool.QueryRow(ctx, `SELECT salt FROM shortener_visitor_salts WHERE day = $1::date`, d).Scan(&salt); err != nil {
-		return nil, fmt.Errorf("reading the visitor salt: %w", err)
-	}
-	return salt, nil
-}
-
-// bucketVisitorSalts holds the embedded daily salts: day(8) → salt.
-var bucketVisitorSalts = []byte("visitor_salts")
-
-// VisitorSalt implements visitorSalter in the embedded store's bucket.
-func (s *embeddedClickSink) VisitorSalt(ctx context.Context, day time.Time) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	key := binary.BigEndian.AppendUint64(nil, uint64(dayFloor(day).Unix()))
-	var salt []byte
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketVisitorSalts)
-		if err := deleteSaltsBefore(b, key); err != nil {
-			return err
-		}
-		if v := b.Get(key); v != nil {
-			salt = bytes.Clone(v)
-			return nil
-		}
-		salt = newVisitorSalt()
-		return b.Put(key, salt)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("visitor salt: %w", err)
-	}
-	return salt, nil
-}
-
-// deleteSaltsBefore deletes the salts of b whose day key sorts before key.
-func deleteSaltsBefore(b *bbolt.Bucket, key []byte) error {
-	var old [][]byte
-	c := b.Cursor()
-	for k, _ := c.First(); k != nil && bytes.Compare(k, key) < 0; k, _ = c.Next() {
-		old = append(old, bytes.Clone(k))
-	}
-	for _, k := range old {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-var (
-	_ visitorSalter = (*postgresClickSink)(nil)
-	_ visitorSalter = (*embeddedClickSink)(nil)
-)

@@ -3,12 +3,13 @@ package shortener
 import (
 	"encoding/csv"
 	"fmt"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 	_ "time/tzdata" // tz works on hosts without a zoneinfo database (containers)
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Granularities of a stats timeseries.

@@ -2,11 +2,12 @@ package shortener
 
 import (
 	"fmt"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"math/rand/v2"
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 func mustZone(t testing.TB, name string) *time.Location {

@@ -2,8 +2,6 @@ package shortener
 
 import (
 	"context"
-	"fmt"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"time"
 )
 
@@ -35,19 +33,4 @@ type ClickSink interface {
 	// overlapping [from, to): totals and the limit links with the most
 	// (From, To, Total, People, Bots and Links of ClickOverview).
 	ClickOverview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error)
-}
-
-// clickSinkFor returns the click sink kept in the link store's own
-// database: the tables of migrations/002_clicks.up.sql and those after it
-// (applied by OpenPostgres) or buckets in the embedded store's bbolt
-// file. referrers caps the named referrer hosts, and the named values of
-// each dimension, per link per day (0: DefaultClicksReferrers).
-func clickSinkFor(s link.Store, referrers int) (ClickSink, error) {
-	switch s := s.(type) {
-	case *PostgresStore:
-		return newPostgresClickSink(s.pool, referrers), nil
-	case *EmbeddedStore:
-		return newEmbeddedClickSink(s.db, referrers)
-	}
-	return nil, fmt.Errorf("click counting needs the postgres or embedded store, not %T", s)
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // startClicks starts the click recorder (no network I/O: its writer and
@@ -20,7 +22,7 @@ func (h *Handler) startClicks(ctx caddy.Context, prefix string) error {
 		return nil
 	}
 	cfg := h.clickConfig()
-	cfg.Sink, cfg.Logger = sink, h.logger
+	cfg.Sink, cfg.Logger = sink, ctx.Slogger()
 	cfg.GeoIP, cfg.GeoIPPoll = caddy.NewReplacer().ReplaceKnown(h.ClicksGeoIP, ""), h.geoPoll
 	if reg := ctx.GetMetricsRegistry(); reg != nil {
 		cfg.Registerer = reg
@@ -54,4 +56,19 @@ func (h *Handler) clickSink() (ClickSink, error) {
 		return nil, fmt.Errorf("store %T keeps no clicks", s)
 	}
 	return nil, nil
+}
+
+// clickSinkFor returns the click sink kept in the link store's own
+// database: the tables of migrations/002_clicks.up.sql and those after it
+// (applied by OpenPostgres) or buckets in the embedded store's bbolt
+// file. referrers caps the named referrer hosts, and the named values of
+// each dimension, per link per day (0: DefaultClicksReferrers).
+func clickSinkFor(s link.Store, referrers int) (ClickSink, error) {
+	switch s := s.(type) {
+	case *PostgresStore:
+		return newPostgresClickSink(s.pool, referrers), nil
+	case *EmbeddedStore:
+		return newEmbeddedClickSink(s.db, referrers)
+	}
+	return nil, fmt.Errorf("click counting needs the postgres or embedded store, not %T", s)
 }

@@ -3,10 +3,11 @@ package shortener
 import (
 	"errors"
 	"fmt"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/url"
 	"sort"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // ClickStats are a link's counters over a window, as the click sinks
@@ -227,4 +228,19 @@ func dayRange(from, to time.Time) (first, end time.Time) {
 		end = end.Add(24 * time.Hour)
 	}
 	return first, end
+}
+
+// topEntries sorts by clicks (then value) and keeps the first limit.
+func topEntries(m map[string]int64, limit int) []BreakdownEntry {
+	out := make([]BreakdownEntry, 0, len(m))
+	for v, n := range m {
+		out = append(out, BreakdownEntry{Value: v, Clicks: n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Clicks != out[j].Clicks {
+			return out[i].Clicks > out[j].Clicks
+		}
+		return out[i].Value < out[j].Value
+	})
+	return out[:min(len(out), limit)]
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Stream entry fields: the batch ID, the clicks, one per line as
@@ -65,8 +66,8 @@ func (r *ClickRecorder) xadd(ctx context.Context, batches []ClickBatch) error {
 	if res[0] > 0 {
 		r.drop(dropStreamTrimmed, int(res[1]))
 		r.logger.Warn("click stream at its cap: the oldest entries were trimmed before any consumer counted them",
-			zap.Int64("entries", res[0]), zap.Int64("clicks", res[1]),
-			zap.Int64("stream_max_bytes", r.cfg.StreamMaxBytes), zap.Int64("stream_max_len", r.cfg.StreamMaxLen))
+			slog.Int64("entries", res[0]), slog.Int64("clicks", res[1]),
+			slog.Int64("stream_max_bytes", r.cfg.StreamMaxBytes), slog.Int64("stream_max_len", r.cfg.StreamMaxLen))
 	}
 	return nil
 }

@@ -2,10 +2,9 @@ package shortener
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"time"
-
-	"go.uber.org/zap"
 )
 
 // maxPipeline bounds the batches one flush carries (a backlog after an
@@ -141,7 +140,7 @@ func (r *ClickRecorder) lose(batches []ClickBatch) {
 	r.report()
 	r.lost.Add(int64(n))
 	r.drop(dropShutdown, n)
-	r.logger.Error("clicks lost at shutdown: could not flush before the deadline", zap.Int("clicks", n))
+	r.logger.Error("clicks lost at shutdown: could not flush before the deadline", slog.Int("clicks", n))
 }
 
 // seal names a batch; an empty one keeps no ID (it is not sent).
@@ -196,7 +195,7 @@ func (r *ClickRecorder) send(batches []ClickBatch) bool {
 		r.report() // the buffer fills during an outage: keep the gauges current
 		if attempt == 1 || attempt%20 == 0 {
 			r.logger.Warn("click flush failed; retrying (clicks stay buffered)",
-				zap.Int("batches", len(batches)), zap.Int("attempt", attempt), zap.Error(err))
+				slog.Int("batches", len(batches)), slog.Int("attempt", attempt), slog.Any("error", err))
 		}
 		select {
 		case <-time.After(backoff):
