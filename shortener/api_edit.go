@@ -8,9 +8,10 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // patchResponse is the answer to PATCH <api>/links/<code>: the link as

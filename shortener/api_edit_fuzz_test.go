@@ -3,11 +3,12 @@ package shortener
 import (
 	"context"
 	"encoding/json"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // FuzzAPIPatch sends any body and If-Match to PATCH /api/links/<code> of a

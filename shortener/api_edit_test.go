@@ -3,7 +3,6 @@ package shortener
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // bothStores runs f on a fresh embedded store and a fresh PostgreSQL store.

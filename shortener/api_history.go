@@ -3,10 +3,11 @@ package shortener
 import (
 	"context"
 	"errors"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // History pages: limit's default and bound.

@@ -6,8 +6,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // POST <api>/links/batch with "mode": "import" imports up to maxBatch

@@ -3,10 +3,11 @@ package shortener
 import (
 	"context"
 	"errors"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // listResponse is the answer of GET <api>/links.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // listStores are the two real stores the list and export tests run on.

@@ -7,8 +7,10 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // apiStats answers GET <api>/links/<code>/stats?from=&to=&granularity=&tz=&group_by=&limit=&format=
@@ -28,11 +30,11 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 		return err
 	}
 	from, to, group, format := sq.from, sq.to, sq.group, sq.format
-	spec, err := parseSeriesSpec(r.URL.Query())
+	spec, err := clicks.ParseSeriesSpec(r.URL.Query())
 	if err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
-	if err := spec.within(from, hourlyHorizon(h.now(), time.Duration(h.ClicksHourlyRetention))); err != nil {
+	if err := spec.Within(from, clicks.HourlyHorizon(h.now(), time.Duration(h.ClicksHourlyRetention))); err != nil {
 		return apiErr(http.StatusBadRequest, "%v", err)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
@@ -40,33 +42,33 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 	if err := h.linkExists(ctx, code); err != nil {
 		return err
 	}
-	var breakdown []BreakdownEntry
-	if group.dim != "" {
-		if breakdown, err = h.clicks.Breakdown(ctx, code, group.dim, from, to, group.limit); err != nil {
+	var breakdown []clicks.BreakdownEntry
+	if group.Dim != "" {
+		if breakdown, err = h.clicks.Breakdown(ctx, code, group.Dim, from, to, group.Limit); err != nil {
 			return h.clicksErr(err)
 		}
 		if format == "csv" {
-			return writeBreakdownCSV(w, code+"-"+group.dim, group.dim, breakdown)
+			return clicks.WriteBreakdownCSV(w, code+"-"+group.Dim, group.Dim, breakdown)
 		}
 	}
 	st, err := h.clicks.Stats(ctx, code, from, to)
 	if err != nil {
 		return h.clicksErr(err)
 	}
-	series := spec.series(append(st.Hourly, dailyAsHours(st.Daily)...), from, to)
-	spec.withUniques(series, st.Visitors)
+	series := spec.Series(append(st.Hourly, clicks.DailyAsHours(st.Daily)...), from, to)
+	spec.WithUniques(series, st.Visitors)
 	if format == "csv" {
-		return writeSeriesCSV(w, code, series)
+		return clicks.WriteSeriesCSV(w, code, series)
 	}
-	writeJSON(w, http.StatusOK, StatsAnswer{ClickStats: st, Granularity: spec.granularity, TZ: spec.loc.String(), Timeseries: series,
-		GroupBy: group.dim, Breakdown: breakdown})
+	writeJSON(w, http.StatusOK, clicks.StatsAnswer{Stats: st, Granularity: spec.Granularity, TZ: spec.Loc.String(), Timeseries: series,
+		GroupBy: group.Dim, Breakdown: breakdown})
 	return nil
 }
 
 // statsQuery is what both stats endpoints read from the query string.
 type statsQuery struct {
 	from, to time.Time
-	group    breakdownSpec
+	group    clicks.BreakdownSpec
 	format   string
 }
 
@@ -75,13 +77,13 @@ type statsQuery struct {
 func (h *Handler) parseStatsQuery(q url.Values) (statsQuery, error) {
 	var sq statsQuery
 	var err error
-	if sq.from, sq.to, err = ParseStatsRange(q, h.now()); err != nil {
+	if sq.from, sq.to, err = clicks.ParseStatsRange(q, h.now()); err != nil {
 		return sq, apiErr(http.StatusBadRequest, "%v", err)
 	}
-	if sq.group, err = parseBreakdownSpec(q); err != nil {
+	if sq.group, err = clicks.ParseBreakdownSpec(q); err != nil {
 		return sq, apiErr(http.StatusBadRequest, "%v", err)
 	}
-	if sq.format, err = statsFormat(q); err != nil {
+	if sq.format, err = clicks.StatsFormat(q); err != nil {
 		return sq, apiErr(http.StatusBadRequest, "%v", err)
 	}
 	return sq, nil
@@ -108,31 +110,31 @@ func (h *Handler) apiOverview(w http.ResponseWriter, r *http.Request) error {
 	from, to, group, format := sq.from, sq.to, sq.group, sq.format
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
-	o, err := h.clicks.Overview(ctx, from, to, group.limit)
+	o, err := h.clicks.Overview(ctx, from, to, group.Limit)
 	if err != nil {
 		return h.clicksErr(err)
 	}
 	for _, part := range []struct {
 		dim  string
-		into *[]BreakdownEntry
-	}{{DimCountry, &o.Countries}, {DimReferrer, &o.Referrers}, {group.dim, &o.Breakdown}} {
+		into *[]clicks.BreakdownEntry
+	}{{clicks.DimCountry, &o.Countries}, {clicks.DimReferrer, &o.Referrers}, {group.Dim, &o.Breakdown}} {
 		if part.dim == "" {
 			continue
 		}
-		if *part.into, err = h.clicks.Breakdown(ctx, "", part.dim, from, to, group.limit); err != nil {
+		if *part.into, err = h.clicks.Breakdown(ctx, "", part.dim, from, to, group.Limit); err != nil {
 			return h.clicksErr(err)
 		}
 	}
-	o.GroupBy = group.dim
-	if format == "csv" && group.dim != "" {
-		return writeBreakdownCSV(w, "clicks-"+group.dim, group.dim, o.Breakdown)
+	o.GroupBy = group.Dim
+	if format == "csv" && group.Dim != "" {
+		return clicks.WriteBreakdownCSV(w, "clicks-"+group.Dim, group.Dim, o.Breakdown)
 	}
 	if format == "csv" {
-		links := make([]BreakdownEntry, len(o.Links))
+		links := make([]clicks.BreakdownEntry, len(o.Links))
 		for i, l := range o.Links {
-			links[i] = BreakdownEntry{Value: l.Code, Clicks: l.Clicks}
+			links[i] = clicks.BreakdownEntry{Value: l.Code, Clicks: l.Clicks}
 		}
-		return writeBreakdownCSV(w, "clicks-links", "code", links)
+		return clicks.WriteBreakdownCSV(w, "clicks-links", "code", links)
 	}
 	writeJSON(w, http.StatusOK, o)
 	return nil

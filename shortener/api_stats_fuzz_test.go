@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // statsParams are the query parameters the stats endpoints read.
@@ -32,8 +34,8 @@ func FuzzStatsBreakdownQueries(f *testing.F) {
 	h := newHandler(f, openFuzzEmbedded(f), withReadKey)
 	code := create(f, h, `{"long_url":"https://example.com/fuzz"}`).Code
 	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-48 * time.Hour)
-	clicks, _ := dimMix(code, day, 300, 0)
-	if _, err := h.clicks.cfg.Sink.ApplyClicks(context.Background(), []ClickBatch{{ID: "fz", Clicks: clicks}}); err != nil {
+	mix, _ := dimMix(code, day, 300, 0)
+	if _, err := h.clicks.Cfg.Sink.ApplyClicks(context.Background(), []clicks.Batch{{ID: "fz", Clicks: mix}}); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, query string) {
@@ -71,10 +73,10 @@ func namesGiven(body string, given url.Values) bool {
 func checkBreakdownAnswer(t *testing.T, target string, given url.Values, body []byte) {
 	t.Helper()
 	var a struct {
-		Total     int64            `json:"total"`
-		AllTime   *ClickTotals     `json:"all_time"`
-		GroupBy   string           `json:"group_by"`
-		Breakdown []BreakdownEntry `json:"breakdown"`
+		Total     int64                   `json:"total"`
+		AllTime   *clicks.Totals          `json:"all_time"`
+		GroupBy   string                  `json:"group_by"`
+		Breakdown []clicks.BreakdownEntry `json:"breakdown"`
 	}
 	if err := json.Unmarshal(body, &a); err != nil {
 		t.Fatalf("GET %s: %v", target, err)
@@ -82,7 +84,7 @@ func checkBreakdownAnswer(t *testing.T, target string, given url.Values, body []
 	if a.GroupBy != given.Get("group_by") {
 		t.Fatalf("GET %s: group_by %q in the answer", target, a.GroupBy)
 	}
-	limit := DefaultBreakdownLimit
+	limit := clicks.DefaultBreakdownLimit
 	if l := given.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil {

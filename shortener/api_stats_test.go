@@ -3,12 +3,14 @@ package shortener
 import (
 	"context"
 	"encoding/csv"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // statsHandler returns a handler on s whose link code has the clicks of
@@ -28,24 +30,24 @@ func statsHandler(t *testing.T, s link.Store, day time.Time) (*Handler, string, 
 			want[dim][v] += n
 		}
 	}
-	want[DimReferrer] = map[string]int64{}
+	want[clicks.DimReferrer] = map[string]int64{}
 	for i := range first {
 		if i%4 != 3 {
 			first[i].Referrer = []string{"a.example", "b.example", "c.example"}[i%4]
-			want[DimReferrer][first[i].Referrer]++
+			want[clicks.DimReferrer][first[i].Referrer]++
 		}
 	}
-	if _, err := h.clicks.cfg.Sink.ApplyClicks(context.Background(), []ClickBatch{{ID: "s1", Clicks: first}, {ID: "s2", Clicks: second}}); err != nil {
+	if _, err := h.clicks.Cfg.Sink.ApplyClicks(context.Background(), []clicks.Batch{{ID: "s1", Clicks: first}, {ID: "s2", Clicks: second}}); err != nil {
 		t.Fatal(err)
 	}
 	return h, code, want
 }
 
 // topOf is the first n of m by clicks, then value: what a breakdown lists.
-func topOf(m map[string]int64, n int) []BreakdownEntry {
-	var out []BreakdownEntry
+func topOf(m map[string]int64, n int) []clicks.BreakdownEntry {
+	var out []clicks.BreakdownEntry
 	for v, c := range m {
-		out = append(out, BreakdownEntry{v, c})
+		out = append(out, clicks.BreakdownEntry{Value: v, Clicks: c})
 	}
 	for i := range out { // insertion sort: an oracle apart from topEntries
 		for j := i; j > 0 && (out[j].Clicks > out[j-1].Clicks || out[j].Clicks == out[j-1].Clicks && out[j].Value < out[j-1].Value); j-- {
@@ -62,18 +64,18 @@ func TestAPIStatsBreakdown(t *testing.T) {
 		day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 		h, code, want := statsHandler(t, s, day)
 		base := "/api/links/" + code + "/stats?from=2026-11-20T00:00:00Z&to=2026-11-22T00:00:00Z"
-		for _, dim := range append(clickDimensions[:], DimReferrer) {
+		for _, dim := range append(clicks.ClickDimensions[:], clicks.DimReferrer) {
 			for _, limit := range []int{1, 3, 1000} {
-				var st StatsAnswer
+				var st clicks.StatsAnswer
 				getJSON(t, h, base+"&group_by="+dim+"&limit="+itoa(int64(limit)), http.StatusOK, &st)
 				if st.GroupBy != dim || !reflect.DeepEqual(st.Breakdown, topOf(want[dim], limit)) {
 					t.Errorf("group_by=%s limit=%d: %s %v, want %v", dim, limit, st.GroupBy, st.Breakdown, topOf(want[dim], limit))
 				}
 			}
 		}
-		var st StatsAnswer
+		var st clicks.StatsAnswer
 		getJSON(t, h, base+"&group_by=country", http.StatusOK, &st)
-		if len(st.Breakdown) != min(DefaultBreakdownLimit, len(want[DimCountry])) || st.Total != 360 {
+		if len(st.Breakdown) != min(clicks.DefaultBreakdownLimit, len(want[clicks.DimCountry])) || st.Total != 360 {
 			t.Errorf("default limit: %d entries, total %d", len(st.Breakdown), st.Total)
 		}
 		getJSON(t, h, "/api/links/"+code+"/stats?from=2026-10-01T00:00:00Z&to=2026-10-02T00:00:00Z&group_by=os", http.StatusOK, &st)
@@ -82,10 +84,10 @@ func TestAPIStatsBreakdown(t *testing.T) {
 		}
 		w := serve(t, h, "GET", base+"&group_by=browser&format=csv", "", auth()...)
 		rows, err := csv.NewReader(w.Body).ReadAll()
-		if w.Code != http.StatusOK || err != nil || len(rows) != len(want[DimBrowser])+1 || strings.Join(rows[0], ",") != "browser,clicks" {
+		if w.Code != http.StatusOK || err != nil || len(rows) != len(want[clicks.DimBrowser])+1 || strings.Join(rows[0], ",") != "browser,clicks" {
 			t.Fatalf("csv = %d %v %v", w.Code, rows, err)
 		}
-		for i, e := range topOf(want[DimBrowser], 10) {
+		for i, e := range topOf(want[clicks.DimBrowser], 10) {
 			if rows[i+1][0] != e.Value || rows[i+1][1] != itoa(e.Clicks) {
 				t.Errorf("csv row %d = %v, want %v", i+1, rows[i+1], e)
 			}
@@ -125,7 +127,7 @@ func TestAPIOverview(t *testing.T) {
 		h, code, want := statsHandler(t, s, day)
 		other := create(t, h, `{"long_url":"https://example.com/other"}`).Code
 		more, want2 := dimMix(other, day.Add(24*time.Hour), 500, 3)
-		if _, err := h.clicks.cfg.Sink.ApplyClicks(context.Background(), []ClickBatch{{ID: "o1", Clicks: more}}); err != nil {
+		if _, err := h.clicks.Cfg.Sink.ApplyClicks(context.Background(), []clicks.Batch{{ID: "o1", Clicks: more}}); err != nil {
 			t.Fatal(err)
 		}
 		for dim, m := range want2 {
@@ -133,14 +135,14 @@ func TestAPIOverview(t *testing.T) {
 				want[dim][v] += n
 			}
 		}
-		var o ClickOverview
+		var o clicks.Overview
 		getJSON(t, h, "/api/stats?from=2026-11-20T06:00:00Z&to=2026-11-21T01:00:00Z&group_by=device&limit=5", http.StatusOK, &o)
-		wantLinks := []LinkClicks{{other, 500}, {code, 360}}
-		if o.Total != 860 || o.People+o.Bots != 860 || !reflect.DeepEqual(o.Links, wantLinks) || o.GroupBy != DimDevice ||
+		wantLinks := []clicks.LinkClicks{{Code: other, Clicks: 500}, {Code: code, Clicks: 360}}
+		if o.Total != 860 || o.People+o.Bots != 860 || !reflect.DeepEqual(o.Links, wantLinks) || o.GroupBy != clicks.DimDevice ||
 			!o.From.Equal(day) || !o.To.Equal(day.Add(48*time.Hour)) {
 			t.Errorf("overview = %+v, want 860 clicks over 2 days, links %v", o, wantLinks)
 		}
-		for dim, got := range map[string][]BreakdownEntry{DimCountry: o.Countries, DimReferrer: o.Referrers, DimDevice: o.Breakdown} {
+		for dim, got := range map[string][]clicks.BreakdownEntry{clicks.DimCountry: o.Countries, clicks.DimReferrer: o.Referrers, clicks.DimDevice: o.Breakdown} {
 			if !reflect.DeepEqual(got, topOf(want[dim], 5)) {
 				t.Errorf("across links %s = %v, want %v", dim, got, topOf(want[dim], 5))
 			}
@@ -154,7 +156,7 @@ func TestAPIOverview(t *testing.T) {
 		if w.Code != http.StatusOK || w.Body.String() != "code,clicks\n"+other+",500\n"+code+",360\n" {
 			t.Errorf("csv with the read key = %d %q", w.Code, w.Body)
 		}
-		var none ClickOverview
+		var none clicks.Overview
 		getJSON(t, h, "/api/stats?from=2026-10-01T00:00:00Z&to=2026-10-02T00:00:00Z", http.StatusOK, &none)
 		if none.Total != 0 || none.Links == nil || len(none.Links) != 0 || none.Breakdown != nil || none.Countries == nil {
 			t.Errorf("empty range = %+v", none)

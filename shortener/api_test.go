@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 func errorOf(t *testing.T, body []byte) string {

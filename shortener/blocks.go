@@ -2,8 +2,9 @@ package shortener
 
 import (
 	"context"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"sync"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // blockAllocator hands out sequential IDs from blocks reserved in the store.

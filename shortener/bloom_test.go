@@ -2,10 +2,11 @@ package shortener
 
 import (
 	"fmt"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"math"
 	"sync"
 	"testing"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // testCodes returns n distinct random codes of length 7 (the default).

@@ -2,10 +2,11 @@ package shortener
 
 import (
 	"errors"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // entryRules are a link's per-link rules as the redirect path reads them;

@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 func TestCacheEncodeDecode(t *testing.T) {

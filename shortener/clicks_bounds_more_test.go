@@ -16,14 +16,15 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/clientip"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // FuzzClickRecord feeds hostile paths, Referer and User-Agent values to
 // the classification and the stream encoding. Properties: a stored host is
 // at most MaxReferrerHost bytes of host characters; a click Record accepts
-// is held for at most maxHeldSize bytes and, derived, keeps no address or
-// user agent, encodes within its counted size (at most maxClickSize) and
+// is held for at most MaxHeldSize bytes and, derived, keeps no address or
+// user agent, encodes within its counted size (at most MaxClickSize) and
 // decodes to itself; a click Record refuses is one whose encoding could not come
 // back; decoding any string never yields an unbounded click.
 func FuzzClickRecord(f *testing.F) {
@@ -31,44 +32,44 @@ func FuzzClickRecord(f *testing.F) {
 	f.Add(strings.Repeat("x", 64), "http://"+strings.Repeat("a", 300)+"/", "", int64(-1))
 	f.Add("a\tb", "http://ex\tample/", "curl/8", int64(0))
 	f.Add("Q9", "http://[::1]:80/", "Googlebot", int64(1<<62))
-	deriver := &ClickRecorder{ua: newUAParser()}
+	deriver := &clicks.Recorder{Ua: clicks.NewUAParser()}
 	f.Fuzz(func(t *testing.T, code, ref, ua string, ms int64) {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.URL.Path = "/" + strings.Repeat("p", int(uint8(len(ua)))) + "/" + code
 		r.Header["Referer"] = []string{ref}
 		r.Header["User-Agent"] = []string{ua}
-		c, ok := ClassifyRequest(r, clientip.Addr(r), code, time.UnixMilli(ms).UTC())
+		c, ok := clicks.ClassifyRequest(r, clientip.Addr(r), code, time.UnixMilli(ms).UTC())
 		if !ok {
 			t.Fatal("a GET without prefetch headers was not counted")
 		}
-		if len(c.Referrer) > MaxReferrerHost || !validReferrerHost(c.Referrer) {
+		if len(c.Referrer) > clicks.MaxReferrerHost || !clicks.ValidReferrerHost(c.Referrer) {
 			t.Fatalf("ReferrerHost(%q) = %q: not a bounded host", ref, c.Referrer)
 		}
-		size := clickSize(c)
+		size := clicks.ClickSize(c)
 		if size < 0 {
 			if link.ValidLookupCode(code) {
 				t.Fatalf("clickSize refused a click with a valid code: %+v", c)
 			}
 			return // Record drops it as invalid
 		}
-		if size > maxHeldSize {
-			t.Fatalf("clickSize = %d > %d", size, maxHeldSize)
+		if size > clicks.MaxHeldSize {
+			t.Fatalf("clickSize = %d > %d", size, clicks.MaxHeldSize)
 		}
-		deriver.derive(&c)
-		if c.Addr.IsValid() || c.UA != "" || c.Device == "" || clickSize(c) < 0 {
+		deriver.Derive(&c)
+		if c.Addr.IsValid() || c.UA != "" || c.Device == "" || clicks.ClickSize(c) < 0 {
 			t.Fatalf("derive kept the address or user agent: %+v", c)
 		}
-		enc := encodeClicks([]Click{c})
-		if w := wireBytes(c); int64(len(enc)) > w || w > maxClickSize {
-			t.Fatalf("encoding of %+v is %d bytes, counted %d (max %d)", c, len(enc), w, maxClickSize)
+		enc := clicks.EncodeClicks([]clicks.Click{c})
+		if w := clicks.WireBytes(c); int64(len(enc)) > w || w > clicks.MaxClickSize {
+			t.Fatalf("encoding of %+v is %d bytes, counted %d (max %d)", c, len(enc), w, clicks.MaxClickSize)
 		}
-		got, err := decodeClicks(enc)
+		got, err := clicks.DecodeClicks(enc)
 		if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], c) {
 			t.Fatalf("decode(encode(%+v)) = %+v, %v", c, got, err)
 		}
-		if clicks, err := decodeClicks(ref + "\n" + ua); err == nil {
-			for _, d := range clicks {
-				if clickSize(d) < 0 {
+		if clickList, err := clicks.DecodeClicks(ref + "\n" + ua); err == nil {
+			for _, d := range clickList {
+				if clicks.ClickSize(d) < 0 {
 					t.Fatalf("decodeClicks let through an unbounded click %+v", d)
 				}
 			}
@@ -96,11 +97,11 @@ func TestClicksStatsAPIAllTime(t *testing.T) {
 	}
 	waitCodeTotal(t, sink, code, 3)
 	var out struct {
-		Total   int64        `json:"total"`
-		AllTime *ClickTotals `json:"all_time"`
+		Total   int64          `json:"total"`
+		AllTime *clicks.Totals `json:"all_time"`
 	}
 	getJSON(t, h, "/api/links/"+code+"/stats", http.StatusOK, &out)
-	if out.Total != 3 || out.AllTime == nil || *out.AllTime != (ClickTotals{Total: 3, People: 2, Bots: 1}) {
+	if out.Total != 3 || out.AllTime == nil || *out.AllTime != (clicks.Totals{Total: 3, People: 2, Bots: 1}) {
 		t.Errorf("stats = total %d, all_time %+v; want 3 and {3 2 1}", out.Total, out.AllTime)
 	}
 }
@@ -164,11 +165,11 @@ func TestClickMigrationBackfillEmbedded(t *testing.T) {
 	}
 	ctx := context.Background()
 	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	var clicks []Click
+	var clickList []clicks.Click
 	for i := range 5 {
-		clicks = append(clicks, Click{Code: "old", At: day.Add(time.Duration(i) * time.Hour), Referrer: fmt.Sprintf("h%d.example", i%2), Class: UAClass(i % 2)})
+		clickList = append(clickList, clicks.Click{Code: "old", At: day.Add(time.Duration(i) * time.Hour), Referrer: fmt.Sprintf("h%d.example", i%2), Class: clicks.UAClass(i % 2)})
 	}
-	if _, err := s.ApplyClicks(ctx, []ClickBatch{{ID: "1", Clicks: clicks}}); err != nil {
+	if _, err := s.ApplyClicks(ctx, []clicks.Batch{{ID: "1", Clicks: clickList}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.db.Update(func(tx *bbolt.Tx) error { // a file written before the bounds
@@ -187,7 +188,7 @@ func TestClickMigrationBackfillEmbedded(t *testing.T) {
 		t.Errorf("ClickTotal after backfill = %d, %v; want 5", n, err)
 	}
 	// The day already holds 2 hosts, the cap: a third goes to other.
-	if _, err := s.ApplyClicks(ctx, []ClickBatch{{ID: "2", Clicks: []Click{{Code: "old", At: day, Referrer: "new.example"}}}}); err != nil {
+	if _, err := s.ApplyClicks(ctx, []clicks.Batch{{ID: "2", Clicks: []clicks.Click{{Code: "old", At: day, Referrer: "new.example"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	stats, err := s.ClickStats(ctx, "old", day, day.Add(24*time.Hour))

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -29,17 +30,17 @@ import (
 // cappedSinks returns, per store, n sinks writing the same clicks: for
 // PostgreSQL each on its own pool (an instance each), for bbolt one sink
 // (one process owns the file) shared by the n writers.
-func cappedSinks(limit, n int) map[string]func(t *testing.T) []ClickSink {
-	return map[string]func(t *testing.T) []ClickSink{
-		"postgres": func(t *testing.T) []ClickSink {
+func cappedSinks(limit, n int) map[string]func(t *testing.T) []clicks.Sink {
+	return map[string]func(t *testing.T) []clicks.Sink{
+		"postgres": func(t *testing.T) []clicks.Sink {
 			dsn := testenv.Postgres(t)
-			var sinks []ClickSink
+			var sinks []clicks.Sink
 			for range n {
 				sinks = append(sinks, newPostgresClickSink(testClickPool(t, dsn), limit))
 			}
 			return sinks
 		},
-		"embedded": func(t *testing.T) []ClickSink {
+		"embedded": func(t *testing.T) []clicks.Sink {
 			st, err := OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
 			if err != nil {
 				t.Fatal(err)
@@ -49,7 +50,7 @@ func cappedSinks(limit, n int) map[string]func(t *testing.T) []ClickSink {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sinks := make([]ClickSink, n)
+			sinks := make([]clicks.Sink, n)
 			for i := range sinks {
 				sinks[i] = s
 			}
@@ -59,9 +60,9 @@ func cappedSinks(limit, n int) map[string]func(t *testing.T) []ClickSink {
 }
 
 // splitOther separates the named referrer rows from the "other" row.
-func splitOther(refs []ReferrerClicks) (named []ReferrerClicks, other int64) {
+func splitOther(refs []clicks.ReferrerClicks) (named []clicks.ReferrerClicks, other int64) {
 	for _, r := range refs {
-		if r.Host == OtherReferrer {
+		if r.Host == clicks.OtherReferrer {
 			other = r.Count
 		} else {
 			named = append(named, r)
@@ -79,7 +80,7 @@ func TestClickReferrerCapConcurrent(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sinks := open(t)
 			ctx := context.Background()
-			day := dayFloor(time.Now()).Add(-24 * time.Hour)
+			day := clicks.DayFloor(time.Now()).Add(-24 * time.Hour)
 			var mu sync.Mutex
 			sent := map[string]int64{}
 			var wg sync.WaitGroup
@@ -88,17 +89,17 @@ func TestClickReferrerCapConcurrent(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for b := range batches {
-						clicks := make([]Click, 0, perBatch)
+						clickList := make([]clicks.Click, 0, perBatch)
 						for i := range perBatch {
 							host := fmt.Sprintf("h%03d.example", (w*7+b*3+i)%hosts)
-							clicks = append(clicks, Click{Code: "capped1", At: day.Add(time.Duration(b*60+i) * time.Second), Referrer: host})
+							clickList = append(clickList, clicks.Click{Code: "capped1", At: day.Add(time.Duration(b*60+i) * time.Second), Referrer: host})
 						}
-						if _, err := s.ApplyClicks(ctx, []ClickBatch{{ID: fmt.Sprintf("w%d-b%d", w, b), Clicks: clicks}}); err != nil {
+						if _, err := s.ApplyClicks(ctx, []clicks.Batch{{ID: fmt.Sprintf("w%d-b%d", w, b), Clicks: clickList}}); err != nil {
 							t.Errorf("ApplyClicks: %v", err)
 							return
 						}
 						mu.Lock()
-						for _, c := range clicks {
+						for _, c := range clickList {
 							sent[c.Referrer]++
 						}
 						mu.Unlock()
@@ -126,12 +127,12 @@ func TestClickReferrerCapConcurrent(t *testing.T) {
 			}
 			// A host arriving after the day is full goes to "other"; a
 			// stored host keeps counting; the next day has room again.
-			late := []Click{{Code: "capped1", At: day.Add(time.Hour), Referrer: "late.example"}}
+			late := []clicks.Click{{Code: "capped1", At: day.Add(time.Hour), Referrer: "late.example"}}
 			if len(named) > 0 {
-				late = append(late, Click{Code: "capped1", At: day.Add(time.Hour), Referrer: named[0].Host})
+				late = append(late, clicks.Click{Code: "capped1", At: day.Add(time.Hour), Referrer: named[0].Host})
 			}
-			late = append(late, Click{Code: "capped1", At: day.Add(25 * time.Hour), Referrer: "late.example"})
-			if _, err := sinks[1].ApplyClicks(ctx, []ClickBatch{{ID: "late", Clicks: late}}); err != nil {
+			late = append(late, clicks.Click{Code: "capped1", At: day.Add(25 * time.Hour), Referrer: "late.example"})
+			if _, err := sinks[1].ApplyClicks(ctx, []clicks.Batch{{ID: "late", Clicks: late}}); err != nil {
 				t.Fatal(err)
 			}
 			st2, err := sinks[0].ClickStats(ctx, "capped1", day, day.Add(24*time.Hour))
@@ -143,7 +144,7 @@ func TestClickReferrerCapConcurrent(t *testing.T) {
 				t.Errorf("after a late host: %d named, other %d; want %d, %d", len(named2), other2, limit, other+1)
 			}
 			next, err := sinks[0].ClickStats(ctx, "capped1", day.Add(24*time.Hour), day.Add(48*time.Hour))
-			if err != nil || len(next.Referrers) != 1 || next.Referrers[0] != (ReferrerClicks{"late.example", 1}) {
+			if err != nil || len(next.Referrers) != 1 || next.Referrers[0] != (clicks.ReferrerClicks{Host: "late.example", Count: 1}) {
 				t.Errorf("next day referrers = %+v, %v; want late.example 1", next.Referrers, err)
 			}
 		})
@@ -157,19 +158,19 @@ func TestClickSinkHostileReferrer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := open(t)
 			ctx := context.Background()
-			at := dayFloor(time.Now()).Add(-time.Hour)
-			var clicks []Click
+			at := clicks.DayFloor(time.Now()).Add(-time.Hour)
+			var clickList []clicks.Click
 			for _, ref := range []string{strings.Repeat("a", 300), "ev\x00il.example", "Upper.example", "a b", "ok.example"} {
-				clicks = append(clicks, Click{Code: "hostile", At: at, Referrer: ref})
+				clickList = append(clickList, clicks.Click{Code: "hostile", At: at, Referrer: ref})
 			}
-			if _, err := s.ApplyClicks(ctx, []ClickBatch{{ID: "h-1", Clicks: clicks}}); err != nil {
+			if _, err := s.ApplyClicks(ctx, []clicks.Batch{{ID: "h-1", Clicks: clickList}}); err != nil {
 				t.Fatal(err)
 			}
 			st, err := s.ClickStats(ctx, "hostile", at, at.Add(time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []ReferrerClicks{{OtherReferrer, 4}, {"ok.example", 1}}
+			want := []clicks.ReferrerClicks{{Host: clicks.OtherReferrer, Count: 4}, {Host: "ok.example", Count: 1}}
 			if fmt.Sprint(st.Referrers) != fmt.Sprint(want) {
 				t.Errorf("referrers = %+v, want %+v", st.Referrers, want)
 			}
@@ -180,8 +181,8 @@ func TestClickSinkHostileReferrer(t *testing.T) {
 // pagedPruner records each page a recorder's pruner asks for, and the
 // log entries written before the first.
 type pagedPruner struct {
-	ClickSink
-	p    clickPruner
+	clicks.Sink
+	p    clicks.ClickPruner
 	logs *observer.ObservedLogs
 
 	mu          sync.Mutex
@@ -190,7 +191,7 @@ type pagedPruner struct {
 	passes      atomic.Int32
 }
 
-func (s *pagedPruner) PruneClicks(ctx context.Context, cutoff clickCutoffs, limit int) (int, bool, error) {
+func (s *pagedPruner) PruneClicks(ctx context.Context, cutoff clicks.ClickCutoffs, limit int) (int, bool, error) {
 	s.mu.Lock()
 	if s.pages == nil {
 		s.logsAtFirst = s.logs.All()
@@ -216,27 +217,27 @@ func TestClickRetentionPrunesInPages(t *testing.T) {
 			ctx := context.Background()
 			now := time.Now().UTC()
 			const retention = 30 * 24 * time.Hour
-			cutoff := dayFloor(now.Add(-retention))
-			var clicks []Click
+			cutoff := clicks.DayFloor(now.Add(-retention))
+			var clickList []clicks.Click
 			// 3 old days: 72 hourly rows, 6 referrer rows, 3 referrer days, and
 			// per day and dimension one value (unknown) and its count: 18 + 18.
 			for d := 1; d <= 3; d++ {
 				for h := range 24 {
 					at := cutoff.Add(time.Duration(-24*d+h) * time.Hour)
-					clicks = append(clicks, Click{Code: "old1", At: at, Referrer: fmt.Sprintf("r%d.example", h%2), Class: UAClass(h % 2)})
+					clickList = append(clickList, clicks.Click{Code: "old1", At: at, Referrer: fmt.Sprintf("r%d.example", h%2), Class: clicks.UAClass(h % 2)})
 				}
 			}
-			kept := []Click{
+			kept := []clicks.Click{
 				{Code: "old1", At: cutoff, Referrer: "r0.example"},
 				{Code: "old1", At: now.Add(-time.Hour), Referrer: "r1.example"},
 			}
-			if _, err := s.ApplyClicks(ctx, []ClickBatch{{ID: "r-1", Clicks: clicks[:40]}, {ID: "r-2", Clicks: clicks[40:]}, {ID: "r-3", Clicks: kept}}); err != nil {
+			if _, err := s.ApplyClicks(ctx, []clicks.Batch{{ID: "r-1", Clicks: clickList[:40]}, {ID: "r-2", Clicks: clickList[40:]}, {ID: "r-3", Clicks: kept}}); err != nil {
 				t.Fatal(err)
 			}
 			core, logs := observer.New(zap.DebugLevel)
-			p := &pagedPruner{ClickSink: s, p: s.(clickPruner), logs: logs}
-			newTestRecorder(t, ClickConfig{Sink: p, Retention: retention, PruneDelay: time.Millisecond, PruneInterval: time.Hour,
-				PrunePage: 10, Logger: slog.New(zapslog.NewHandler(core)), now: func() time.Time { return now }})
+			p := &pagedPruner{Sink: s, p: s.(clicks.ClickPruner), logs: logs}
+			newTestRecorder(t, clicks.Config{Sink: p, Retention: retention, PruneDelay: time.Millisecond, PruneInterval: time.Hour,
+				PrunePage: 10, Logger: slog.New(zapslog.NewHandler(core)), Now: func() time.Time { return now }})
 			deadline := time.Now().Add(20 * time.Second)
 			for p.passes.Load() == 0 {
 				if time.Now().After(deadline) {
@@ -254,9 +255,9 @@ func TestClickRetentionPrunesInPages(t *testing.T) {
 				}
 				sum += n
 			}
-			want := 72 + 6 + 3 + 3*2*len(clickDimensions) // dimension values and their link-days, 3 link-days
-			if name == "embedded" {                       // and its counters across links: 3 link-days, 3 days of the dimensions and 2 referrers
-				want += 3 + 3*(len(clickDimensions)+2)
+			want := 72 + 6 + 3 + 3*2*len(clicks.ClickDimensions) // dimension values and their link-days, 3 link-days
+			if name == "embedded" {                              // and its counters across links: 3 link-days, 3 days of the dimensions and 2 referrers
+				want += 3 + 3*(len(clicks.ClickDimensions)+2)
 			}
 			if sum != want || len(pages) < want/10 {
 				t.Errorf("pages %v deleted %d rows, want %d in at least %d pages", pages, sum, want, want/10)
@@ -273,11 +274,11 @@ func TestClickRetentionPrunesInPages(t *testing.T) {
 			if err != nil || recent.Total != 2 || len(recent.Referrers) != 2 {
 				t.Errorf("stats from the cutoff = %+v, %v; want the 2 kept clicks", recent, err)
 			}
-			if want := int64(len(clicks) + len(kept)); recent.AllTime == nil || recent.AllTime.Total != want || recent.AllTime.Bots != 36 {
+			if want := int64(len(clickList) + len(kept)); recent.AllTime == nil || recent.AllTime.Total != want || recent.AllTime.Bots != 36 {
 				t.Errorf("all-time totals = %+v, want total %d with 36 bots", recent.AllTime, want)
 			}
-			if n, err := s.ClickTotal(ctx, "old1"); err != nil || n != int64(len(clicks)+len(kept)) {
-				t.Errorf("ClickTotal = %d, %v; want %d", n, err, len(clicks)+len(kept))
+			if n, err := s.ClickTotal(ctx, "old1"); err != nil || n != int64(len(clickList)+len(kept)) {
+				t.Errorf("ClickTotal = %d, %v; want %d", n, err, len(clickList)+len(kept))
 			}
 		})
 	}
@@ -285,15 +286,15 @@ func TestClickRetentionPrunesInPages(t *testing.T) {
 
 // failingSink fails every call while fail is set: a store that is down.
 type failingSink struct {
-	ClickSink
+	clicks.Sink
 	fail atomic.Bool
 }
 
-func (s *failingSink) ApplyClicks(ctx context.Context, b []ClickBatch) (int, error) {
+func (s *failingSink) ApplyClicks(ctx context.Context, b []clicks.Batch) (int, error) {
 	if s.fail.Load() {
 		return 0, errors.New("store down")
 	}
-	return s.ClickSink.ApplyClicks(ctx, b)
+	return s.Sink.ApplyClicks(ctx, b)
 }
 
 // metricValue returns a sample of reg: a counter or gauge with the given
@@ -339,7 +340,7 @@ func waitMetric(t *testing.T, reg *prometheus.Registry, name, label string, want
 }
 
 // longHost is a referrer host of 248 bytes: a click with it and a 7-byte
-// code is held for 128+7+248 = 383 bytes (plus its user agent's),
+// Code is held for 128+7+248 = 383 bytes (plus its user agent's),
 // encoded for 64+7+248 = 319.
 var longHost = strings.Repeat("a", 240) + ".example"
 
@@ -348,12 +349,12 @@ var longHost = strings.Repeat("a", 240) + ".example"
 // by reason; out-of-bounds clicks are dropped as invalid; the gauges show
 // what is held; when the store is back exactly the held clicks count.
 func TestClickBufferBytesBound(t *testing.T) {
-	sink := &failingSink{ClickSink: new(memClickSink)}
+	sink := &failingSink{Sink: new(memClickSink)}
 	sink.fail.Store(true)
 	reg := prometheus.NewRegistry()
-	rec := newTestRecorder(t, ClickConfig{Sink: sink, BufferBytes: MinClicksBufferBytes, BatchSize: 100, Registerer: reg})
-	c := Click{Code: "abc1234", At: time.Now(), Referrer: longHost, UA: strings.Repeat("u", 100), Addr: netip.MustParseAddr("192.0.2.1")}
-	size := clickSize(c)
+	rec := newTestRecorder(t, clicks.Config{Sink: sink, BufferBytes: MinClicksBufferBytes, BatchSize: 100, Registerer: reg})
+	c := clicks.Click{Code: "abc1234", At: time.Now(), Referrer: longHost, UA: strings.Repeat("u", 100), Addr: netip.MustParseAddr("192.0.2.1")}
+	size := clicks.ClickSize(c)
 	if size != 383+100 {
 		t.Fatalf("clickSize = %d, want 483 (the user agent counts)", size)
 	}
@@ -368,20 +369,20 @@ func TestClickBufferBytesBound(t *testing.T) {
 	if d := rec.Dropped(); d != sent-fit {
 		t.Errorf("dropped %d, want %d", d, sent-fit)
 	}
-	for _, bad := range []Click{
+	for _, bad := range []clicks.Click{
 		{Code: strings.Repeat("a", link.MaxCustomCodeLen+1)},
-		{Code: "abc1234", Referrer: strings.Repeat("b", MaxReferrerHost+1)},
+		{Code: "abc1234", Referrer: strings.Repeat("b", clicks.MaxReferrerHost+1)},
 		{Code: "abc1234", Referrer: "tab\there"},
 		{Code: "ab\ncd"},
-		{Code: "abc1234", Class: ClassOther + 1},
-		{Code: "abc1234", UA: strings.Repeat("u", MaxUserAgent+1)},
+		{Code: "abc1234", Class: clicks.ClassOther + 1},
+		{Code: "abc1234", UA: strings.Repeat("u", clicks.MaxUserAgent+1)},
 	} {
 		rec.Record(bad)
 	}
-	if v := metricValue(t, reg, "caddy_shortener_clicks_dropped_total", dropBufferFull); v != float64(sent-fit) {
+	if v := metricValue(t, reg, "caddy_shortener_clicks_dropped_total", clicks.DropBufferFull); v != float64(sent-fit) {
 		t.Errorf("dropped{buffer_full} = %v, want %d", v, sent-fit)
 	}
-	if v := metricValue(t, reg, "caddy_shortener_clicks_dropped_total", dropInvalid); v != 6 {
+	if v := metricValue(t, reg, "caddy_shortener_clicks_dropped_total", clicks.DropInvalid); v != 6 {
 		t.Errorf("dropped{invalid} = %v, want 6", v)
 	}
 	waitMetric(t, reg, "caddy_shortener_clicks_buffered_bytes", "", float64(fit*size))
@@ -393,19 +394,19 @@ func TestClickBufferBytesBound(t *testing.T) {
 
 // streamEntries sums the stream's entries as the append script counts
 // them, and the clicks they hold.
-func streamEntries(t *testing.T, ctx context.Context, rec *ClickRecorder) (bytes, clicks int64) {
+func streamEntries(t *testing.T, ctx context.Context, rec *clicks.Recorder) (bytes, clickList int64) {
 	t.Helper()
-	msgs, err := rec.cfg.Redis.XRange(ctx, rec.stream, "-", "+").Result()
+	msgs, err := rec.Cfg.Redis.XRange(ctx, rec.Stream, "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range msgs {
-		id, _ := m.Values[fieldBatch].(string)
-		data, _ := m.Values[fieldClicks].(string)
-		bytes += int64(len(id) + len(data) + streamEntryOverhead)
-		clicks += int64(strings.Count(data, "\n"))
+		id, _ := m.Values[clicks.FieldBatch].(string)
+		data, _ := m.Values[clicks.FieldClicks].(string)
+		bytes += int64(len(id) + len(data) + clicks.StreamEntryOverhead)
+		clickList += int64(strings.Count(data, "\n"))
 	}
-	return bytes, clicks
+	return bytes, clickList
 }
 
 // With every consumer unable to count, the stream holds at most
@@ -416,14 +417,14 @@ func streamEntries(t *testing.T, ctx context.Context, rec *ClickRecorder) (bytes
 func TestClickStreamBytesBound(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	ctx := context.Background()
-	sink := &failingSink{ClickSink: new(memClickSink)}
+	sink := &failingSink{Sink: new(memClickSink)}
 	sink.fail.Store(true)
 	reg := prometheus.NewRegistry()
-	rec := newTestRecorder(t, ClickConfig{Sink: sink, Redis: rdb, KeyPrefix: prefix, StreamMaxBytes: MinClicksStreamBytes,
+	rec := newTestRecorder(t, clicks.Config{Sink: sink, Redis: rdb, KeyPrefix: prefix, StreamMaxBytes: MinClicksStreamBytes,
 		BatchSize: 50, BatchInterval: 10 * time.Millisecond, Registerer: reg})
 	const sent = 3000
 	for i := range sent {
-		rec.Record(Click{Code: "abc1234", At: time.Now(), Referrer: longHost})
+		rec.Record(clicks.Click{Code: "abc1234", At: time.Now(), Referrer: longHost})
 		if i%500 == 499 {
 			time.Sleep(20 * time.Millisecond) // let the writer flush: not a buffer test
 		}
@@ -439,14 +440,14 @@ func TestClickStreamBytesBound(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	bytes, inStream := streamEntries(t, ctx, rec)
-	trimmed := metricValue(t, reg, "caddy_shortener_clicks_dropped_total", dropStreamTrimmed)
+	trimmed := metricValue(t, reg, "caddy_shortener_clicks_dropped_total", clicks.DropStreamTrimmed)
 	if bytes > MinClicksStreamBytes {
 		t.Errorf("stream entries hold %d bytes, cap %d", bytes, MinClicksStreamBytes)
 	}
 	if trimmed == 0 || int64(trimmed)+inStream != sent || rec.Dropped() != int64(trimmed) {
 		t.Errorf("in stream %d + trimmed %v (recorder %d) != sent %d", inStream, trimmed, rec.Dropped(), sent)
 	}
-	if mem, err := rdb.MemoryUsage(ctx, rec.stream).Result(); err == nil {
+	if mem, err := rdb.MemoryUsage(ctx, rec.Stream).Result(); err == nil {
 		t.Logf("stream: %d entry bytes as counted, %d clicks; MEMORY USAGE %d bytes", bytes, inStream, mem)
 	}
 	sink.fail.Store(false)
@@ -459,11 +460,11 @@ func TestClickStreamMalformedCounted(t *testing.T) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
 	sink := new(memClickSink)
-	rec := newTestRecorder(t, ClickConfig{Sink: sink, Redis: rdb, KeyPrefix: prefix, Registerer: reg})
-	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: rec.stream, Values: []string{fieldBatch, "x-1", fieldClicks, "no tabs\n", fieldCount, "7"}}).Err(); err != nil {
+	rec := newTestRecorder(t, clicks.Config{Sink: sink, Redis: rdb, KeyPrefix: prefix, Registerer: reg})
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: rec.Stream, Values: []string{clicks.FieldBatch, "x-1", clicks.FieldClicks, "no tabs\n", clicks.FieldCount, "7"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	rec.Record(Click{Code: "abc1234", At: time.Now()})
+	rec.Record(clicks.Click{Code: "abc1234", At: time.Now()})
 	waitCodeTotal(t, sink, "abc1234", 1)
-	waitMetric(t, reg, "caddy_shortener_clicks_dropped_total", dropMalformed, 7)
+	waitMetric(t, reg, "caddy_shortener_clicks_dropped_total", clicks.DropMalformed, 7)
 }

@@ -9,20 +9,22 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // pruneAll runs prune pages at cut until a pass is done.
-func pruneAll(t *testing.T, s ClickSink, cut clickCutoffs, page int) {
+func pruneAll(t *testing.T, s clicks.Sink, cut clicks.ClickCutoffs, page int) {
 	t.Helper()
 	for done := false; !done; {
 		var err error
-		if _, done, err = s.(clickPruner).PruneClicks(context.Background(), cut, page); err != nil {
+		if _, done, err = s.(clicks.ClickPruner).PruneClicks(context.Background(), cut, page); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-func clickTotalsOf(t *testing.T, s ClickSink, code string, from, to time.Time) ClickStats {
+func clickTotalsOf(t *testing.T, s clicks.Sink, code string, from, to time.Time) clicks.Stats {
 	t.Helper()
 	st, err := s.ClickStats(context.Background(), code, from, to)
 	if err != nil {
@@ -44,21 +46,21 @@ func TestClickHourlyRetentionRollsUp(t *testing.T) {
 			ctx := context.Background()
 			now := time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC)
 			day := func(d int) time.Time { return time.Date(2026, 6, d, 0, 0, 0, 0, time.UTC) }
-			var rolled, gone []Click
+			var rolled, gone []clicks.Click
 			for h := range 24 {
-				rolled = append(rolled, Click{Code: "roll", At: day(10).Add(time.Duration(h) * time.Hour), Class: UAClass(h % 3)})
+				rolled = append(rolled, clicks.Click{Code: "roll", At: day(10).Add(time.Duration(h) * time.Hour), Class: clicks.UAClass(h % 3)})
 				if h < 5 {
-					gone = append(gone, Click{Code: "roll", At: day(4).Add(time.Duration(h) * time.Hour), Referrer: "r.example"})
+					gone = append(gone, clicks.Click{Code: "roll", At: day(4).Add(time.Duration(h) * time.Hour), Referrer: "r.example"})
 				}
 			}
-			kept := []Click{{Code: "roll", At: day(13).Add(10 * time.Hour)}, {Code: "roll", At: day(13).Add(10*time.Hour + time.Minute), Class: ClassBot}}
-			if _, err := s.ApplyClicks(ctx, []ClickBatch{{ID: "d-1", Clicks: rolled[:10]}, {ID: "d-2", Clicks: rolled[10:]},
-				{ID: "d-3", Clicks: gone}, {ID: "d-4", Clicks: kept}, {ID: "d-5", Clicks: []Click{{Code: "other", At: day(10)}}}}); err != nil {
+			kept := []clicks.Click{{Code: "roll", At: day(13).Add(10 * time.Hour)}, {Code: "roll", At: day(13).Add(10*time.Hour + time.Minute), Class: clicks.ClassBot}}
+			if _, err := s.ApplyClicks(ctx, []clicks.Batch{{ID: "d-1", Clicks: rolled[:10]}, {ID: "d-2", Clicks: rolled[10:]},
+				{ID: "d-3", Clicks: gone}, {ID: "d-4", Clicks: kept}, {ID: "d-5", Clicks: []clicks.Click{{Code: "other", At: day(10)}}}}); err != nil {
 				t.Fatal(err)
 			}
-			rec := newTestRecorder(t, ClickConfig{Sink: s, Retention: 10 * 24 * time.Hour, HourlyRetention: 3 * 24 * time.Hour,
-				PruneDelay: time.Millisecond, PruneInterval: time.Hour, PrunePage: 7, now: func() time.Time { return now }})
-			cut := rec.pruneCutoffs()
+			rec := newTestRecorder(t, clicks.Config{Sink: s, Retention: 10 * 24 * time.Hour, HourlyRetention: 3 * 24 * time.Hour,
+				PruneDelay: time.Millisecond, PruneInterval: time.Hour, PrunePage: 7, Now: func() time.Time { return now }})
+			cut := rec.PruneCutoffs()
 			if cut.Hourly != day(12) || cut.Daily != day(5) {
 				t.Fatalf("cutoffs = %+v, want hourly 2026-06-12, daily 2026-06-05", cut)
 			}
@@ -70,7 +72,7 @@ func TestClickHourlyRetentionRollsUp(t *testing.T) {
 			check := func(when string, people, bots int64) {
 				t.Helper()
 				st := clickTotalsOf(t, s, "roll", day(10).Add(5*time.Hour), day(10).Add(6*time.Hour))
-				want := []DailyClicks{{Day: day(10), People: people, Bots: bots}}
+				want := []clicks.DailyClicks{{Day: day(10), People: people, Bots: bots}}
 				if fmt.Sprint(st.Daily) != fmt.Sprint(want) || len(st.Hourly) != 0 || st.Total != people+bots {
 					t.Errorf("%s: an hour of the rolled day = %+v; want the whole day %+v (days past the hourly retention are whole)", when, st, want)
 				}
@@ -84,7 +86,7 @@ func TestClickHourlyRetentionRollsUp(t *testing.T) {
 					t.Errorf("%s: another link's rolled day = %+v, want its click", when, st)
 				}
 				all := clickTotalsOf(t, s, "roll", day(1), now)
-				series := seriesSpec{granularity: GranularityDay, loc: time.UTC}.series(append(all.Hourly, dailyAsHours(all.Daily)...), day(1), now)
+				series := clicks.SeriesSpec{Granularity: clicks.GranularityDay, Loc: time.UTC}.Series(append(all.Hourly, clicks.DailyAsHours(all.Daily)...), day(1), now)
 				got := map[int]int64{}
 				for _, p := range series {
 					if p.Clicks != 0 {
@@ -101,7 +103,7 @@ func TestClickHourlyRetentionRollsUp(t *testing.T) {
 			check("after the pass", 16, 8)
 			pruneAll(t, s, cut, 3)
 			check("after a second pass", 16, 8)
-			if _, err := s.ApplyClicks(ctx, []ClickBatch{{ID: "d-6", Clicks: []Click{{Code: "roll", At: day(10).Add(3 * time.Hour)}}}}); err != nil {
+			if _, err := s.ApplyClicks(ctx, []clicks.Batch{{ID: "d-6", Clicks: []clicks.Click{{Code: "roll", At: day(10).Add(3 * time.Hour)}}}}); err != nil {
 				t.Fatal(err)
 			}
 			pruneAll(t, s, cut, 3)
@@ -117,7 +119,7 @@ func TestClickStatsBeforeHourlyHorizon(t *testing.T) {
 	h, _ := clickHandler(t, now, func(h *Handler) { h.ClicksHourlyRetention = caddy.Duration(3 * 24 * time.Hour) })
 	code := create(t, h, `{"long_url":"https://example.com/landing"}`).Code
 	base := "/api/links/" + code + "/stats?"
-	var st StatsAnswer
+	var st clicks.StatsAnswer
 	for _, q := range []string{"from=2026-11-26T00:00:00Z&granularity=hour", "from=2026-11-26T00:00:00Z&tz=Europe/Paris",
 		"from=2026-11-01T00:00:00Z", "from=2026-11-01T00:00:00Z&granularity=month&tz=UTC"} {
 		getJSON(t, h, base+q, http.StatusOK, &st)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // Canaries: a user agent and an address no derived value contains.
@@ -23,12 +24,12 @@ const (
 // leakSink passes batches to a real sink and remembers any click that
 // still carries an address or a user agent.
 type leakSink struct {
-	ClickSink
+	clicks.Sink
 	mu     sync.Mutex
-	leaked []Click
+	leaked []clicks.Click
 }
 
-func (s *leakSink) ApplyClicks(ctx context.Context, b []ClickBatch) (int, error) {
+func (s *leakSink) ApplyClicks(ctx context.Context, b []clicks.Batch) (int, error) {
 	s.mu.Lock()
 	for _, batch := range b {
 		for _, c := range batch.Clicks {
@@ -38,7 +39,7 @@ func (s *leakSink) ApplyClicks(ctx context.Context, b []ClickBatch) (int, error)
 		}
 	}
 	s.mu.Unlock()
-	return s.ClickSink.ApplyClicks(ctx, b)
+	return s.Sink.ApplyClicks(ctx, b)
 }
 
 // redisArgs records every argument sent to Redis, as text.
@@ -74,14 +75,14 @@ func (h *redisArgs) add(cmd redis.Cmder) {
 // no click given to a sink carries them, and no Redis command holds them.
 func TestClickAddressAndUserAgentStayInProcess(t *testing.T) {
 	addr := netip.MustParseAddr(canaryAddr)
-	record := func(rec *ClickRecorder) {
+	record := func(rec *clicks.Recorder) {
 		for i := range 500 {
-			rec.Record(Click{Code: testClickCodes[i%5], At: time.Now(), Class: ClassBrowser, Addr: addr, UA: canaryUA})
+			rec.Record(clicks.Click{Code: testClickCodes[i%5], At: time.Now(), Class: clicks.ClassBrowser, Addr: addr, UA: canaryUA})
 		}
 	}
 	t.Run("sink", func(t *testing.T) {
-		sink := &leakSink{ClickSink: newTestEmbeddedClickSink(t)}
-		rec := newTestRecorder(t, ClickConfig{Sink: sink})
+		sink := &leakSink{Sink: newTestEmbeddedClickSink(t)}
+		rec := newTestRecorder(t, clicks.Config{Sink: sink})
 		record(rec)
 		waitTotal(t, sink, 500, 10*time.Second)
 		closeRecorder(t, rec)
@@ -93,8 +94,8 @@ func TestClickAddressAndUserAgentStayInProcess(t *testing.T) {
 		rdb, prefix := testenv.Redis(t)
 		var sent redisArgs
 		rdb.AddHook(&sent)
-		sink := &leakSink{ClickSink: newTestEmbeddedClickSink(t)}
-		rec := newTestRecorder(t, ClickConfig{Sink: sink, Redis: rdb, KeyPrefix: prefix})
+		sink := &leakSink{Sink: newTestEmbeddedClickSink(t)}
+		rec := newTestRecorder(t, clicks.Config{Sink: sink, Redis: rdb, KeyPrefix: prefix})
 		record(rec)
 		waitTotal(t, sink, 500, 10*time.Second)
 		closeRecorder(t, rec)
@@ -118,29 +119,29 @@ func TestClickAddressAndUserAgentStayInProcess(t *testing.T) {
 	})
 }
 
-// derive names device, OS and browser from the user agent; bots stay as
+// Derive names device, OS and browser from the user agent; bots stay as
 // ClassifyUserAgent calls them; a second look hits the cache alike.
 func TestClickDeriveUserAgent(t *testing.T) {
-	r := &ClickRecorder{ua: newUAParser()}
+	r := &clicks.Recorder{Ua: clicks.NewUAParser()}
 	for _, tt := range []struct{ ua, device, os, browser string }{
-		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", DeviceDesktop, "windows", "chrome"},
-		{"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1", DeviceMobile, "ios", "safari"},
-		{"Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.6778.81 Mobile Safari/537.36", DeviceMobile, "android", "chrome"},
-		{"Mozilla/5.0 (iPad; CPU OS 17_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.6 Mobile/15E148 Safari/604.1", DeviceTablet, "ios", "safari"},
-		{"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", DeviceDesktop, "linux", "firefox"},
-		{"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", DeviceBot, UnknownDim, UnknownDim},
-		{"curl/8.5.0", DeviceBot, UnknownDim, UnknownDim},
-		{"", DeviceBot, UnknownDim, UnknownDim},
-		{"SomeApp/1.0", DeviceOther, UnknownDim, UnknownDim},
+		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", clicks.DeviceDesktop, "windows", "chrome"},
+		{"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1", clicks.DeviceMobile, "ios", "safari"},
+		{"Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.6778.81 Mobile Safari/537.36", clicks.DeviceMobile, "android", "chrome"},
+		{"Mozilla/5.0 (iPad; CPU OS 17_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.6 Mobile/15E148 Safari/604.1", clicks.DeviceTablet, "ios", "safari"},
+		{"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", clicks.DeviceDesktop, "linux", "firefox"},
+		{"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", clicks.DeviceBot, clicks.UnknownDim, clicks.UnknownDim},
+		{"curl/8.5.0", clicks.DeviceBot, clicks.UnknownDim, clicks.UnknownDim},
+		{"", clicks.DeviceBot, clicks.UnknownDim, clicks.UnknownDim},
+		{"SomeApp/1.0", clicks.DeviceOther, clicks.UnknownDim, clicks.UnknownDim},
 	} {
 		for range 2 {
-			c := Click{Code: "abc1234", UA: tt.ua, Class: ClassifyUserAgent(tt.ua), Addr: netip.MustParseAddr(canaryAddr)}
-			r.derive(&c)
+			c := clicks.Click{Code: "abc1234", UA: tt.ua, Class: clicks.ClassifyUserAgent(tt.ua), Addr: netip.MustParseAddr(canaryAddr)}
+			r.Derive(&c)
 			if c.Device != tt.device || c.OS != tt.os || c.Browser != tt.browser || c.UA != "" || c.Addr.IsValid() {
 				t.Errorf("derive(%.40q) = %q/%q/%q (UA %q, addr %v); want %q/%q/%q, both cleared",
 					tt.ua, c.Device, c.OS, c.Browser, c.UA, c.Addr, tt.device, tt.os, tt.browser)
 			}
-			if clickSize(c) < 0 {
+			if clicks.ClickSize(c) < 0 {
 				t.Errorf("derived click %+v is out of bounds", c)
 			}
 		}
@@ -150,17 +151,17 @@ func TestClickDeriveUserAgent(t *testing.T) {
 // Dimensions survive the stream; an entry of the earlier four-field
 // format decodes with none; a hostile dimension is refused.
 func TestClickEncodingDims(t *testing.T) {
-	in := []Click{{Code: "abc1234", At: time.UnixMilli(1764547200000).UTC(), Class: ClassBrowser, Device: DeviceMobile, OS: "ios", Browser: "samsung browser"}}
-	out, err := decodeClicks(encodeClicks(in))
+	in := []clicks.Click{{Code: "abc1234", At: time.UnixMilli(1764547200000).UTC(), Class: clicks.ClassBrowser, Device: clicks.DeviceMobile, OS: "ios", Browser: "samsung browser"}}
+	out, err := clicks.DecodeClicks(clicks.EncodeClicks(in))
 	if err != nil || len(out) != 1 || out[0] != in[0] {
 		t.Errorf("decode(encode(%+v)) = %+v, %v", in, out, err)
 	}
-	old, err := decodeClicks("abc1234\t1764547200000\t0\texample.com\n")
+	old, err := clicks.DecodeClicks("abc1234\t1764547200000\t0\texample.com\n")
 	if err != nil || len(old) != 1 || old[0].Device != "" || old[0].Referrer != "example.com" {
 		t.Errorf("four-field entry = %+v, %v", old, err)
 	}
-	for _, bad := range []string{"abc1234\t1\t0\t\tMOBILE\t\t\n", "abc1234\t1\t0\t\t" + strings.Repeat("x", maxDimLen+1) + "\t\t\n"} {
-		if _, err := decodeClicks(bad); err == nil {
+	for _, bad := range []string{"abc1234\t1\t0\t\tMOBILE\t\t\n", "abc1234\t1\t0\t\t" + strings.Repeat("x", clicks.MaxDimLen+1) + "\t\t\n"} {
+		if _, err := clicks.DecodeClicks(bad); err == nil {
 			t.Errorf("decodeClicks(%q) accepted a hostile dimension", bad)
 		}
 	}
@@ -169,7 +170,7 @@ func TestClickEncodingDims(t *testing.T) {
 // BenchmarkClickDerive measures the writer's derivation of a click from a
 // mix of eight user agents (after the first, each a cache hit).
 func BenchmarkClickDerive(b *testing.B) {
-	r := &ClickRecorder{ua: newUAParser()}
+	r := &clicks.Recorder{Ua: clicks.NewUAParser()}
 	uas := []string{
 		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
 		"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
@@ -178,8 +179,8 @@ func BenchmarkClickDerive(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		c := Click{Code: "abc1234", UA: uas[i%len(uas)]}
-		r.derive(&c)
+		c := clicks.Click{Code: "abc1234", UA: uas[i%len(uas)]}
+		r.Derive(&c)
 	}
 }
 
@@ -188,12 +189,12 @@ func BenchmarkClickDerive(b *testing.B) {
 // the embedded store: the writer hashes each client under the day's salt.
 func TestClickUniquesFromClients(t *testing.T) {
 	sink := newTestEmbeddedClickSink(t)
-	rec := newTestRecorder(t, ClickConfig{Sink: sink})
+	rec := newTestRecorder(t, clicks.Config{Sink: sink})
 	now := time.Now().UTC()
 	for range 2 {
 		for i := range 300 {
 			addr := netip.AddrFrom4([4]byte{198, 51, byte(i / 256), byte(i % 256)})
-			rec.Record(Click{Code: testClickCodes[0], At: now, Class: ClassBrowser, Addr: addr, UA: canaryUA})
+			rec.Record(clicks.Click{Code: testClickCodes[0], At: now, Class: clicks.ClassBrowser, Addr: addr, UA: canaryUA})
 		}
 	}
 	waitTotal(t, sink, 600, 10*time.Second)

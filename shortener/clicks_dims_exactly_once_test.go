@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // TestClickDimensionsExactlyOnce is issue 17's exactly-once acceptance
@@ -35,7 +36,7 @@ func TestClickDimensionsExactlyOnce(t *testing.T) {
 	})
 }
 
-func dimensionsExactlyOnce(t *testing.T, sink ClickSink) {
+func dimensionsExactlyOnce(t *testing.T, sink clicks.Sink) {
 	rdb, prefix := testenv.Redis(t)
 	geo := filepath.Join(t.TempDir(), "city.mmdb")
 	writeGeoDB(t, geo, "GeoLite2-City", []geoNet{
@@ -44,58 +45,58 @@ func dimensionsExactlyOnce(t *testing.T, sink ClickSink) {
 		{"2001:db8::/32", cityRecord("JP", "JP-13", "Tokyo")},
 	})
 	uas := []struct{ ua, device, browser string }{
-		{"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", DeviceDesktop, "firefox"},
-		{"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1", DeviceMobile, "safari"},
-		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", DeviceDesktop, "chrome"},
+		{"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", clicks.DeviceDesktop, "firefox"},
+		{"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1", clicks.DeviceMobile, "safari"},
+		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", clicks.DeviceDesktop, "chrome"},
 	}
 	var afterCommit, beforeCommit atomic.Int32
-	cfg := func() ClickConfig {
-		return ClickConfig{Sink: sink, Redis: rdb, KeyPrefix: prefix, ClaimMinIdle: 300 * time.Millisecond, GeoIP: geo, BatchSize: 50}
+	cfg := func() clicks.Config {
+		return clicks.Config{Sink: sink, Redis: rdb, KeyPrefix: prefix, ClaimMinIdle: 300 * time.Millisecond, GeoIP: geo, BatchSize: 50}
 	}
 	ca, cb := cfg(), cfg()
-	ca.crashAfterApply = func([]ClickBatch) bool { return afterCommit.Add(1) == 1 }
-	cb.crashBeforeApply = func([]ClickBatch) bool { return beforeCommit.Add(1) == 1 }
+	ca.CrashAfterApply = func([]clicks.Batch) bool { return afterCommit.Add(1) == 1 }
+	cb.CrashBeforeApply = func([]clicks.Batch) bool { return beforeCommit.Add(1) == 1 }
 	a, b := newTestRecorder(t, ca), newTestRecorder(t, cb)
 
 	code := testClickCodes[0]
-	want := map[string]map[string]int64{DimCountry: {}, DimDevice: {}, DimBrowser: {}, DimSource: {}}
-	click := func(i int) Click {
+	want := map[string]map[string]int64{clicks.DimCountry: {}, clicks.DimDevice: {}, clicks.DimBrowser: {}, clicks.DimSource: {}}
+	click := func(i int) clicks.Click {
 		v := i % 600 // the visitor: an address and a user agent
 		var addr netip.Addr
 		switch v % 3 {
 		case 0:
 			addr = netip.AddrFrom4([4]byte{198, 51, 100, byte(v / 3)})
-			want[DimCountry]["US"]++
+			want[clicks.DimCountry]["US"]++
 		case 1:
 			addr = netip.AddrFrom4([4]byte{203, 0, 113, byte(v / 3)})
-			want[DimCountry]["DE"]++
+			want[clicks.DimCountry]["DE"]++
 		default:
 			addr = netip.MustParseAddr(fmt.Sprintf("2001:db8::%x", v))
-			want[DimCountry]["JP"]++
+			want[clicks.DimCountry]["JP"]++
 		}
 		u := uas[v%len(uas)]
-		want[DimDevice][u.device]++
-		want[DimBrowser][u.browser]++
-		c := Click{Code: code, At: time.Now(), Class: ClassBrowser, Addr: addr, UA: u.ua, QR: i%5 == 0}
-		want[DimSource][clickSourceDim(c.QR)]++
+		want[clicks.DimDevice][u.device]++
+		want[clicks.DimBrowser][u.browser]++
+		c := clicks.Click{Code: code, At: time.Now(), Class: clicks.ClassBrowser, Addr: addr, UA: u.ua, QR: i%5 == 0}
+		want[clicks.DimSource][clicks.ClickSourceDim(c.QR)]++
 		return c
 	}
-	clicks := make([]Click, 3000)
-	for i := range clicks {
-		clicks[i] = click(i)
+	clickList := make([]clicks.Click, 3000)
+	for i := range clickList {
+		clickList[i] = click(i)
 	}
-	send := func(recs []*ClickRecorder, from, to int) {
+	send := func(recs []*clicks.Recorder, from, to int) {
 		var wg sync.WaitGroup
 		for w := range 30 {
 			wg.Go(func() {
 				for i := from + w; i < to; i += 30 {
-					recs[i%len(recs)].Record(clicks[i])
+					recs[i%len(recs)].Record(clickList[i])
 				}
 			})
 		}
 		wg.Wait()
 	}
-	send([]*ClickRecorder{a, b}, 0, 1500)
+	send([]*clicks.Recorder{a, b}, 0, 1500)
 	deadline := time.Now().Add(20 * time.Second)
 	for afterCommit.Load() == 0 || beforeCommit.Load() == 0 {
 		if time.Now().After(deadline) {
@@ -104,9 +105,9 @@ func dimensionsExactlyOnce(t *testing.T, sink ClickSink) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	c := newTestRecorder(t, cfg())
-	send([]*ClickRecorder{a, b, c}, 1500, 3000)
+	send([]*clicks.Recorder{a, b, c}, 1500, 3000)
 	waitTotal(t, sink, 3000, 60*time.Second)
-	if c.replayed.Load() == 0 {
+	if c.Replayed.Load() == 0 {
 		t.Error("the batch committed before the kill was not replayed: the after-commit crash was not exercised")
 	}
 	ctx := context.Background()
@@ -116,9 +117,9 @@ func dimensionsExactlyOnce(t *testing.T, sink ClickSink) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var wl []BreakdownEntry
+		var wl []clicks.BreakdownEntry
 		for v, n := range w {
-			wl = append(wl, BreakdownEntry{Value: v, Clicks: n})
+			wl = append(wl, clicks.BreakdownEntry{Value: v, Clicks: n})
 		}
 		sort.Slice(wl, func(i, j int) bool {
 			return wl[i].Clicks > wl[j].Clicks || wl[i].Clicks == wl[j].Clicks && wl[i].Value < wl[j].Value
@@ -134,7 +135,7 @@ func dimensionsExactlyOnce(t *testing.T, sink ClickSink) {
 	if st.Uniques < 588 || st.Uniques > 612 {
 		t.Errorf("uniques %d, want 600 within 2%%", st.Uniques)
 	}
-	for _, r := range []*ClickRecorder{a, b, c} {
+	for _, r := range []*clicks.Recorder{a, b, c} {
 		closeRecorder(t, r)
 	}
 	assertStreamDrained(t, rdb, prefix)

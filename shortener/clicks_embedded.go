@@ -9,6 +9,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -34,7 +35,7 @@ type embeddedClickSink struct {
 // stands for DefaultClicksReferrers.
 func newEmbeddedClickSink(db *bbolt.DB, referrers int) (*embeddedClickSink, error) {
 	if referrers <= 0 {
-		referrers = DefaultClicksReferrers
+		referrers = clicks.DefaultClicksReferrers
 	}
 	if err := db.Update(createClickBuckets); err != nil {
 		return nil, fmt.Errorf("click buckets: %w", err)
@@ -45,7 +46,7 @@ func newEmbeddedClickSink(db *bbolt.DB, referrers int) (*embeddedClickSink, erro
 // createClickBuckets creates the buckets of the click counters that are
 // missing.
 func createClickBuckets(tx *bbolt.Tx) error {
-	for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, bucketClicksDaily, bucketVisitorSalts,
+	for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, clicks.BucketClicksDaily, bucketVisitorSalts,
 		bucketClicksDims, bucketDimDays} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
@@ -93,11 +94,11 @@ func createClickBoundBuckets(tx *bbolt.Tx) error {
 		if err != nil {
 			return err
 		}
-		counts := map[dayKey]uint64{}
+		counts := map[clicks.DayKey]uint64{}
 		err = tx.Bucket(bucketClicksReferrers).ForEach(func(k, _ []byte) error {
 			code, day, ok := splitClickKey(k)
-			if ok && len(k) > len(code)+9 && string(k[len(code)+9:]) != OtherReferrer {
-				counts[dayKey{code, day}]++
+			if ok && len(k) > len(code)+9 && string(k[len(code)+9:]) != clicks.OtherReferrer {
+				counts[clicks.DayKey{Code: code, Day: day}]++
 			}
 			return nil
 		})
@@ -105,7 +106,7 @@ func createClickBoundBuckets(tx *bbolt.Tx) error {
 			return err
 		}
 		for d, n := range counts {
-			if err := days.Put(clickKey(d.code, d.day, ""), binary.BigEndian.AppendUint64(nil, n)); err != nil {
+			if err := days.Put(clickKey(d.Code, d.Day, ""), binary.BigEndian.AppendUint64(nil, n)); err != nil {
 				return err
 			}
 		}
@@ -130,8 +131,8 @@ func clickKey(code string, t int64, host string) []byte {
 	return append(k, host...)
 }
 
-// ApplyClicks implements ClickSink in one bbolt transaction.
-func (s *embeddedClickSink) ApplyClicks(ctx context.Context, batches []ClickBatch) (int, error) {
+// ApplyClicks implements Sink in one bbolt transaction.
+func (s *embeddedClickSink) ApplyClicks(ctx context.Context, batches []clicks.Batch) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -140,7 +141,7 @@ func (s *embeddedClickSink) ApplyClicks(ctx context.Context, batches []ClickBatc
 		ids := tx.Bucket(bucketClickBatches)
 		now := time.Now()
 		stamp := binary.BigEndian.AppendUint64(nil, uint64(now.Unix()))
-		var todo []ClickBatch
+		var todo []clicks.Batch
 		for _, b := range batches {
 			if ids.Get([]byte(b.ID)) != nil {
 				continue
@@ -151,17 +152,17 @@ func (s *embeddedClickSink) ApplyClicks(ctx context.Context, batches []ClickBatc
 			todo = append(todo, b)
 		}
 		applied = len(todo)
-		agg := aggregateClicks(todo)
+		agg := clicks.AggregateClicks(todo)
 		if err := addHourlyBolt(tx, agg); err != nil {
 			return err
 		}
 		if err := countVisitorsBolt(tx, agg); err != nil {
 			return err
 		}
-		if err := boltReferrers.count(tx, agg.referrers, s.referrers); err != nil {
+		if err := boltReferrers.count(tx, agg.Referrers, s.referrers); err != nil {
 			return err
 		}
-		if err := boltDims.count(tx, agg.dims, s.referrers); err != nil {
+		if err := boltDims.count(tx, agg.Dims, s.referrers); err != nil {
 			return err
 		}
 		if now.Sub(s.lastPrune) > time.Hour {
@@ -191,14 +192,14 @@ func (s *embeddedClickSink) ApplyClicks(ctx context.Context, batches []ClickBatc
 	return applied, nil
 }
 
-// ClickStats implements ClickSink.
-func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (ClickStats, error) {
-	st := ClickStats{Code: code, Hourly: []link.HourlyClicks{}, Referrers: []ReferrerClicks{}}
+// Stats implements Sink.
+func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (clicks.Stats, error) {
+	st := clicks.Stats{Code: code, Hourly: []link.HourlyClicks{}, Referrers: []clicks.ReferrerClicks{}}
 	prefix := append([]byte(code), 0)
-	firstDay, endDay := dayRange(from, to)
+	firstDay, endDay := clicks.DayRange(from, to)
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketClicksHourly).Cursor()
-		for k, v := c.Seek(clickKey(code, hourFloor(from).Unix(), "")); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		for k, v := c.Seek(clickKey(code, clicks.HourFloor(from).Unix(), "")); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			hour := int64(binary.BigEndian.Uint64(k[len(prefix):]))
 			if !time.Unix(hour, 0).Before(to) {
 				break
@@ -208,23 +209,23 @@ func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, t
 			st.People += h.People
 			st.Bots += h.Bots
 		}
-		c = tx.Bucket(bucketClicksDaily).Cursor()
+		c = tx.Bucket(clicks.BucketClicksDaily).Cursor()
 		var sketches [][]byte
-		defer func() { st.Uniques = mergeVisitors(sketches) }()
+		defer func() { st.Uniques = clicks.MergeVisitors(sketches) }()
 		for k, v := c.Seek(clickKey(code, firstDay.Unix(), "")); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			day := int64(binary.BigEndian.Uint64(k[len(prefix):]))
 			if day >= endDay.Unix() {
 				break
 			}
-			d := decodeDailyValue(v)
-			if d.visitors != nil {
-				sketches = append(sketches, bytes.Clone(d.visitors))
-				st.Visitors = append(st.Visitors, DayVisitors{Day: time.Unix(day, 0).UTC(), Sketch: sketches[len(sketches)-1]})
+			d := clicks.DecodeDailyValue(v)
+			if d.Visitors != nil {
+				sketches = append(sketches, bytes.Clone(d.Visitors))
+				st.Visitors = append(st.Visitors, clicks.DayVisitors{Day: time.Unix(day, 0).UTC(), Sketch: sketches[len(sketches)-1]})
 			}
-			if d.people+d.bots > 0 {
-				st.Daily = append(st.Daily, DailyClicks{Day: time.Unix(day, 0).UTC(), People: int64(d.people), Bots: int64(d.bots)})
-				st.People += int64(d.people)
-				st.Bots += int64(d.bots)
+			if d.People+d.Bots > 0 {
+				st.Daily = append(st.Daily, clicks.DailyClicks{Day: time.Unix(day, 0).UTC(), People: int64(d.People), Bots: int64(d.Bots)})
+				st.People += int64(d.People)
+				st.Bots += int64(d.Bots)
 			}
 		}
 		hosts := map[string]int64{}
@@ -236,7 +237,7 @@ func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, t
 			}
 			hosts[string(k[len(prefix)+8:])] += int64(binary.BigEndian.Uint64(v))
 		}
-		st.Referrers = topReferrers(hosts)
+		st.Referrers = clicks.RankReferrers(hosts)
 		all := readClickTotals(tx, code)
 		st.AllTime = &all
 		return nil
@@ -250,15 +251,15 @@ func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, t
 
 // addHourlyBolt adds the aggregate's hourly counters to the hourly
 // rollup, the all-time totals and the day-first index of the overview.
-func addHourlyBolt(tx *bbolt.Tx, agg clickAggregate) error {
+func addHourlyBolt(tx *bbolt.Tx, agg clicks.ClickAggregate) error {
 	hourly := tx.Bucket(bucketClicksHourly)
-	for _, k := range agg.sortedHours() {
-		key := clickKey(k.code, k.hour, "")
+	for _, k := range agg.SortedHours() {
+		key := clickKey(k.Code, k.Hour, "")
 		var v [16]byte
 		if old := hourly.Get(key); len(old) == 16 {
 			copy(v[:], old)
 		}
-		inc := agg.hourly[k]
+		inc := agg.Hourly[k]
 		binary.BigEndian.PutUint64(v[:8], binary.BigEndian.Uint64(v[:8])+uint64(inc[0]))
 		binary.BigEndian.PutUint64(v[8:], binary.BigEndian.Uint64(v[8:])+uint64(inc[1]))
 		if err := hourly.Put(key, v[:]); err != nil {
@@ -271,9 +272,9 @@ func addHourlyBolt(tx *bbolt.Tx, agg clickAggregate) error {
 	return addDayLinks(tx, agg)
 }
 
-// ClickTotal implements ClickSink: the all-time total.
+// ClickTotal implements Sink: the all-time total.
 func (s *embeddedClickSink) ClickTotal(ctx context.Context, code string) (int64, error) {
-	var t ClickTotals
+	var t clicks.Totals
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		t = readClickTotals(tx, code)
 		return nil
@@ -284,8 +285,8 @@ func (s *embeddedClickSink) ClickTotal(ctx context.Context, code string) (int64,
 	return t.Total, nil
 }
 
-func readClickTotals(tx *bbolt.Tx, code string) ClickTotals {
-	var t ClickTotals
+func readClickTotals(tx *bbolt.Tx, code string) clicks.Totals {
+	var t clicks.Totals
 	if v := tx.Bucket(bucketClickTotals).Get([]byte(code)); len(v) == 16 {
 		t.People, t.Bots = int64(binary.BigEndian.Uint64(v[:8])), int64(binary.BigEndian.Uint64(v[8:]))
 	}
@@ -295,14 +296,14 @@ func readClickTotals(tx *bbolt.Tx, code string) ClickTotals {
 }
 
 // addClickTotals adds the batch's clicks to each link's all-time totals.
-func addClickTotals(tx *bbolt.Tx, agg clickAggregate) error {
+func addClickTotals(tx *bbolt.Tx, agg clicks.ClickAggregate) error {
 	sums := map[string]*[2]int64{}
-	for k, v := range agg.hourly {
-		if sums[k.code] == nil {
-			sums[k.code] = new([2]int64)
+	for k, v := range agg.Hourly {
+		if sums[k.Code] == nil {
+			sums[k.Code] = new([2]int64)
 		}
-		sums[k.code][0] += v[0]
-		sums[k.code][1] += v[1]
+		sums[k.Code][0] += v[0]
+		sums[k.Code][1] += v[1]
 	}
 	totals := tx.Bucket(bucketClickTotals)
 	for code, inc := range sums {
@@ -319,17 +320,17 @@ func addClickTotals(tx *bbolt.Tx, agg clickAggregate) error {
 	return nil
 }
 
-var _ ClickSink = (*embeddedClickSink)(nil)
+var _ clicks.Sink = (*embeddedClickSink)(nil)
 
 // bucketVisitorSalts holds the embedded daily salts: day(8) → salt.
 var bucketVisitorSalts = []byte("visitor_salts")
 
-// VisitorSalt implements visitorSalter in the embedded store's bucket.
+// VisitorSalt implements VisitorSalter in the embedded store's bucket.
 func (s *embeddedClickSink) VisitorSalt(ctx context.Context, day time.Time) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	key := binary.BigEndian.AppendUint64(nil, uint64(dayFloor(day).Unix()))
+	key := binary.BigEndian.AppendUint64(nil, uint64(clicks.DayFloor(day).Unix()))
 	var salt []byte
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketVisitorSalts)
@@ -340,7 +341,7 @@ func (s *embeddedClickSink) VisitorSalt(ctx context.Context, day time.Time) ([]b
 			salt = bytes.Clone(v)
 			return nil
 		}
-		salt = newVisitorSalt()
+		salt = clicks.NewVisitorSalt()
 		return b.Put(key, salt)
 	})
 	if err != nil {
@@ -366,21 +367,21 @@ func deleteSaltsBefore(b *bbolt.Bucket, key []byte) error {
 
 // countVisitorsBolt merges the batch's visitor hashes into each day's
 // sketch in the click transaction.
-func countVisitorsBolt(tx *bbolt.Tx, agg clickAggregate) error {
-	days := tx.Bucket(bucketClicksDaily)
-	for _, d := range agg.visitorDays() {
-		key := clickKey(d.code, d.day, "")
-		v := decodeDailyValue(days.Get(key))
-		sk, err := addVisitors(v.visitors, agg.visitors[d])
+func countVisitorsBolt(tx *bbolt.Tx, agg clicks.ClickAggregate) error {
+	days := tx.Bucket(clicks.BucketClicksDaily)
+	for _, d := range agg.VisitorDays() {
+		key := clickKey(d.Code, d.Day, "")
+		v := clicks.DecodeDailyValue(days.Get(key))
+		sk, err := clicks.AddVisitors(v.Visitors, agg.Visitors[d])
 		if err != nil {
 			return err
 		}
-		v.visitors = sk
-		if err := days.Put(key, v.encode()); err != nil {
+		v.Visitors = sk
+		if err := days.Put(key, v.Encode()); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-var _ visitorSalter = (*embeddedClickSink)(nil)
+var _ clicks.VisitorSalter = (*embeddedClickSink)(nil)

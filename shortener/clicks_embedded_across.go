@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // The embedded store's counters across links are kept by day first (keys
@@ -12,11 +14,11 @@ import (
 
 // addDayLinks adds the batch's clicks to each link's day in
 // bucketDayLinks.
-func addDayLinks(tx *bbolt.Tx, agg clickAggregate) error {
+func addDayLinks(tx *bbolt.Tx, agg clicks.ClickAggregate) error {
 	days := tx.Bucket(bucketDayLinks)
-	for _, k := range agg.sortedHours() {
-		inc := agg.hourly[k]
-		if err := addPair(days, clickKey("", k.hour-mod(k.hour, 86400), k.code), uint64(inc[0]), uint64(inc[1])); err != nil {
+	for _, k := range agg.SortedHours() {
+		inc := agg.Hourly[k]
+		if err := addPair(days, clickKey("", k.Hour-clicks.Mod(k.Hour, 86400), k.Code), uint64(inc[0]), uint64(inc[1])); err != nil {
 			return err
 		}
 	}
@@ -32,14 +34,14 @@ func createAcrossBuckets(tx *bbolt.Tx) error {
 		if err != nil {
 			return err
 		}
-		for _, b := range [][]byte{bucketClicksHourly, bucketClicksDaily} {
+		for _, b := range [][]byte{bucketClicksHourly, clicks.BucketClicksDaily} {
 			err := tx.Bucket(b).ForEach(func(k, v []byte) error {
 				code, t, ok := splitClickKey(k)
 				if !ok || len(v) < 16 {
 					return nil
 				}
-				d := decodeDailyValue(v)
-				return addPair(days, clickKey("", t-mod(t, 86400), code), d.people, d.bots)
+				d := clicks.DecodeDailyValue(v)
+				return addPair(days, clickKey("", t-clicks.Mod(t, 86400), code), d.People, d.Bots)
 			})
 			if err != nil {
 				return err
@@ -56,7 +58,7 @@ func createAcrossBuckets(tx *bbolt.Tx) error {
 			if !ok || len(v) != 8 {
 				return nil
 			}
-			return addUint64(dims, clickKey("", day, DimReferrer+"\x00"+string(k[len(code)+9:])), int64(binary.BigEndian.Uint64(v)))
+			return addUint64(dims, clickKey("", day, clicks.DimReferrer+"\x00"+string(k[len(code)+9:])), int64(binary.BigEndian.Uint64(v)))
 		})
 	}
 	return nil

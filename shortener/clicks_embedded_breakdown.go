@@ -8,18 +8,20 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
-// ClickBreakdown implements ClickSink: one cursor over the days in
+// ClickBreakdown implements Sink: one cursor over the days in
 // [first, end) of the link's referrer or dimension bucket, or across
 // links of bucketDayDims (keys of code "", by day first).
-func (s *embeddedClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]BreakdownEntry, error) {
-	first, end := dayRange(from, to)
+func (s *embeddedClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]clicks.BreakdownEntry, error) {
+	first, end := clicks.DayRange(from, to)
 	bucket, sub := bucketClicksDims, []byte(dim+"\x00")
 	switch {
 	case code == "":
 		bucket = bucketDayDims
-	case dim == DimReferrer:
+	case dim == clicks.DimReferrer:
 		bucket, sub = bucketClicksReferrers, nil
 	}
 	prefix := append([]byte(code), 0)
@@ -39,14 +41,14 @@ func (s *embeddedClickSink) ClickBreakdown(ctx context.Context, code, dim string
 	if err != nil {
 		return nil, fmt.Errorf("click breakdown: %w", err)
 	}
-	return topEntries(sums, limit), nil
+	return clicks.TopEntries(sums, limit), nil
 }
 
-// ClickOverview implements ClickSink: one cursor over the days in
+// Overview implements Sink: one cursor over the days in
 // [first, end) of bucketDayLinks.
-func (s *embeddedClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error) {
-	first, end := dayRange(from, to)
-	o := ClickOverview{From: first, To: end}
+func (s *embeddedClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (clicks.Overview, error) {
+	first, end := clicks.DayRange(from, to)
+	o := clicks.Overview{From: first, To: end}
 	links := map[string]int64{}
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketDayLinks).Cursor()
@@ -66,6 +68,6 @@ func (s *embeddedClickSink) ClickOverview(ctx context.Context, from, to time.Tim
 		return o, fmt.Errorf("click overview: %w", err)
 	}
 	o.Total = o.People + o.Bots
-	o.Links = linksOf(topEntries(links, limit))
+	o.Links = clicks.LinksOf(clicks.TopEntries(links, limit))
 	return o, nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // Buckets of the embedded dimension counters.
@@ -19,7 +21,7 @@ var (
 // and a bucket of named values per slot, each keyed by its clickKey, and
 // adds each write to its day's count across links (acrossOf, in
 // bucketDayDims).
-type boltCapped[K cappedKey[K, S], S cappedSlot[S]] struct {
+type boltCapped[K clicks.CappedKey[K, S], S clicks.CappedSlot[S]] struct {
 	values, slots []byte // bucket names
 	keyOf         func(K) []byte
 	slotOf        func(S) []byte
@@ -27,36 +29,36 @@ type boltCapped[K cappedKey[K, S], S cappedSlot[S]] struct {
 }
 
 var (
-	boltReferrers = boltCapped[refKey, dayKey]{
+	boltReferrers = boltCapped[clicks.RefKey, clicks.DayKey]{
 		values: bucketClicksReferrers, slots: bucketReferrerDays,
-		keyOf:    func(k refKey) []byte { return clickKey(k.code, k.day, k.host) },
-		slotOf:   func(d dayKey) []byte { return clickKey(d.code, d.day, "") },
-		acrossOf: func(k refKey) []byte { return clickKey("", k.day, DimReferrer+"\x00"+k.host) },
+		keyOf:    func(k clicks.RefKey) []byte { return clickKey(k.Code, k.Day, k.Host) },
+		slotOf:   func(d clicks.DayKey) []byte { return clickKey(d.Code, d.Day, "") },
+		acrossOf: func(k clicks.RefKey) []byte { return clickKey("", k.Day, clicks.DimReferrer+"\x00"+k.Host) },
 	}
-	boltDims = boltCapped[dimKey, dimDay]{
+	boltDims = boltCapped[clicks.DimKey, clicks.DimDay]{
 		values: bucketClicksDims, slots: bucketDimDays,
-		keyOf:    func(k dimKey) []byte { return clickKey(k.code, k.day, k.dim+"\x00"+k.val) },
-		slotOf:   func(d dimDay) []byte { return clickKey(d.code, d.day, d.dim) },
-		acrossOf: func(k dimKey) []byte { return clickKey("", k.day, k.dim+"\x00"+k.val) },
+		keyOf:    func(k clicks.DimKey) []byte { return clickKey(k.Code, k.Day, k.Dim+"\x00"+k.Val) },
+		slotOf:   func(d clicks.DimDay) []byte { return clickKey(d.Code, d.Day, d.Dim) },
+		acrossOf: func(k clicks.DimKey) []byte { return clickKey("", k.Day, k.Dim+"\x00"+k.Val) },
 	}
 )
 
 // count adds the increments within the cap of limit named values per
-// slot; bbolt's single writer makes the count exact.
+// Slot; bbolt's single writer makes the count exact.
 func (c boltCapped[K, S]) count(tx *bbolt.Tx, incs map[K]int64, limit int) error {
 	if len(incs) == 0 {
 		return nil
 	}
 	values, slots, across := tx.Bucket(c.values), tx.Bucket(c.slots), tx.Bucket(bucketDayDims)
 	used := map[S]int64{}
-	for _, s := range capSlots(incs) {
+	for _, s := range clicks.CapSlots(incs) {
 		if v := slots.Get(c.slotOf(s)); len(v) == 8 {
 			used[s] = int64(binary.BigEndian.Uint64(v))
 		}
 	}
 	stored := func(k K) bool { return values.Get(c.keyOf(k)) != nil }
-	writes, added := capValues(incs, stored, used, limit)
-	for _, k := range sortedCapKeys(writes) {
+	writes, added := clicks.CapValues(incs, stored, used, limit)
+	for _, k := range clicks.SortedCapKeys(writes) {
 		if err := addUint64(values, c.keyOf(k), writes[k]); err != nil {
 			return err
 		}

@@ -10,10 +10,11 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
-// ClickRows implements clickRowReader: a prefix scan of the hourly and
+// ClickRows implements clicks.RowReader: a prefix scan of the hourly and
 // daily buckets per code, daily rows as the 00:00 hour of the day.
 func (s *embeddedClickSink) ClickRows(ctx context.Context, codes []string) (map[string][]link.HourlyClicks, error) {
 	out := map[string][]link.HourlyClicks{}
@@ -23,7 +24,7 @@ func (s *embeddedClickSink) ClickRows(ctx context.Context, codes []string) (map[
 				return err
 			}
 			prefix := clickKey(code, 0, "")[:len(code)+1]
-			for _, b := range [][]byte{bucketClicksHourly, bucketClicksDaily} {
+			for _, b := range [][]byte{bucketClicksHourly, clicks.BucketClicksDaily} {
 				c := tx.Bucket(b).Cursor()
 				for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 					if len(k) != len(prefix)+8 || len(v) < 16 {
@@ -45,10 +46,10 @@ func (s *embeddedClickSink) ClickRows(ctx context.Context, codes []string) (map[
 	return mergeHours(out), nil
 }
 
-// sortedHours sorts rows by hour.
+// SortedHours sorts rows by hour.
 func sortedHours(rows []link.HourlyClicks) []link.HourlyClicks {
 	slices.SortFunc(rows, func(a, b link.HourlyClicks) int { return a.Hour.Compare(b.Hour) })
 	return rows
 }
 
-var _ clickRowReader = (*embeddedClickSink)(nil)
+var _ clicks.RowReader = (*embeddedClickSink)(nil)

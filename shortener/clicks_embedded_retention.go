@@ -8,11 +8,13 @@ import (
 	"sync"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // prunedBuckets are the embedded rollups retention prunes, in the order a
 // pass walks them (a day's count of named values after its values).
-var prunedBuckets = [...][]byte{bucketClicksHourly, bucketClicksDaily, bucketClicksReferrers, bucketReferrerDays,
+var prunedBuckets = [...][]byte{bucketClicksHourly, clicks.BucketClicksDaily, bucketClicksReferrers, bucketReferrerDays,
 	bucketClicksDims, bucketDimDays, bucketDayDims, bucketDayLinks}
 
 // pruneScan bounds the keys one page looks at, so a page's write
@@ -27,13 +29,13 @@ type embeddedPrunePosition struct {
 	after  []byte
 }
 
-// PruneClicks implements clickPruner: one write transaction deletes up to
-// limit keys dated before their cutoff (an hourly counter past the hourly
+// PruneClicks implements ClickPruner: one write transaction deletes up to
+// Limit keys dated before their cutoff (an hourly counter past the hourly
 // one only is added to its daily rollup first), looking at no more than
 // pruneScan keys, and the next call goes on from there; done when the
 // pass has walked every pruned bucket to its end. The visitor salts of
 // the days before cut.Today go first.
-func (s *embeddedClickSink) PruneClicks(ctx context.Context, cut clickCutoffs, limit int) (int, bool, error) {
+func (s *embeddedClickSink) PruneClicks(ctx context.Context, cut clicks.ClickCutoffs, limit int) (int, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
@@ -105,12 +107,12 @@ func rollUpHour(tx *bbolt.Tx, hourly bool, k, v []byte, daily int64) error {
 	if !hourly || !ok || hour < daily || len(v) != 16 {
 		return nil
 	}
-	days := tx.Bucket(bucketClicksDaily)
-	key := clickKey(code, hour-mod(hour, 86400), "")
-	d := decodeDailyValue(days.Get(key))
-	d.people += binary.BigEndian.Uint64(v[:8])
-	d.bots += binary.BigEndian.Uint64(v[8:])
-	return days.Put(key, d.encode())
+	days := tx.Bucket(clicks.BucketClicksDaily)
+	key := clickKey(code, hour-clicks.Mod(hour, 86400), "")
+	d := clicks.DecodeDailyValue(days.Get(key))
+	d.People += binary.BigEndian.Uint64(v[:8])
+	d.Bots += binary.BigEndian.Uint64(v[8:])
+	return days.Put(key, d.Encode())
 }
 
-var _ clickPruner = (*embeddedClickSink)(nil)
+var _ clicks.ClickPruner = (*embeddedClickSink)(nil)

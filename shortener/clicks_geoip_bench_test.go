@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // BenchmarkClickDeriveGeoIP measures derive with client addresses, without
@@ -32,21 +34,21 @@ func BenchmarkClickDeriveGeoIP(b *testing.B) {
 		salts bool
 	}{{"off", false, false}, {"city-4096", true, false}, {"city-4096-visitors", true, true}} {
 		b.Run(bc.name, func(b *testing.B) {
-			r := &ClickRecorder{ua: newUAParser()}
+			r := &clicks.Recorder{Ua: clicks.NewUAParser()}
 			if bc.geo {
-				g, err := openGeoIP(path, 0, slog.New(slog.DiscardHandler))
+				g, err := clicks.OpenGeoIP(path, 0, slog.New(slog.DiscardHandler))
 				if err != nil {
 					b.Fatal(err)
 				}
-				r.geo = g
+				r.Geo = g
 			}
 			if bc.salts {
-				r.salts = &saltCache{src: fixedSalter(newVisitorSalt())}
+				r.Salts = &clicks.SaltCache{Src: fixedSalter(clicks.NewVisitorSalt())}
 			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				c := Click{Code: "abc1234", UA: uas[i%len(uas)], Addr: addrs[i%len(addrs)]}
-				r.derive(&c)
+				c := clicks.Click{Code: "abc1234", UA: uas[i%len(uas)], Addr: addrs[i%len(addrs)]}
+				r.Derive(&c)
 				if bc.salts && c.Visitor == 0 {
 					b.Fatalf("derive(%v): no visitor", addrs[i%len(addrs)])
 				}

@@ -9,11 +9,13 @@ import (
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 	"github.com/oschwald/maxminddb-golang/v2"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // geoDBBytes builds a GeoIP file in memory whose every IPv4 and global
 // IPv6 address holds rec.
-func geoDBBytes(t testing.TB, typ string, rec mmdbtype.Map) *geoDB {
+func geoDBBytes(t testing.TB, typ string, rec mmdbtype.Map) *clicks.GeoDB {
 	tree, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: typ, IncludeReservedNetworks: true})
 	if err != nil {
 		t.Fatal(err)
@@ -32,11 +34,11 @@ func geoDBBytes(t testing.TB, typ string, rec mmdbtype.Map) *geoDB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &geoDB{r: r, ipinfo: typ == "ipinfo lite.mmdb"}
+	return &clicks.GeoDB{R: r, Ipinfo: typ == "ipinfo lite.mmdb"}
 }
 
 // FuzzGeoIPDerive: any address and any country, subdivision and city
-// strings in the file give a click within bounds (clickSize >= 0), with
+// strings in the file give a click within bounds (ClickSize >= 0), with
 // the address and user agent cleared; a country, region or city the click
 // carries is the file's, and the file's when it is a valid value
 // (the oracle: the validators run on the file's strings).
@@ -53,21 +55,21 @@ func FuzzGeoIPDerive(f *testing.F) {
 			typ, rec = "ipinfo lite.mmdb", ipinfoLiteRecord(country)
 		}
 		a, _ := netip.AddrFromSlice(addr)
-		r := &ClickRecorder{ua: newUAParser(), geo: &geoIP{cur: geoDBBytes(t, typ, rec)}}
-		c := Click{Code: "abc1234", Addr: a, UA: canaryUA}
-		r.derive(&c)
-		if clickSize(c) < 0 || c.Addr.IsValid() || c.UA != "" {
+		r := &clicks.Recorder{Ua: clicks.NewUAParser(), Geo: &clicks.GeoIP{Cur: geoDBBytes(t, typ, rec)}}
+		c := clicks.Click{Code: "abc1234", Addr: a, UA: canaryUA}
+		r.Derive(&c)
+		if clicks.ClickSize(c) < 0 || c.Addr.IsValid() || c.UA != "" {
 			t.Fatalf("derive(%v) with %q/%q/%q = %+v: out of bounds or not cleared", a, country, sub, city, c)
 		}
 		found := a.Is4() || a.Is4In6() || netip.MustParsePrefix("2000::/3").Contains(a) // the networks written
-		wantCountry := UnknownDim
-		if len(country) == 2 && validCountry(country) && a.IsValid() {
+		wantCountry := clicks.UnknownDim
+		if len(country) == 2 && clicks.ValidCountry(country) && a.IsValid() {
 			wantCountry = country
 		}
-		if c.Country != wantCountry && !(c.Country == UnknownDim && !found) {
+		if c.Country != wantCountry && !(c.Country == clicks.UnknownDim && !found) {
 			t.Fatalf("derive(%v): country %q, want %q", a, c.Country, wantCountry)
 		}
-		if c.Country == UnknownDim && (c.Region != "" || c.City != "") {
+		if c.Country == clicks.UnknownDim && (c.Region != "" || c.City != "") {
 			t.Fatalf("derive(%v): region %q and city %q without a country", a, c.Region, c.City)
 		}
 		if c.Region != "" && c.Region != country+"-"+sub {
@@ -76,8 +78,8 @@ func FuzzGeoIPDerive(f *testing.F) {
 		if c.City != "" && (c.City != city || ipinfo) {
 			t.Fatalf("derive(%v): city %q, not the file's %q", a, c.City, city)
 		}
-		if c.Country != UnknownDim && !ipinfo && (c.City == "") == validCity(city) && city != "" {
-			t.Fatalf("derive(%v): city %q, file's %q (valid %v)", a, c.City, city, validCity(city))
+		if c.Country != clicks.UnknownDim && !ipinfo && (c.City == "") == clicks.ValidCity(city) && city != "" {
+			t.Fatalf("derive(%v): city %q, file's %q (valid %v)", a, c.City, city, clicks.ValidCity(city))
 		}
 	})
 }

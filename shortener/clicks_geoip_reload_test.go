@@ -17,6 +17,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // countryNets is a database placing the test addresses in country cc.
@@ -32,17 +34,17 @@ func TestGeoIPCheckReloads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "geo.mmdb")
 	writeGeoDB(t, path, "GeoLite2-Country", countryNets("US"))
 	core, logs := observer.New(zap.InfoLevel)
-	g, err := openGeoIP(path, time.Hour, slog.New(zapslog.NewHandler(core)))
+	g, err := clicks.OpenGeoIP(path, time.Hour, slog.New(zapslog.NewHandler(core)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &ClickRecorder{ua: newUAParser(), geo: g}
+	r := &clicks.Recorder{Ua: clicks.NewUAParser(), Geo: g}
 	country := func() string { return deriveGeo(r, "198.51.100.1")[0] }
 	step := func(what, want string, loads, bad int64) {
 		t.Helper()
-		g.check()
-		if got := country(); got != want || g.loads.Load() != loads || g.bad.Load() != bad {
-			t.Errorf("%s: country %q, loads %d, rejected %d; want %q, %d, %d", what, got, g.loads.Load(), g.bad.Load(), want, loads, bad)
+		g.Check()
+		if got := country(); got != want || g.Loads.Load() != loads || g.Bad.Load() != bad {
+			t.Errorf("%s: country %q, loads %d, rejected %d; want %q, %d, %d", what, got, g.Loads.Load(), g.Bad.Load(), want, loads, bad)
 		}
 	}
 	step("unchanged", "US", 1, 0)
@@ -99,10 +101,10 @@ type geoClickStore struct {
 	*memStore
 	*memClickSink
 	mu      sync.Mutex
-	byBatch map[string][]Click // batch ID: a batch applied twice counts once
+	byBatch map[string][]clicks.Click // batch ID: a batch applied twice counts once
 }
 
-func (s *geoClickStore) ApplyClicks(ctx context.Context, batches []ClickBatch) (int, error) {
+func (s *geoClickStore) ApplyClicks(ctx context.Context, batches []clicks.Batch) (int, error) {
 	s.mu.Lock()
 	for _, b := range batches {
 		s.byBatch[b.ID] = b.Clicks
@@ -167,12 +169,12 @@ func redirectMany(t *testing.T, h *Handler, code string, n int) {
 func TestGeoIPReloadWhileRedirecting(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "GeoLite2-City.mmdb")
 	writeGeoDB(t, path, "GeoLite2-City", countryNets("US"))
-	s := &geoClickStore{memStore: newMemStore(), memClickSink: new(memClickSink), byBatch: map[string][]Click{}}
+	s := &geoClickStore{memStore: newMemStore(), memClickSink: new(memClickSink), byBatch: map[string][]clicks.Click{}}
 	h := newHandler(t, s, func(h *Handler) {
 		h.ClicksInterval = caddy.Duration(10 * time.Millisecond)
 		h.ClicksGeoIP, h.geoPoll = path, time.Millisecond
 	})
-	g := h.clicks.geo
+	g := h.clicks.Geo
 	codes := make([]string, 4)
 	for i := range codes {
 		codes[i] = create(t, h, `{"long_url":"https://example.com/geo"}`).Code
@@ -187,7 +189,7 @@ func TestGeoIPReloadWhileRedirecting(t *testing.T) {
 	}()
 	writeGeoDB(t, path, "GeoLite2-City", countryNets("NZ"))
 	<-done
-	eventually(t, 10*time.Second, "the renamed file loaded", func() bool { return g.loads.Load() == 2 })
+	eventually(t, 10*time.Second, "the renamed file loaded", func() bool { return g.Loads.Load() == 2 })
 	redirectMany(t, h, codes[1], n)
 	waitCodeTotal(t, s, codes[1], 8*n) // derived before the next change
 
@@ -199,7 +201,7 @@ func TestGeoIPReloadWhileRedirecting(t *testing.T) {
 	if err := os.Rename(junk, path); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the invalid file rejected", func() bool { return g.bad.Load() >= 1 })
+	eventually(t, 10*time.Second, "the invalid file rejected", func() bool { return g.Bad.Load() >= 1 })
 	redirectMany(t, h, codes[2], n)
 	waitCodeTotal(t, s, codes[2], 8*n)
 
@@ -213,7 +215,7 @@ func TestGeoIPReloadWhileRedirecting(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the rewritten file loaded", func() bool { return g.loads.Load() >= 3 })
+	eventually(t, 10*time.Second, "the rewritten file loaded", func() bool { return g.Loads.Load() >= 3 })
 	redirectMany(t, h, codes[3], n)
 
 	for i, code := range codes {
@@ -234,7 +236,7 @@ func TestGeoIPReloadWhileRedirecting(t *testing.T) {
 			}
 		}
 	}
-	if l := g.loads.Load(); l < 3 {
+	if l := g.Loads.Load(); l < 3 {
 		t.Errorf("%d loads, want at least 3", l)
 	}
 }
@@ -244,20 +246,20 @@ func TestGeoIPReloadWhileRedirecting(t *testing.T) {
 func TestGeoIPStopsOnClose(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "geo.mmdb")
 	writeGeoDB(t, path, "GeoLite2-Country", countryNets("US"))
-	rec := newTestRecorder(t, ClickConfig{Sink: new(memClickSink), GeoIP: path, GeoIPPoll: time.Millisecond})
-	g := rec.geo
+	rec := newTestRecorder(t, clicks.Config{Sink: new(memClickSink), GeoIP: path, GeoIPPoll: time.Millisecond})
+	g := rec.Geo
 	writeGeoDB(t, path, "GeoLite2-Country", countryNets("NZ")) // loaded; no click swaps it in
-	eventually(t, 10*time.Second, "the new file loaded", func() bool { return g.loads.Load() == 2 })
-	next := g.next.Load()
+	eventually(t, 10*time.Second, "the new file loaded", func() bool { return g.Loads.Load() == 2 })
+	next := g.Next.Load()
 	closeRecorder(t, rec)
 	select {
-	case <-g.done:
+	case <-g.Done:
 	default:
 		t.Fatal("the watcher still runs after Close")
 	}
-	for _, db := range []*geoDB{g.cur, next} {
-		var rec geoRecord
-		if err := db.r.Lookup(netip.MustParseAddr("198.51.100.1")).Decode(&rec); err == nil {
+	for _, db := range []*clicks.GeoDB{g.Cur, next} {
+		var rec clicks.GeoRecord
+		if err := db.R.Lookup(netip.MustParseAddr("198.51.100.1")).Decode(&rec); err == nil {
 			t.Errorf("a file is still open after Close")
 		}
 	}

@@ -9,22 +9,24 @@ import (
 	"testing"
 
 	"github.com/maxmind/mmdbwriter/mmdbtype"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // geoRecorder is a recorder's writer side with the GeoIP file at path
 // (no goroutines): derive runs in the test.
-func geoRecorder(t *testing.T, path string) *ClickRecorder {
+func geoRecorder(t *testing.T, path string) *clicks.Recorder {
 	t.Helper()
-	g, err := openGeoIP(path, 0, slog.New(slog.DiscardHandler))
+	g, err := clicks.OpenGeoIP(path, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ClickRecorder{ua: newUAParser(), geo: g}
+	return &clicks.Recorder{Ua: clicks.NewUAParser(), Geo: g}
 }
 
-func deriveGeo(r *ClickRecorder, addr string) [3]string {
-	c := Click{Code: "abc1234", Addr: netip.MustParseAddr(addr), UA: canaryUA}
-	r.derive(&c)
+func deriveGeo(r *clicks.Recorder, addr string) [3]string {
+	c := clicks.Click{Code: "abc1234", Addr: netip.MustParseAddr(addr), UA: canaryUA}
+	r.Derive(&c)
 	return [3]string{c.Country, c.Region, c.City}
 }
 
@@ -44,7 +46,7 @@ func TestGeoIPDeriveShapes(t *testing.T) {
 	}
 	writeGeoDB(t, country, "DBIP-Country-Lite", countryNets)
 	writeGeoDB(t, ipinfo, "ipinfo lite.mmdb", ipinfoNets)
-	unknown := [3]string{UnknownDim, "", ""}
+	unknown := [3]string{clicks.UnknownDim, "", ""}
 	for _, tc := range []struct {
 		path, addr string
 		want       [3]string
@@ -70,14 +72,14 @@ func TestGeoIPDeriveShapes(t *testing.T) {
 		}
 	}
 	// No file, or no address: unknown.
-	r := &ClickRecorder{ua: newUAParser()}
+	r := &clicks.Recorder{Ua: clicks.NewUAParser()}
 	if got := deriveGeo(r, "198.51.100.7"); got != unknown {
 		t.Errorf("without clicks_geoip: derive = %q, want %q", got, unknown)
 	}
-	c := Click{Code: "abc1234"}
-	geoRecorder(t, city).derive(&c)
-	if c.Country != UnknownDim {
-		t.Errorf("no address: country %q, want %q", c.Country, UnknownDim)
+	c := clicks.Click{Code: "abc1234"}
+	geoRecorder(t, city).Derive(&c)
+	if c.Country != clicks.UnknownDim {
+		t.Errorf("no address: country %q, want %q", c.Country, clicks.UnknownDim)
 	}
 }
 
@@ -99,7 +101,7 @@ func TestGeoIPHostileValues(t *testing.T) {
 		{"10.0.10.0/24", cityRecord("US", "CA", " Padded ")},
 		{"10.0.11.0/24", cityRecord("US", "CA", "Over\u202eride")},
 		{"10.0.12.0/24", cityRecord("US", "CA", "\xff\xfe")},
-		{"10.0.13.0/24", cityRecord(UnknownDim, "CA", "Unknown Land")},
+		{"10.0.13.0/24", cityRecord(clicks.UnknownDim, "CA", "Unknown Land")},
 		{"10.0.14.0/24", mmdbtype.Map{"country": mmdbtype.Map{"iso_code": mmdbtype.Uint32(840)}}},
 		{"10.0.15.0/24", mmdbtype.Map{"country": mmdbtype.String("US")}},
 		{"10.0.16.0/24", mmdbtype.Map{"country": mmdbtype.Map{"iso_code": mmdbtype.String("US")},
@@ -109,7 +111,7 @@ func TestGeoIPHostileValues(t *testing.T) {
 	}
 	writeGeoDB(t, path, "GeoLite2-City", nets)
 	r := geoRecorder(t, path)
-	unknown := [3]string{UnknownDim, "", ""}
+	unknown := [3]string{clicks.UnknownDim, "", ""}
 	want := map[string][3]string{
 		"10.0.1.1": unknown, "10.0.2.1": unknown, "10.0.3.1": unknown,
 		"10.0.4.1": {"US", "US-CA", ""}, "10.0.5.1": {"US", "US-CA", ""}, "10.0.6.1": {"US", "US-CA", ""},
@@ -119,12 +121,12 @@ func TestGeoIPHostileValues(t *testing.T) {
 		"10.0.18.1": {"US", "", ""},
 	}
 	for addr, w := range want {
-		c := Click{Code: "abc1234", Addr: netip.MustParseAddr(addr), UA: canaryUA}
-		r.derive(&c)
+		c := clicks.Click{Code: "abc1234", Addr: netip.MustParseAddr(addr), UA: canaryUA}
+		r.Derive(&c)
 		if got := [3]string{c.Country, c.Region, c.City}; got != w {
 			t.Errorf("derive(%s) = %q, want %q", addr, got, w)
 		}
-		if clickSize(c) < 0 {
+		if clicks.ClickSize(c) < 0 {
 			t.Errorf("derive(%s): click out of bounds: %+v", addr, c)
 		}
 	}
@@ -162,7 +164,7 @@ func TestGeoIPOpenErrors(t *testing.T) {
 		{junk, "not a MaxMind DB file"},
 		{asn, `database type "GeoLite2-ASN" has no country`},
 	} {
-		_, err := openGeoIP(tc.path, 0, slog.New(slog.DiscardHandler))
+		_, err := clicks.OpenGeoIP(tc.path, 0, slog.New(slog.DiscardHandler))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `clicks_geoip "`+tc.path+`"`) {
 			t.Errorf("openGeoIP(%s) = %v, want an error naming the path and %q", tc.path, err, tc.want)
 		}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // A file of an older version (no buckets across links) gets them filled
@@ -25,14 +27,14 @@ func TestEmbeddedAcrossBackfill(t *testing.T) {
 	}
 	ctx := context.Background()
 	day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-	var clicks []Click
+	var clickList []clicks.Click
 	for i := range 30 {
-		clicks = append(clicks, Click{Code: []string{"bf1", "bf2"}[i%2], At: day.Add(time.Duration(i) * time.Hour), Referrer: "r.example", Class: UAClass(i % 3)})
+		clickList = append(clickList, clicks.Click{Code: []string{"bf1", "bf2"}[i%2], At: day.Add(time.Duration(i) * time.Hour), Referrer: "r.example", Class: clicks.UAClass(i % 3)})
 	}
-	if _, err := s.ApplyClicks(ctx, []ClickBatch{{ID: "bf", Clicks: clicks}}); err != nil {
+	if _, err := s.ApplyClicks(ctx, []clicks.Batch{{ID: "bf", Clicks: clickList}}); err != nil {
 		t.Fatal(err)
 	}
-	pruneAll(t, s, clickCutoffs{Hourly: day.Add(24 * time.Hour)}, 100) // the first day into daily rollups
+	pruneAll(t, s, clicks.ClickCutoffs{Hourly: day.Add(24 * time.Hour)}, 100) // the first day into daily rollups
 	before, err := s.ClickOverview(ctx, day, day.Add(48*time.Hour), 10)
 	if err != nil {
 		t.Fatal(err)
@@ -55,13 +57,13 @@ func TestEmbeddedAcrossBackfill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refs, err := s.ClickBreakdown(ctx, "", DimReferrer, day, day.Add(48*time.Hour), 10)
+	refs, err := s.ClickBreakdown(ctx, "", clicks.DimReferrer, day, day.Add(48*time.Hour), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []LinkClicks{{"bf1", 15}, {"bf2", 15}}
+	want := []clicks.LinkClicks{{Code: "bf1", Clicks: 15}, {Code: "bf2", Clicks: 15}}
 	if !reflect.DeepEqual(after, before) || after.Total != 30 || !reflect.DeepEqual(after.Links, want) ||
-		!reflect.DeepEqual(refs, []BreakdownEntry{{"r.example", 30}}) {
+		!reflect.DeepEqual(refs, []clicks.BreakdownEntry{{Value: "r.example", Clicks: 30}}) {
 		t.Errorf("after backfill %+v (referrers %v), before %+v, want 30 clicks, links %v", after, refs, before, want)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // No personal data is stored (issue 17): after real redirects through a
@@ -60,7 +61,7 @@ func newPIINeedles(addrs []netip.Addr, uas []string, oldSalt []byte) piiNeedles 
 	return n
 }
 
-// check reports each needle found in blob, a value stored at where.
+// Check reports each needle found in blob, a value stored at where.
 func (n piiNeedles) check(t *testing.T, where string, blob []byte) {
 	t.Helper()
 	lower := bytes.ToLower(blob)
@@ -116,7 +117,7 @@ func piiStores(t *testing.T) map[string]func(t *testing.T) piiStore {
 					if err != nil {
 						t.Fatal(err)
 					}
-					salt, err := sink.(visitorSalter).VisitorSalt(t.Context(), day)
+					salt, err := sink.(clicks.VisitorSalter).VisitorSalt(t.Context(), day)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -136,7 +137,7 @@ func TestNoPersonalDataStored(t *testing.T) {
 
 func testNoPersonalData(t *testing.T, store piiStore) {
 	rdb, prefix := testenv.Redis(t)
-	today := dayFloor(time.Now())
+	today := clicks.DayFloor(time.Now())
 	oldSalt := store.plant(t, today.AddDate(0, 0, -2))
 
 	// 4 addresses × 2 user agents = 8 visitors, each clicking twice, and a
@@ -180,7 +181,7 @@ func testNoPersonalData(t *testing.T, store piiStore) {
 			}
 		}
 	}
-	var st ClickStats
+	var st clicks.Stats
 	for deadline := time.Now().Add(30 * time.Second); st.Total < 24; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("counted %d clicks, want 24", st.Total)

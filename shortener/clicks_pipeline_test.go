@@ -15,6 +15,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/clientip"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 var testClickCodes = []string{"code0", "code1", "code2", "code3", "code4"}
@@ -34,7 +35,7 @@ var testUAs = []string{
 
 // redirect simulates one redirect through ClassifyRequest and Record; every
 // tenth request is a HEAD or a prefetch, which must not count.
-func (l *clickLoad) redirect(rec *ClickRecorder, i int) {
+func (l *clickLoad) redirect(rec *clicks.Recorder, i int) {
 	method := "GET"
 	r := httptest.NewRequest(method, "/x", nil)
 	switch i % 20 {
@@ -47,7 +48,7 @@ func (l *clickLoad) redirect(rec *ClickRecorder, i int) {
 	if i%3 == 0 {
 		r.Header.Set("Referer", "https://A.example/post")
 	}
-	c, ok := ClassifyRequest(r, clientip.Addr(r), testClickCodes[i%len(testClickCodes)], time.Now())
+	c, ok := clicks.ClassifyRequest(r, clientip.Addr(r), testClickCodes[i%len(testClickCodes)], time.Now())
 	if !ok {
 		l.skipped.Add(1)
 		return
@@ -66,7 +67,7 @@ func (l *clickLoad) redirect(rec *ClickRecorder, i int) {
 
 // run makes redirects from 300 goroutines, spread over recs, until want
 // of them counted; it returns the next request number.
-func (l *clickLoad) run(recs []*ClickRecorder, start, want int) int {
+func (l *clickLoad) run(recs []*clicks.Recorder, start, want int) int {
 	var next atomic.Int64
 	next.Store(int64(start))
 	target := l.counted.Load() + int64(want)
@@ -93,7 +94,7 @@ func (l *clickLoad) run(recs []*ClickRecorder, start, want int) int {
 }
 
 // totalClicks sums ClickTotal over the test codes.
-func totalClicks(t *testing.T, s ClickSink) int64 {
+func totalClicks(t *testing.T, s clicks.Sink) int64 {
 	t.Helper()
 	var n int64
 	for _, c := range testClickCodes {
@@ -108,7 +109,7 @@ func totalClicks(t *testing.T, s ClickSink) int64 {
 
 // waitTotal waits until the sink counts want clicks, then checks the count
 // stays there (nothing arrives twice).
-func waitTotal(t *testing.T, s ClickSink, want int64, timeout time.Duration) {
+func waitTotal(t *testing.T, s clicks.Sink, want int64, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -149,7 +150,7 @@ func droppedMetric(t *testing.T, reg *prometheus.Registry) float64 {
 	return 0
 }
 
-func newTestRecorder(t *testing.T, cfg ClickConfig) *ClickRecorder {
+func newTestRecorder(t *testing.T, cfg clicks.Config) *clicks.Recorder {
 	t.Helper()
 	if cfg.BatchSize == 0 {
 		cfg.BatchSize = 100
@@ -160,7 +161,7 @@ func newTestRecorder(t *testing.T, cfg ClickConfig) *ClickRecorder {
 	if cfg.ClaimMinIdle == 0 {
 		cfg.ClaimMinIdle = 2 * time.Second
 	}
-	rec, err := NewClickRecorder(cfg)
+	rec, err := clicks.NewRecorder(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func newTestRecorder(t *testing.T, cfg ClickConfig) *ClickRecorder {
 	return rec
 }
 
-func closeRecorder(t *testing.T, rec *ClickRecorder) {
+func closeRecorder(t *testing.T, rec *clicks.Recorder) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -188,7 +189,7 @@ func assertStreamDrained(t *testing.T, rdb redis.UniversalClient, prefix string)
 	if n, err := rdb.XLen(ctx, prefix+":clicks").Result(); err != nil || n != 0 {
 		t.Errorf("XLEN %s:clicks = %d, %v; want 0", prefix, n, err)
 	}
-	p, err := rdb.XPending(ctx, prefix+":clicks", clickGroup).Result()
+	p, err := rdb.XPending(ctx, prefix+":clicks", clicks.ClickGroup).Result()
 	if err != nil || p.Count != 0 {
 		t.Errorf("XPENDING = %+v, %v; want 0 pending", p, err)
 	}
@@ -197,7 +198,7 @@ func assertStreamDrained(t *testing.T, rdb redis.UniversalClient, prefix string)
 // assertConsumers checks the group's consumers: closed recorders left.
 func assertConsumers(t *testing.T, rdb redis.UniversalClient, prefix string, want int) {
 	t.Helper()
-	cs, err := rdb.XInfoConsumers(context.Background(), prefix+":clicks", clickGroup).Result()
+	cs, err := rdb.XInfoConsumers(context.Background(), prefix+":clicks", clicks.ClickGroup).Result()
 	if err != nil || len(cs) != want {
 		t.Errorf("XINFO CONSUMERS = %+v, %v; want %d consumers", cs, err, want)
 	}
@@ -220,14 +221,14 @@ func TestClicksThreeNodesRedisCluster(t *testing.T) {
 func testClicksThreeNodes(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	dsn := testenv.Postgres(t)
 	reg := prometheus.NewRegistry()
-	var recs []*ClickRecorder
-	var sink ClickSink
+	var recs []*clicks.Recorder
+	var sink clicks.Sink
 	for i := range 3 {
 		s := newPostgresClickSink(testClickPool(t, dsn), 0) // each node has its own pool
 		if i == 0 {
 			sink = s
 		}
-		recs = append(recs, newTestRecorder(t, ClickConfig{Sink: s, Redis: rdb, KeyPrefix: prefix, Registerer: reg}))
+		recs = append(recs, newTestRecorder(t, clicks.Config{Sink: s, Redis: rdb, KeyPrefix: prefix, Registerer: reg}))
 	}
 	var load clickLoad
 	load.run(recs, 0, 10000)
@@ -273,12 +274,12 @@ func TestClicksConsumerCrashRecovery(t *testing.T) {
 	dsn := testenv.Postgres(t)
 	sink := newPostgresClickSink(testClickPool(t, dsn), 0)
 	var afterCommit, beforeCommit atomic.Int32
-	a := newTestRecorder(t, ClickConfig{Sink: sink, Redis: rdb, KeyPrefix: prefix, ClaimMinIdle: 300 * time.Millisecond,
-		crashAfterApply: func([]ClickBatch) bool { return afterCommit.Add(1) == 1 }})
-	b := newTestRecorder(t, ClickConfig{Sink: sink, Redis: rdb, KeyPrefix: prefix, ClaimMinIdle: 300 * time.Millisecond,
-		crashBeforeApply: func([]ClickBatch) bool { return beforeCommit.Add(1) == 1 }})
+	a := newTestRecorder(t, clicks.Config{Sink: sink, Redis: rdb, KeyPrefix: prefix, ClaimMinIdle: 300 * time.Millisecond,
+		CrashAfterApply: func([]clicks.Batch) bool { return afterCommit.Add(1) == 1 }})
+	b := newTestRecorder(t, clicks.Config{Sink: sink, Redis: rdb, KeyPrefix: prefix, ClaimMinIdle: 300 * time.Millisecond,
+		CrashBeforeApply: func([]clicks.Batch) bool { return beforeCommit.Add(1) == 1 }})
 	var load clickLoad
-	next := load.run([]*ClickRecorder{a, b}, 0, 3000)
+	next := load.run([]*clicks.Recorder{a, b}, 0, 3000)
 	deadline := time.Now().Add(10 * time.Second)
 	for afterCommit.Load() == 0 || beforeCommit.Load() == 0 {
 		if time.Now().After(deadline) {
@@ -290,13 +291,13 @@ func TestClicksConsumerCrashRecovery(t *testing.T) {
 		t.Fatalf("after the kills the total is %d; want the dead consumer's first batch only", got)
 	}
 	// Both consumers are dead; a third node recovers their pending entries.
-	c := newTestRecorder(t, ClickConfig{Sink: sink, Redis: rdb, KeyPrefix: prefix, ClaimMinIdle: 300 * time.Millisecond})
-	load.run([]*ClickRecorder{a, b, c}, next, 7000)
+	c := newTestRecorder(t, clicks.Config{Sink: sink, Redis: rdb, KeyPrefix: prefix, ClaimMinIdle: 300 * time.Millisecond})
+	load.run([]*clicks.Recorder{a, b, c}, next, 7000)
 	waitTotal(t, sink, 10000, 30*time.Second)
-	if c.replayed.Load() == 0 {
+	if c.Replayed.Load() == 0 {
 		t.Error("the batch committed before the kill was not replayed: the after-commit crash was not exercised")
 	}
-	for _, r := range []*ClickRecorder{a, b, c} {
+	for _, r := range []*clicks.Recorder{a, b, c} {
 		closeRecorder(t, r)
 	}
 	assertStreamDrained(t, rdb, prefix)
@@ -309,25 +310,25 @@ func TestClicksConsumerCrashRecovery(t *testing.T) {
 func TestClicksDuplicateStreamEntry(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	sink := newTestPostgresClickSink(t)
-	clicks := make([]Click, 42)
-	for i := range clicks {
-		clicks[i] = Click{Code: testClickCodes[i%5], At: time.Now(), Class: ClassBrowser}
+	clickList := make([]clicks.Click, 42)
+	for i := range clickList {
+		clickList[i] = clicks.Click{Code: testClickCodes[i%5], At: time.Now(), Class: clicks.ClassBrowser}
 	}
 	for range 2 {
 		err := rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: prefix + ":clicks",
-			Values: []string{fieldBatch, "writer-1", fieldClicks, encodeClicks(clicks)}}).Err()
+			Values: []string{clicks.FieldBatch, "writer-1", clicks.FieldClicks, clicks.EncodeClicks(clickList)}}).Err()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	rec := newTestRecorder(t, ClickConfig{Sink: sink, Redis: rdb, KeyPrefix: prefix})
+	rec := newTestRecorder(t, clicks.Config{Sink: sink, Redis: rdb, KeyPrefix: prefix})
 	waitTotal(t, sink, 42, 10*time.Second)
 	deadline := time.Now().Add(5 * time.Second)
-	for rec.replayed.Load() != 1 && time.Now().Before(deadline) {
+	for rec.Replayed.Load() != 1 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if rec.replayed.Load() != 1 {
-		t.Errorf("replayed = %d, want 1", rec.replayed.Load())
+	if rec.Replayed.Load() != 1 {
+		t.Errorf("replayed = %d, want 1", rec.Replayed.Load())
 	}
 	closeRecorder(t, rec)
 	assertStreamDrained(t, rdb, prefix)
@@ -347,10 +348,10 @@ func TestClicksRedisRestart(t *testing.T) {
 		return c
 	}
 	const smallBuffer = 300
-	big := newTestRecorder(t, ClickConfig{Sink: sink, Redis: client(), KeyPrefix: "t", Registerer: reg})
-	small := newTestRecorder(t, ClickConfig{Sink: sink, Redis: client(), KeyPrefix: "t", Registerer: reg,
+	big := newTestRecorder(t, clicks.Config{Sink: sink, Redis: client(), KeyPrefix: "t", Registerer: reg})
+	small := newTestRecorder(t, clicks.Config{Sink: sink, Redis: client(), KeyPrefix: "t", Registerer: reg,
 		Buffer: smallBuffer, BatchSize: 50})
-	recs := []*ClickRecorder{big, small}
+	recs := []*clicks.Recorder{big, small}
 	var load clickLoad
 	// Before the restart every click must be counted, none dropped. The
 	// small buffer would overflow under one burst of 2,000 (its writer can
@@ -408,7 +409,7 @@ func (h *doneCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // Acceptance 4: Record does no network I/O. Redis is a server that accepts
 // and never answers; every command waits for its 3s read timeout. All
 // 10,000 Record calls return while no command has returned yet, so none of
-// them waited on Redis; and NewClickRecorder did not wait either.
+// them waited on Redis; and NewRecorder did not wait either.
 func TestClickRecordDoesNoIO(t *testing.T) {
 	stall := testenv.StartStall(t)
 	rdb := redis.NewClient(&redis.Options{Addr: stall.Addr(), DialTimeout: 3 * time.Second,
@@ -417,7 +418,7 @@ func TestClickRecordDoesNoIO(t *testing.T) {
 	var done doneCounter
 	rdb.AddHook(&done)
 	reg := prometheus.NewRegistry()
-	rec, err := NewClickRecorder(ClickConfig{Sink: newTestEmbeddedClickSink(t), Redis: rdb, KeyPrefix: "t",
+	rec, err := clicks.NewRecorder(clicks.Config{Sink: newTestEmbeddedClickSink(t), Redis: rdb, KeyPrefix: "t",
 		Registerer: reg, BatchSize: 100, BatchInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -428,7 +429,7 @@ func TestClickRecordDoesNoIO(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 100 {
-				rec.Record(Click{Code: testClickCodes[(g+i)%5], Class: ClassBrowser})
+				rec.Record(clicks.Click{Code: testClickCodes[(g+i)%5], Class: clicks.ClassBrowser})
 			}
 		}()
 	}
@@ -457,7 +458,7 @@ func TestClickRecordDoesNoIO(t *testing.T) {
 	if rec.Dropped() != 10000 || droppedMetric(t, reg) != 10000 {
 		t.Errorf("after a failed shutdown flush: dropped %d, metric %v; want 10000 both", rec.Dropped(), droppedMetric(t, reg))
 	}
-	rec.Record(Click{Code: "code0"})
+	rec.Record(clicks.Click{Code: "code0"})
 	if rec.Dropped() != 10001 {
 		t.Errorf("Record after Close: dropped %d, want 10001", rec.Dropped())
 	}
@@ -466,12 +467,12 @@ func TestClickRecordDoesNoIO(t *testing.T) {
 // ambiguousSink commits the first fails ApplyClicks calls and then reports
 // an error, like a connection lost during COMMIT's reply.
 type ambiguousSink struct {
-	ClickSink
+	clicks.Sink
 	fails atomic.Int32
 }
 
-func (s *ambiguousSink) ApplyClicks(ctx context.Context, b []ClickBatch) (int, error) {
-	n, err := s.ClickSink.ApplyClicks(ctx, b)
+func (s *ambiguousSink) ApplyClicks(ctx context.Context, b []clicks.Batch) (int, error) {
+	n, err := s.Sink.ApplyClicks(ctx, b)
 	if err == nil && s.fails.Add(-1) >= 0 {
 		return 0, errors.New("connection reset during commit")
 	}
@@ -483,18 +484,18 @@ func (s *ambiguousSink) ApplyClicks(ctx context.Context, b []ClickBatch) (int, e
 func TestClicksStraightToSink(t *testing.T) {
 	for name, open := range testClickSinks(t) {
 		t.Run(name, func(t *testing.T) {
-			sink := &ambiguousSink{ClickSink: open(t)}
+			sink := &ambiguousSink{Sink: open(t)}
 			sink.fails.Store(3)
-			var recs []*ClickRecorder
+			var recs []*clicks.Recorder
 			for range 3 {
-				recs = append(recs, newTestRecorder(t, ClickConfig{Sink: sink}))
+				recs = append(recs, newTestRecorder(t, clicks.Config{Sink: sink}))
 			}
 			var load clickLoad
 			load.run(recs, 0, 10000)
 			waitTotal(t, sink, 10000, 30*time.Second)
 			var replayed int64
 			for _, r := range recs {
-				replayed += r.replayed.Load()
+				replayed += r.Replayed.Load()
 				closeRecorder(t, r)
 				if r.Dropped() != 0 {
 					t.Errorf("dropped %d", r.Dropped())
@@ -512,10 +513,10 @@ func TestClicksStraightToSink(t *testing.T) {
 // Close flushes what is buffered; with Redis, another instance's consumer
 // counts it (a config reload hands over this way).
 func TestClickCloseFlushes(t *testing.T) {
-	slow := ClickConfig{BatchSize: 1000, BatchInterval: time.Hour}
-	record := func(rec *ClickRecorder, n int) {
+	slow := clicks.Config{BatchSize: 1000, BatchInterval: time.Hour}
+	record := func(rec *clicks.Recorder, n int) {
 		for i := range n {
-			rec.Record(Click{Code: testClickCodes[i%5], Class: ClassBrowser})
+			rec.Record(clicks.Click{Code: testClickCodes[i%5], Class: clicks.ClassBrowser})
 		}
 	}
 	t.Run("sink", func(t *testing.T) {
@@ -553,19 +554,19 @@ func TestClickRecorderConfig(t *testing.T) {
 	if _, err := clickSinkFor(nil, 0); err == nil {
 		t.Error("clickSinkFor(nil, 0) = nil error")
 	}
-	if _, err := NewClickRecorder(ClickConfig{}); err == nil {
+	if _, err := clicks.NewRecorder(clicks.Config{}); err == nil {
 		t.Error("NewClickRecorder without a sink: nil error")
 	}
-	if _, err := NewClickRecorder(ClickConfig{Sink: sink, Buffer: -1}); err == nil {
+	if _, err := clicks.NewRecorder(clicks.Config{Sink: sink, Buffer: -1}); err == nil {
 		t.Error("NewClickRecorder with a negative buffer: nil error")
 	}
 	// Two recorders on one registry share the counter (config reloads).
 	reg := prometheus.NewRegistry()
-	a := newTestRecorder(t, ClickConfig{Sink: sink, Registerer: reg, Buffer: 1, BatchInterval: time.Hour})
-	b := newTestRecorder(t, ClickConfig{Sink: sink, Registerer: reg, Buffer: 1, BatchInterval: time.Hour})
+	a := newTestRecorder(t, clicks.Config{Sink: sink, Registerer: reg, Buffer: 1, BatchInterval: time.Hour})
+	b := newTestRecorder(t, clicks.Config{Sink: sink, Registerer: reg, Buffer: 1, BatchInterval: time.Hour})
 	for i := range 50 {
-		a.Record(Click{Code: fmt.Sprint("c", i)})
-		b.Record(Click{Code: fmt.Sprint("c", i)})
+		a.Record(clicks.Click{Code: fmt.Sprint("c", i)})
+		b.Record(clicks.Click{Code: fmt.Sprint("c", i)})
 	}
 	if got, want := droppedMetric(t, reg), float64(a.Dropped()+b.Dropped()); got != want || want == 0 {
 		t.Errorf("shared metric = %v, recorders dropped %v", got, want)

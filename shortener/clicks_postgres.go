@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -33,15 +34,15 @@ type postgresClickSink struct {
 // DefaultClicksReferrers.
 func newPostgresClickSink(pool *pgxpool.Pool, referrers int) *postgresClickSink {
 	if referrers <= 0 {
-		referrers = DefaultClicksReferrers
+		referrers = clicks.DefaultClicksReferrers
 	}
 	return &postgresClickSink{pool: pool, referrers: referrers}
 }
 
-// ApplyClicks implements ClickSink in one transaction: the batch IDs are
+// ApplyClicks implements Sink in one transaction: the batch IDs are
 // inserted first and only the batches whose IDs were new are counted.
 // Deadlocks and serialization failures are retried.
-func (s *postgresClickSink) ApplyClicks(ctx context.Context, batches []ClickBatch) (int, error) {
+func (s *postgresClickSink) ApplyClicks(ctx context.Context, batches []clicks.Batch) (int, error) {
 	if len(batches) == 0 {
 		return 0, nil
 	}
@@ -58,7 +59,7 @@ func (s *postgresClickSink) ApplyClicks(ctx context.Context, batches []ClickBatc
 	}
 }
 
-func (s *postgresClickSink) apply(ctx context.Context, batches []ClickBatch) (int, error) {
+func (s *postgresClickSink) apply(ctx context.Context, batches []clicks.Batch) (int, error) {
 	ids := make([]string, 0, len(batches))
 	for _, b := range batches {
 		ids = append(ids, b.ID)
@@ -84,17 +85,17 @@ func (s *postgresClickSink) apply(ctx context.Context, batches []ClickBatch) (in
 	if len(todo) == 0 {
 		return 0, tx.Commit(ctx)
 	}
-	agg := aggregateClicks(todo)
+	agg := clicks.AggregateClicks(todo)
 	if err := insertHourly(ctx, tx, agg); err != nil {
 		return 0, err
 	}
 	if err := countVisitorsPG(ctx, tx, agg); err != nil {
 		return 0, err
 	}
-	if err := pgReferrers.count(ctx, tx, agg.referrers, s.referrers); err != nil {
+	if err := pgReferrers.count(ctx, tx, agg.Referrers, s.referrers); err != nil {
 		return 0, err
 	}
-	if err := pgDims.count(ctx, tx, agg.dims, s.referrers); err != nil {
+	if err := pgDims.count(ctx, tx, agg.Dims, s.referrers); err != nil {
 		return 0, err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -104,12 +105,12 @@ func (s *postgresClickSink) apply(ctx context.Context, batches []ClickBatch) (in
 }
 
 // freshBatches keeps the batches whose ID is in fresh, each ID once.
-func freshBatches(batches []ClickBatch, fresh []string) []ClickBatch {
+func freshBatches(batches []clicks.Batch, fresh []string) []clicks.Batch {
 	want := make(map[string]bool, len(fresh))
 	for _, id := range fresh {
 		want[id] = true
 	}
-	var out []ClickBatch
+	var out []clicks.Batch
 	for _, b := range batches {
 		if want[b.ID] {
 			out = append(out, b)
@@ -130,11 +131,11 @@ func (s *postgresClickSink) prune(ctx context.Context) {
 		clickBatchRetention.Seconds())
 }
 
-// ClickStats implements ClickSink.
-func (s *postgresClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (ClickStats, error) {
-	st := ClickStats{Code: code, Hourly: []link.HourlyClicks{}, Referrers: []ReferrerClicks{}}
+// Stats implements Sink.
+func (s *postgresClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (clicks.Stats, error) {
+	st := clicks.Stats{Code: code, Hourly: []link.HourlyClicks{}, Referrers: []clicks.ReferrerClicks{}}
 	rows, err := s.pool.Query(ctx, `SELECT hour, people, bots FROM shortener_link_clicks_hourly
-		WHERE code = $1 AND hour >= $2 AND hour < $3 ORDER BY hour`, code, hourFloor(from), to)
+		WHERE code = $1 AND hour >= $2 AND hour < $3 ORDER BY hour`, code, clicks.HourFloor(from), to)
 	if err != nil {
 		return st, fmt.Errorf("click stats: %w", err)
 	}
@@ -152,18 +153,18 @@ func (s *postgresClickSink) ClickStats(ctx context.Context, code string, from, t
 	if err := rows.Err(); err != nil {
 		return st, fmt.Errorf("click stats: %w", err)
 	}
-	firstDay, endDay := dayRange(from, to)
+	firstDay, endDay := clicks.DayRange(from, to)
 	if err := s.readDaily(ctx, &st, firstDay, endDay); err != nil {
 		return st, err
 	}
 	st.Total = st.People + st.Bots
 	rows, err = s.pool.Query(ctx, `SELECT host, sum(count)::bigint FROM shortener_link_referrers_daily
 		WHERE code = $1 AND day >= $2::date AND day < $3::date GROUP BY host ORDER BY 2 DESC, 1 LIMIT $4`,
-		code, firstDay.Format(time.DateOnly), endDay.Format(time.DateOnly), TopReferrers)
+		code, firstDay.Format(time.DateOnly), endDay.Format(time.DateOnly), clicks.TopReferrers)
 	if err != nil {
 		return st, fmt.Errorf("click referrers: %w", err)
 	}
-	refs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ReferrerClicks])
+	refs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[clicks.ReferrerClicks])
 	if err != nil {
 		return st, fmt.Errorf("click referrers: %w", err)
 	}
@@ -179,21 +180,21 @@ func (s *postgresClickSink) ClickStats(ctx context.Context, code string, from, t
 }
 
 // readDaily adds the daily rollups of the days in [first, end) to st.
-func (s *postgresClickSink) readDaily(ctx context.Context, st *ClickStats, first, end time.Time) error {
+func (s *postgresClickSink) readDaily(ctx context.Context, st *clicks.Stats, first, end time.Time) error {
 	rows, err := s.pool.Query(ctx, `SELECT day, people, bots, visitors FROM shortener_link_clicks_daily
 		WHERE code = $1 AND day >= $2::date AND day < $3::date ORDER BY day`,
 		st.Code, first.Format(time.DateOnly), end.Format(time.DateOnly))
 	if err != nil {
 		return fmt.Errorf("daily click stats: %w", err)
 	}
-	var d DailyClicks
+	var d clicks.DailyClicks
 	var visitors []byte
 	var sketches [][]byte
 	_, err = pgx.ForEachRow(rows, []any{&d.Day, &d.People, &d.Bots, &visitors}, func() error {
 		d.Day = time.Date(d.Day.Year(), d.Day.Month(), d.Day.Day(), 0, 0, 0, 0, time.UTC)
 		if visitors != nil {
 			sketches = append(sketches, bytes.Clone(visitors))
-			st.Visitors = append(st.Visitors, DayVisitors{Day: d.Day, Sketch: sketches[len(sketches)-1]})
+			st.Visitors = append(st.Visitors, clicks.DayVisitors{Day: d.Day, Sketch: sketches[len(sketches)-1]})
 		}
 		if d.People+d.Bots == 0 {
 			return nil
@@ -203,7 +204,7 @@ func (s *postgresClickSink) readDaily(ctx context.Context, st *ClickStats, first
 		st.Bots += d.Bots
 		return nil
 	})
-	st.Uniques = mergeVisitors(sketches)
+	st.Uniques = clicks.MergeVisitors(sketches)
 	if err != nil {
 		return fmt.Errorf("daily click stats: %w", err)
 	}
@@ -211,20 +212,20 @@ func (s *postgresClickSink) readDaily(ctx context.Context, st *ClickStats, first
 }
 
 // insertHourly adds the aggregate's hourly counters in one statement, in
-// code and hour order (the trigger of migration 003 adds them to the
+// Code and hour order (the trigger of migration 003 adds them to the
 // all-time totals).
-func insertHourly(ctx context.Context, tx pgx.Tx, agg clickAggregate) error {
-	if len(agg.hourly) == 0 {
+func insertHourly(ctx context.Context, tx pgx.Tx, agg clicks.ClickAggregate) error {
+	if len(agg.Hourly) == 0 {
 		return nil
 	}
-	keys := agg.sortedHours()
+	keys := agg.SortedHours()
 	codes := make([]string, len(keys))
 	hours := make([]time.Time, len(keys))
 	people := make([]int64, len(keys))
 	bots := make([]int64, len(keys))
 	for i, k := range keys {
-		codes[i], hours[i] = k.code, time.Unix(k.hour, 0).UTC()
-		people[i], bots[i] = agg.hourly[k][0], agg.hourly[k][1]
+		codes[i], hours[i] = k.Code, time.Unix(k.Hour, 0).UTC()
+		people[i], bots[i] = agg.Hourly[k][0], agg.Hourly[k][1]
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO shortener_link_clicks_hourly AS h (code, hour, people, bots)
 		SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::bigint[], $4::bigint[])
@@ -235,14 +236,14 @@ func insertHourly(ctx context.Context, tx pgx.Tx, agg clickAggregate) error {
 	return nil
 }
 
-// ClickTotal implements ClickSink: the all-time total, one row.
+// ClickTotal implements Sink: the all-time total, one row.
 func (s *postgresClickSink) ClickTotal(ctx context.Context, code string) (int64, error) {
 	t, err := s.totals(ctx, code)
 	return t.Total, err
 }
 
-func (s *postgresClickSink) totals(ctx context.Context, code string) (ClickTotals, error) {
-	var t ClickTotals
+func (s *postgresClickSink) totals(ctx context.Context, code string) (clicks.Totals, error) {
+	var t clicks.Totals
 	err := s.pool.QueryRow(ctx, `SELECT people, bots, imported FROM shortener_link_click_totals WHERE code = $1`, code).Scan(&t.People, &t.Bots, &t.Imported)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return t, fmt.Errorf("click total: %w", err)
@@ -251,20 +252,20 @@ func (s *postgresClickSink) totals(ctx context.Context, code string) (ClickTotal
 	return t, nil
 }
 
-var _ ClickSink = (*postgresClickSink)(nil)
+var _ clicks.Sink = (*postgresClickSink)(nil)
 
 // pgDate formats a UTC day (unix seconds) as a date parameter.
 func pgDate(day int64) string { return time.Unix(day, 0).UTC().Format(time.DateOnly) }
 
-// VisitorSalt implements visitorSalter on the table of
+// VisitorSalt implements VisitorSalter on the table of
 // migrations/013_visitor_salts.up.sql.
 func (s *postgresClickSink) VisitorSalt(ctx context.Context, day time.Time) ([]byte, error) {
-	d := dayFloor(day).Format(time.DateOnly)
+	d := clicks.DayFloor(day).Format(time.DateOnly)
 	if _, err := s.pool.Exec(ctx, `DELETE FROM shortener_visitor_salts WHERE day < $1::date`, d); err != nil {
 		return nil, fmt.Errorf("deleting old visitor salts: %w", err)
 	}
 	if _, err := s.pool.Exec(ctx, `INSERT INTO shortener_visitor_salts (day, salt) VALUES ($1::date, $2)
-		ON CONFLICT (day) DO NOTHING`, d, newVisitorSalt()); err != nil {
+		ON CONFLICT (day) DO NOTHING`, d, clicks.NewVisitorSalt()); err != nil {
 		return nil, fmt.Errorf("creating the visitor salt: %w", err)
 	}
 	var salt []byte
@@ -279,14 +280,14 @@ func (s *postgresClickSink) VisitorSalt(ctx context.Context, day time.Time) ([]b
 // them empty), in (code, day) order after the hourly rows as the
 // retention's roll-up does, so instances counting the same day take turns
 // and never deadlock with it; then it writes the merged sketches.
-func countVisitorsPG(ctx context.Context, tx pgx.Tx, agg clickAggregate) error {
-	days := agg.visitorDays()
+func countVisitorsPG(ctx context.Context, tx pgx.Tx, agg clicks.ClickAggregate) error {
+	days := agg.VisitorDays()
 	if len(days) == 0 {
 		return nil
 	}
 	codes, dates := make([]string, len(days)), make([]string, len(days))
 	for i, d := range days {
-		codes[i], dates[i] = d.code, pgDate(d.day)
+		codes[i], dates[i] = d.Code, pgDate(d.Day)
 	}
 	rows, err := tx.Query(ctx, `INSERT INTO shortener_link_clicks_daily AS d (code, day)
 		SELECT code, day FROM unnest($1::text[], $2::date[]) AS u(code, day) ORDER BY 1, 2
@@ -295,19 +296,19 @@ func countVisitorsPG(ctx context.Context, tx pgx.Tx, agg clickAggregate) error {
 	if err != nil {
 		return fmt.Errorf("locking visitor days: %w", err)
 	}
-	stored := make(map[dayKey][]byte, len(days))
+	stored := make(map[clicks.DayKey][]byte, len(days))
 	var code string
 	var day time.Time
 	var b []byte
 	if _, err := pgx.ForEachRow(rows, []any{&code, &day, &b}, func() error {
-		stored[dayKey{code, day.Unix()}] = append([]byte(nil), b...)
+		stored[clicks.DayKey{Code: code, Day: day.Unix()}] = append([]byte(nil), b...)
 		return nil
 	}); err != nil {
 		return fmt.Errorf("locking visitor days: %w", err)
 	}
 	sketches := make([][]byte, len(days))
 	for i, d := range days {
-		if sketches[i], err = addVisitors(stored[d], agg.visitors[d]); err != nil {
+		if sketches[i], err = clicks.AddVisitors(stored[d], agg.Visitors[d]); err != nil {
 			return fmt.Errorf("counting visitors: %w", err)
 		}
 	}
@@ -319,4 +320,4 @@ func countVisitorsPG(ctx context.Context, tx pgx.Tx, agg clickAggregate) error {
 	return nil
 }
 
-var _ visitorSalter = (*postgresClickSink)(nil)
+var _ clicks.VisitorSalter = (*postgresClickSink)(nil)

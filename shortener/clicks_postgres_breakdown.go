@@ -6,16 +6,18 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
-// ClickBreakdown implements ClickSink on the daily dimension and referrer
+// ClickBreakdown implements Sink on the daily dimension and referrer
 // rollups: for a link on their primary keys (led by code), across links
 // on their (dim, day) and day indexes.
-func (s *postgresClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]BreakdownEntry, error) {
-	first, end := dayRange(from, to)
+func (s *postgresClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]clicks.BreakdownEntry, error) {
+	first, end := clicks.DayRange(from, to)
 	args := []any{first.Format(time.DateOnly), end.Format(time.DateOnly), limit}
 	table, col, where := "shortener_link_referrers_daily", "host", "day >= $1::date AND day < $2::date"
-	if dim != DimReferrer {
+	if dim != clicks.DimReferrer {
 		args = append(args, dim)
 		table, col, where = "shortener_link_dims_daily", "value", where+" AND dim = $4"
 	}
@@ -28,12 +30,12 @@ func (s *postgresClickSink) ClickBreakdown(ctx context.Context, code, dim string
 	if err != nil {
 		return nil, fmt.Errorf("click breakdown: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[BreakdownEntry])
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[clicks.BreakdownEntry])
 	if err != nil {
 		return nil, fmt.Errorf("click breakdown: %w", err)
 	}
 	if out == nil {
-		out = []BreakdownEntry{}
+		out = []clicks.BreakdownEntry{}
 	}
 	return out, nil
 }

@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // pgCapped writes capped counters (clicks_cap.go) to a table of values
 // and a table of named values per slot. Each statement takes arrays: the
-// slot's columns (slotArgs) or the key's (keyArgs), then for write and
+// Slot's columns (slotArgs) or the key's (keyArgs), then for write and
 // bump one more array of counts.
-type pgCapped[K cappedKey[K, S], S cappedSlot[S]] struct {
+type pgCapped[K clicks.CappedKey[K, S], S clicks.CappedSlot[S]] struct {
 	what string // for errors: "referrer", "dimension"
 	// lock inserts or locks the slots, returning their columns and count
 	// of named values; stored returns the keys of the arrays that have a
@@ -25,7 +27,7 @@ type pgCapped[K cappedKey[K, S], S cappedSlot[S]] struct {
 }
 
 // count adds the increments within the cap of limit named values per
-// slot. It first locks each slot's count (creating it at 0), in the
+// Slot. It first locks each slot's count (creating it at 0), in the
 // slots' fixed order: a transaction counting the same slot on another
 // instance waits there until this one commits. Then, in a new statement
 // and so a new snapshot (read committed), it reads which of the keys are
@@ -35,7 +37,7 @@ func (c pgCapped[K, S]) count(ctx context.Context, tx pgx.Tx, incs map[K]int64, 
 	if len(incs) == 0 {
 		return nil
 	}
-	rows, err := tx.Query(ctx, c.lock, c.slotArgs(capSlots(incs))...)
+	rows, err := tx.Query(ctx, c.lock, c.slotArgs(clicks.CapSlots(incs))...)
 	if err != nil {
 		return fmt.Errorf("locking %s days: %w", c.what, err)
 	}
@@ -63,8 +65,8 @@ func (c pgCapped[K, S]) count(ctx context.Context, tx pgx.Tx, incs map[K]int64, 
 	for _, k := range have {
 		stored[k] = true
 	}
-	writes, added := capValues(incs, func(k K) bool { return stored[k] }, used, limit)
-	keys := sortedCapKeys(writes)
+	writes, added := clicks.CapValues(incs, func(k K) bool { return stored[k] }, used, limit)
+	keys := clicks.SortedCapKeys(writes)
 	counts := make([]int64, len(keys))
 	for i, k := range keys {
 		counts[i] = writes[k]
@@ -77,7 +79,7 @@ func (c pgCapped[K, S]) count(ctx context.Context, tx pgx.Tx, incs map[K]int64, 
 	}
 	var slots []S
 	var more []int64
-	for _, s := range capSlots(incs) {
+	for _, s := range clicks.CapSlots(incs) {
 		if a := added[s]; a > 0 {
 			slots, more = append(slots, s), append(more, a)
 		}
@@ -90,7 +92,7 @@ func (c pgCapped[K, S]) count(ctx context.Context, tx pgx.Tx, incs map[K]int64, 
 
 // pgReferrers are the referrer hosts of 002_clicks.up.sql, capped per
 // link-day in shortener_link_referrer_days (003_click_bounds.up.sql).
-var pgReferrers = pgCapped[refKey, dayKey]{
+var pgReferrers = pgCapped[clicks.RefKey, clicks.DayKey]{
 	what: "referrer",
 	lock: `INSERT INTO shortener_link_referrer_days AS d (code, day, hosts)
 		SELECT code, day, 0 FROM unnest($1::text[], $2::date[]) AS u(code, day)
@@ -105,37 +107,37 @@ var pgReferrers = pgCapped[refKey, dayKey]{
 	bump: `UPDATE shortener_link_referrer_days AS d SET hosts = d.hosts + u.added
 		FROM unnest($1::text[], $2::date[], $3::bigint[]) AS u(code, day, added)
 		WHERE d.code = u.code AND d.day = u.day`,
-	slotArgs: func(days []dayKey) []any {
+	slotArgs: func(days []clicks.DayKey) []any {
 		codes, dates := make([]string, len(days)), make([]string, len(days))
 		for i, d := range days {
-			codes[i], dates[i] = d.code, pgDate(d.day)
+			codes[i], dates[i] = d.Code, pgDate(d.Day)
 		}
 		return []any{codes, dates}
 	},
-	keyArgs: func(keys []refKey) []any {
+	keyArgs: func(keys []clicks.RefKey) []any {
 		codes, dates, hosts := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 		for i, k := range keys {
-			codes[i], dates[i], hosts[i] = k.code, pgDate(k.day), k.host
+			codes[i], dates[i], hosts[i] = k.Code, pgDate(k.Day), k.Host
 		}
 		return []any{codes, dates, hosts}
 	},
-	scanSlot: func(r pgx.CollectableRow) (d dayKey, n int64, err error) {
+	scanSlot: func(r pgx.CollectableRow) (d clicks.DayKey, n int64, err error) {
 		var day time.Time
-		err = r.Scan(&d.code, &day, &n)
-		d.day = day.Unix()
+		err = r.Scan(&d.Code, &day, &n)
+		d.Day = day.Unix()
 		return d, n, err
 	},
-	scanKey: func(r pgx.CollectableRow) (k refKey, err error) {
+	scanKey: func(r pgx.CollectableRow) (k clicks.RefKey, err error) {
 		var day time.Time
-		err = r.Scan(&k.code, &day, &k.host)
-		k.day = day.Unix()
+		err = r.Scan(&k.Code, &day, &k.Host)
+		k.Day = day.Unix()
 		return k, err
 	},
 }
 
 // pgDims are the dimension values of 014_clicks_dims.up.sql, capped per
 // link, day and dimension in shortener_link_dim_days.
-var pgDims = pgCapped[dimKey, dimDay]{
+var pgDims = pgCapped[clicks.DimKey, clicks.DimDay]{
 	what: "dimension",
 	lock: `INSERT INTO shortener_link_dim_days AS d (code, day, dim, "values")
 		SELECT code, day, dim, 0 FROM unnest($1::text[], $2::date[], $3::text[]) AS u(code, day, dim)
@@ -150,31 +152,31 @@ var pgDims = pgCapped[dimKey, dimDay]{
 	bump: `UPDATE shortener_link_dim_days AS d SET "values" = d."values" + u.added
 		FROM unnest($1::text[], $2::date[], $3::text[], $4::bigint[]) AS u(code, day, dim, added)
 		WHERE d.code = u.code AND d.day = u.day AND d.dim = u.dim`,
-	slotArgs: func(slots []dimDay) []any {
+	slotArgs: func(slots []clicks.DimDay) []any {
 		codes, dates, dims := make([]string, len(slots)), make([]string, len(slots)), make([]string, len(slots))
 		for i, s := range slots {
-			codes[i], dates[i], dims[i] = s.code, pgDate(s.day), s.dim
+			codes[i], dates[i], dims[i] = s.Code, pgDate(s.Day), s.Dim
 		}
 		return []any{codes, dates, dims}
 	},
-	keyArgs: func(keys []dimKey) []any {
+	keyArgs: func(keys []clicks.DimKey) []any {
 		n := len(keys)
 		codes, dates, dims, vals := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		for i, k := range keys {
-			codes[i], dates[i], dims[i], vals[i] = k.code, pgDate(k.day), k.dim, k.val
+			codes[i], dates[i], dims[i], vals[i] = k.Code, pgDate(k.Day), k.Dim, k.Val
 		}
 		return []any{codes, dates, dims, vals}
 	},
-	scanSlot: func(r pgx.CollectableRow) (s dimDay, n int64, err error) {
+	scanSlot: func(r pgx.CollectableRow) (s clicks.DimDay, n int64, err error) {
 		var day time.Time
-		err = r.Scan(&s.code, &day, &s.dim, &n)
-		s.day = day.Unix()
+		err = r.Scan(&s.Code, &day, &s.Dim, &n)
+		s.Day = day.Unix()
 		return s, n, err
 	},
-	scanKey: func(r pgx.CollectableRow) (k dimKey, err error) {
+	scanKey: func(r pgx.CollectableRow) (k clicks.DimKey, err error) {
 		var day time.Time
-		err = r.Scan(&k.code, &day, &k.dim, &k.val)
-		k.day = day.Unix()
+		err = r.Scan(&k.Code, &day, &k.Dim, &k.Val)
+		k.Day = day.Unix()
 		return k, err
 	},
 }

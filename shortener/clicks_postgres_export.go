@@ -7,10 +7,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
-// ClickRows implements clickRowReader: the hourly rows of the codes, then
+// ClickRows implements clicks.RowReader: the hourly rows of the codes, then
 // their daily rows as the 00:00 hour of the day, in two scans of the
 // primary keys.
 func (s *postgresClickSink) ClickRows(ctx context.Context, codes []string) (map[string][]link.HourlyClicks, error) {
@@ -55,4 +56,4 @@ func mergeHours(byCode map[string][]link.HourlyClicks) map[string][]link.HourlyC
 	return byCode
 }
 
-var _ clickRowReader = (*postgresClickSink)(nil)
+var _ clicks.RowReader = (*postgresClickSink)(nil)

@@ -6,21 +6,23 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // pgRangeClicks are the clicks of every link over a range of days: hourly
 // counters on the hour index ($1, $2: timestamps) and daily rollups on the
-// day index ($3, $4: dates); a click is in exactly one of the two.
+// Day index ($3, $4: dates); a click is in exactly one of the two.
 const pgRangeClicks = `WITH c AS (
 	SELECT code, people, bots FROM shortener_link_clicks_hourly WHERE hour >= $1 AND hour < $2
 	UNION ALL
 	SELECT code, people, bots FROM shortener_link_clicks_daily WHERE day >= $3::date AND day < $4::date)
 `
 
-// ClickOverview implements ClickSink: two statements on the date indexes.
-func (s *postgresClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error) {
-	first, end := dayRange(from, to)
-	o := ClickOverview{From: first, To: end}
+// Overview implements Sink: two statements on the date indexes.
+func (s *postgresClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (clicks.Overview, error) {
+	first, end := clicks.DayRange(from, to)
+	o := clicks.Overview{From: first, To: end}
 	args := []any{first, end, first.Format(time.DateOnly), end.Format(time.DateOnly)}
 	if err := s.pool.QueryRow(ctx, pgRangeClicks+`SELECT coalesce(sum(people), 0)::bigint, coalesce(sum(bots), 0)::bigint FROM c`,
 		args...).Scan(&o.People, &o.Bots); err != nil {
@@ -32,11 +34,11 @@ func (s *postgresClickSink) ClickOverview(ctx context.Context, from, to time.Tim
 	if err != nil {
 		return o, fmt.Errorf("click overview: %w", err)
 	}
-	if o.Links, err = pgx.CollectRows(rows, pgx.RowToStructByPos[LinkClicks]); err != nil {
+	if o.Links, err = pgx.CollectRows(rows, pgx.RowToStructByPos[clicks.LinkClicks]); err != nil {
 		return o, fmt.Errorf("click overview: %w", err)
 	}
 	if o.Links == nil {
-		o.Links = []LinkClicks{}
+		o.Links = []clicks.LinkClicks{}
 	}
 	return o, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // postgresPruneSteps are the statements of one prune page, in order, each
@@ -45,9 +47,9 @@ var postgresPruneSteps = [...]struct {
 		SELECT ctid FROM shortener_link_dim_days WHERE day < $1::date LIMIT $2 FOR UPDATE SKIP LOCKED)`, true},
 }
 
-// PruneClicks implements clickPruner: the salts of days before cut.Today,
+// PruneClicks implements ClickPruner: the salts of days before cut.Today,
 // then up to limit rows in all, by the steps of postgresPruneSteps.
-func (s *postgresClickSink) PruneClicks(ctx context.Context, cut clickCutoffs, limit int) (int, bool, error) {
+func (s *postgresClickSink) PruneClicks(ctx context.Context, cut clicks.ClickCutoffs, limit int) (int, bool, error) {
 	daily, hourly := cut.Daily.UTC(), cut.Hourly.UTC()
 	if !cut.Today.IsZero() {
 		if _, err := s.pool.Exec(ctx, `DELETE FROM shortener_visitor_salts WHERE day < $1::date`, pgCutoff(cut.Today.UTC())); err != nil {
@@ -80,4 +82,4 @@ func (s *postgresClickSink) PruneClicks(ctx context.Context, cut clickCutoffs, l
 // and date columns: the UTC midnight as "2006-01-02T00:00:00Z".
 func pgCutoff(t time.Time) string { return t.Format(time.RFC3339) }
 
-var _ clickPruner = (*postgresClickSink)(nil)
+var _ clicks.ClickPruner = (*postgresClickSink)(nil)

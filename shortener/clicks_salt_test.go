@@ -11,11 +11,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // storedSaltDays reads the days whose salt the sink's store holds, from
 // the table or bucket itself.
-func storedSaltDays(t *testing.T, s ClickSink) []time.Time {
+func storedSaltDays(t *testing.T, s clicks.Sink) []time.Time {
 	t.Helper()
 	var days []time.Time
 	switch s := s.(type) {
@@ -48,13 +50,13 @@ func storedSaltDays(t *testing.T, s ClickSink) []time.Time {
 
 // countingSalter counts the calls reaching the store.
 type countingSalter struct {
-	visitorSalter
+	clicks.VisitorSalter
 	calls atomic.Int32
 }
 
 func (c *countingSalter) VisitorSalt(ctx context.Context, day time.Time) ([]byte, error) {
 	c.calls.Add(1)
-	return c.visitorSalter.VisitorSalt(ctx, day)
+	return c.VisitorSalter.VisitorSalt(ctx, day)
 }
 
 // One salt per UTC day, the same for every caller racing to create it;
@@ -65,7 +67,7 @@ func TestVisitorSaltDaily(t *testing.T) {
 	for name, open := range testClickSinks(t) {
 		t.Run(name, func(t *testing.T) {
 			sink := open(t)
-			s := sink.(visitorSalter)
+			s := sink.(clicks.VisitorSalter)
 			ctx := context.Background()
 			day := func(d int) time.Time { return time.Date(2026, 6, d, 0, 0, 0, 0, time.UTC) }
 			salts := make([][]byte, 64)
@@ -82,7 +84,7 @@ func TestVisitorSaltDaily(t *testing.T) {
 			}
 			wg.Wait()
 			for i, salt := range salts {
-				if len(salt) != visitorSaltLen || !bytes.Equal(salt, salts[0]) {
+				if len(salt) != clicks.VisitorSaltLen || !bytes.Equal(salt, salts[0]) {
 					t.Fatalf("caller %d got salt %x, caller 0 %x: want one 32-byte salt for the day", i, salt, salts[0])
 				}
 			}
@@ -96,20 +98,20 @@ func TestVisitorSaltDaily(t *testing.T) {
 			if got := storedSaltDays(t, sink); len(got) != 1 || !got[0].Equal(day(11)) {
 				t.Errorf("after the next day's salt, stored days = %v, want [2026-06-11] alone", got)
 			}
-			pruneAll(t, sink, clickCutoffs{Today: day(12)}, 100)
+			pruneAll(t, sink, clicks.ClickCutoffs{Today: day(12)}, 100)
 			if got := storedSaltDays(t, sink); len(got) != 0 {
 				t.Errorf("after retention on 2026-06-12, stored days = %v, want none", got)
 			}
 
-			src := &countingSalter{visitorSalter: s}
-			c := &saltCache{src: src}
-			a, err1 := c.get(ctx, day(12).Add(time.Hour))
-			b, err2 := c.get(ctx, day(12).Add(23*time.Hour))
+			src := &countingSalter{VisitorSalter: s}
+			c := &clicks.SaltCache{Src: src}
+			a, err1 := c.Get(ctx, day(12).Add(time.Hour))
+			b, err2 := c.Get(ctx, day(12).Add(23*time.Hour))
 			if err1 != nil || err2 != nil || !bytes.Equal(a, b) || src.calls.Load() != 1 {
 				t.Errorf("cached salt: %x %x (%v %v), %d store calls; want one salt from one call", a, b, err1, err2, src.calls.Load())
 			}
-			if n, _ := c.get(ctx, day(13)); bytes.Equal(n, a) || c.day != day(13).Unix() {
-				t.Errorf("the cache kept day %d's salt, want 2026-06-13's alone", c.day)
+			if n, _ := c.Get(ctx, day(13)); bytes.Equal(n, a) || c.Day != day(13).Unix() {
+				t.Errorf("the cache kept day %d's salt, want 2026-06-13's alone", c.Day)
 			}
 		})
 	}
@@ -119,13 +121,13 @@ func TestVisitorSaltDaily(t *testing.T) {
 // apart.
 func TestVisitorHash(t *testing.T) {
 	s1, s2 := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
-	base := visitorHash(s1, "192.0.2.1", "UA")
-	if visitorHash(s1, "192.0.2.1", "UA") != base {
+	base := clicks.VisitorHash(s1, "192.0.2.1", "UA")
+	if clicks.VisitorHash(s1, "192.0.2.1", "UA") != base {
 		t.Error("the hash is not deterministic")
 	}
 	for name, h := range map[string]uint64{
-		"other salt": visitorHash(s2, "192.0.2.1", "UA"), "other address": visitorHash(s1, "192.0.2.2", "UA"),
-		"other UA": visitorHash(s1, "192.0.2.1", "UB"), "shifted split": visitorHash(s1, "192.0.2.1U", "A"),
+		"other salt": clicks.VisitorHash(s2, "192.0.2.1", "UA"), "other address": clicks.VisitorHash(s1, "192.0.2.2", "UA"),
+		"other UA": clicks.VisitorHash(s1, "192.0.2.1", "UB"), "shifted split": clicks.VisitorHash(s1, "192.0.2.1U", "A"),
 	} {
 		if h == base {
 			t.Errorf("%s: same hash %x", name, h)

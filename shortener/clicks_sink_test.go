@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -43,7 +44,7 @@ func testClickPool(t *testing.T, dsn string) *pgxpool.Pool {
 }
 
 // newTestEmbeddedClickSink returns the click sink of a fresh embedded store.
-func newTestEmbeddedClickSink(t *testing.T) ClickSink {
+func newTestEmbeddedClickSink(t *testing.T) clicks.Sink {
 	t.Helper()
 	st, err := OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
 	if err != nil {
@@ -57,10 +58,10 @@ func newTestEmbeddedClickSink(t *testing.T) ClickSink {
 	return s
 }
 
-func testClickSinks(t *testing.T) map[string]func(t *testing.T) ClickSink {
-	return map[string]func(t *testing.T) ClickSink{
-		"postgres": func(t *testing.T) ClickSink { return newTestPostgresClickSink(t) },
-		"embedded": func(t *testing.T) ClickSink { return newTestEmbeddedClickSink(t) },
+func testClickSinks(t *testing.T) map[string]func(t *testing.T) clicks.Sink {
+	return map[string]func(t *testing.T) clicks.Sink{
+		"postgres": func(t *testing.T) clicks.Sink { return newTestPostgresClickSink(t) },
+		"embedded": func(t *testing.T) clicks.Sink { return newTestEmbeddedClickSink(t) },
 	}
 }
 
@@ -70,31 +71,31 @@ func TestClickSinkStats(t *testing.T) {
 			s := open(t)
 			ctx := context.Background()
 			day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
-			var clicks []Click
-			add := func(n int, at time.Time, ref string, class UAClass) {
+			var clickList []clicks.Click
+			add := func(n int, at time.Time, ref string, class clicks.UAClass) {
 				for range n {
-					clicks = append(clicks, Click{Code: "abc1234", At: at, Referrer: ref, Class: class})
+					clickList = append(clickList, clicks.Click{Code: "abc1234", At: at, Referrer: ref, Class: class})
 				}
 			}
-			add(3, day.Add(10*time.Hour+5*time.Minute), "a.example", ClassBrowser)
-			add(2, day.Add(10*time.Hour+59*time.Minute), "", ClassBot)
-			add(1, day.Add(11*time.Hour), "b.example", ClassOther)
-			add(4, day.Add(24*time.Hour+time.Hour), "b.example", ClassBrowser) // next day
-			for i := range 12 {                                                // 12 hosts with i+1 clicks: top 10 kept
-				add(i+1, day.Add(-48*time.Hour), fmt.Sprintf("h%02d.example", i), ClassBrowser)
+			add(3, day.Add(10*time.Hour+5*time.Minute), "a.example", clicks.ClassBrowser)
+			add(2, day.Add(10*time.Hour+59*time.Minute), "", clicks.ClassBot)
+			add(1, day.Add(11*time.Hour), "b.example", clicks.ClassOther)
+			add(4, day.Add(24*time.Hour+time.Hour), "b.example", clicks.ClassBrowser) // next day
+			for i := range 12 {                                                       // 12 hosts with i+1 clicks: top 10 kept
+				add(i+1, day.Add(-48*time.Hour), fmt.Sprintf("h%02d.example", i), clicks.ClassBrowser)
 			}
-			clicks = append(clicks, Click{Code: "other12", At: day.Add(10 * time.Hour), Class: ClassBrowser})
-			n, err := s.ApplyClicks(ctx, []ClickBatch{{ID: "t-1", Clicks: clicks[:5]}, {ID: "t-2", Clicks: clicks[5:]}})
+			clickList = append(clickList, clicks.Click{Code: "other12", At: day.Add(10 * time.Hour), Class: clicks.ClassBrowser})
+			n, err := s.ApplyClicks(ctx, []clicks.Batch{{ID: "t-1", Clicks: clickList[:5]}, {ID: "t-2", Clicks: clickList[5:]}})
 			if err != nil || n != 2 {
 				t.Fatalf("ApplyClicks = %d, %v; want 2, nil", n, err)
 			}
 			// Replays, alone and mixed with a new batch, are skipped.
-			n, err = s.ApplyClicks(ctx, []ClickBatch{{ID: "t-1", Clicks: clicks[:5]}, {ID: "t-2", Clicks: clicks[5:]}})
+			n, err = s.ApplyClicks(ctx, []clicks.Batch{{ID: "t-1", Clicks: clickList[:5]}, {ID: "t-2", Clicks: clickList[5:]}})
 			if err != nil || n != 0 {
 				t.Fatalf("ApplyClicks(replay) = %d, %v; want 0, nil", n, err)
 			}
-			late := Click{Code: "abc1234", At: day.Add(11*time.Hour + 30*time.Minute), Class: ClassBot}
-			n, err = s.ApplyClicks(ctx, []ClickBatch{{ID: "t-1", Clicks: clicks[:5]}, {ID: "t-3", Clicks: []Click{late}}, {ID: "t-3", Clicks: []Click{late}}})
+			late := clicks.Click{Code: "abc1234", At: day.Add(11*time.Hour + 30*time.Minute), Class: clicks.ClassBot}
+			n, err = s.ApplyClicks(ctx, []clicks.Batch{{ID: "t-1", Clicks: clickList[:5]}, {ID: "t-3", Clicks: []clicks.Click{late}}, {ID: "t-3", Clicks: []clicks.Click{late}}})
 			if err != nil || n != 1 {
 				t.Fatalf("ApplyClicks(mixed) = %d, %v; want 1, nil", n, err)
 			}
@@ -107,13 +108,13 @@ func TestClickSinkStats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := ClickStats{Code: "abc1234", Total: 7, People: 4, Bots: 3,
+			want := clicks.Stats{Code: "abc1234", Total: 7, People: 4, Bots: 3,
 				Hourly: []link.HourlyClicks{
 					{Hour: day.Add(10 * time.Hour), People: 3, Bots: 2},
 					{Hour: day.Add(11 * time.Hour), People: 1, Bots: 1},
 				},
-				Referrers: []ReferrerClicks{{Host: "a.example", Count: 3}, {Host: "b.example", Count: 1}},
-				AllTime:   &ClickTotals{Total: 89, People: 86, Bots: 3},
+				Referrers: []clicks.ReferrerClicks{{Host: "a.example", Count: 3}, {Host: "b.example", Count: 1}},
+				AllTime:   &clicks.Totals{Total: 89, People: 86, Bots: 3},
 			}
 			if !reflect.DeepEqual(st, want) {
 				t.Errorf("ClickStats(day) =\n%+v\nwant\n%+v", st, want)
@@ -122,11 +123,11 @@ func TestClickSinkStats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Total != 89 || len(st.Referrers) != TopReferrers || st.Referrers[0] != (ReferrerClicks{"h11.example", 12}) ||
-				st.Referrers[1] != (ReferrerClicks{"h10.example", 11}) || st.Referrers[9] != (ReferrerClicks{"h03.example", 4}) {
+			if st.Total != 89 || len(st.Referrers) != clicks.TopReferrers || st.Referrers[0] != (clicks.ReferrerClicks{Host: "h11.example", Count: 12}) ||
+				st.Referrers[1] != (clicks.ReferrerClicks{Host: "h10.example", Count: 11}) || st.Referrers[9] != (clicks.ReferrerClicks{Host: "h03.example", Count: 4}) {
 				t.Errorf("ClickStats(week) total %d referrers %+v", st.Total, st.Referrers)
 			}
-			if st.Referrers[7] != (ReferrerClicks{"b.example", 5}) {
+			if st.Referrers[7] != (clicks.ReferrerClicks{Host: "b.example", Count: 5}) {
 				t.Errorf("ClickStats(week) referrer 8 = %+v, want b.example 5", st.Referrers[7])
 			}
 			st, err = s.ClickStats(ctx, "nothere", day, day.Add(time.Hour))
@@ -152,11 +153,11 @@ func TestClickSinkConcurrentApply(t *testing.T) {
 					// Every worker applies every batch, in a different order and grouping.
 					for i := range batches {
 						j := (i + w*25) % batches
-						clicks := make([]Click, per)
-						for k := range clicks {
-							clicks[k] = Click{Code: fmt.Sprintf("code%d", j%7), At: at, Referrer: "r.example", Class: UAClass(k % 3)}
+						clickList := make([]clicks.Click, per)
+						for k := range clickList {
+							clickList[k] = clicks.Click{Code: fmt.Sprintf("code%d", j%7), At: at, Referrer: "r.example", Class: clicks.UAClass(k % 3)}
 						}
-						if _, err := s.ApplyClicks(context.Background(), []ClickBatch{{ID: fmt.Sprintf("b-%d", j), Clicks: clicks}}); err != nil {
+						if _, err := s.ApplyClicks(context.Background(), []clicks.Batch{{ID: fmt.Sprintf("b-%d", j), Clicks: clickList}}); err != nil {
 							t.Errorf("ApplyClicks: %v", err)
 							return
 						}

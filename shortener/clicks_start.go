@@ -6,6 +6,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -30,7 +31,7 @@ func (h *Handler) startClicks(ctx caddy.Context, prefix string) error {
 	if h.rdb != nil {
 		cfg.Redis, cfg.KeyPrefix = h.rdb.UniversalClient, prefix
 	}
-	if h.clicks, err = NewClickRecorder(cfg); err != nil {
+	if h.clicks, err = clicks.NewRecorder(cfg); err != nil {
 		return fmt.Errorf("shortener clicks: %w", err)
 	}
 	return nil
@@ -39,9 +40,9 @@ func (h *Handler) startClicks(ctx caddy.Context, prefix string) error {
 // clickSink returns where clicks are counted: tables (or buckets) next to
 // the links in the store's own database. A store given to the handler
 // before Provision (tests, programs embedding the handler) that is neither
-// of the two real stores keeps clicks only if it implements ClickSink
+// of the two real stores keeps clicks only if it implements Sink
 // itself; otherwise clickSink returns nil and clicks are not counted.
-func (h *Handler) clickSink() (ClickSink, error) {
+func (h *Handler) clickSink() (clicks.Sink, error) {
 	s := h.store
 	if sh, ok := s.(sharedStore); ok {
 		s = sh.Store
@@ -49,7 +50,7 @@ func (h *Handler) clickSink() (ClickSink, error) {
 	switch s := s.(type) {
 	case *PostgresStore, *EmbeddedStore:
 		return clickSinkFor(s, h.ClicksReferrers)
-	case ClickSink:
+	case clicks.Sink:
 		return s, nil
 	}
 	if h.ownStore != nil {
@@ -63,7 +64,7 @@ func (h *Handler) clickSink() (ClickSink, error) {
 // (applied by OpenPostgres) or buckets in the embedded store's bbolt
 // file. referrers caps the named referrer hosts, and the named values of
 // each dimension, per link per day (0: DefaultClicksReferrers).
-func clickSinkFor(s link.Store, referrers int) (ClickSink, error) {
+func clickSinkFor(s link.Store, referrers int) (clicks.Sink, error) {
 	switch s := s.(type) {
 	case *PostgresStore:
 		return newPostgresClickSink(s.pool, referrers), nil

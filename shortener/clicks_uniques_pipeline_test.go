@@ -16,6 +16,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // Unique visitors counted through the whole pipeline: redirects served by
@@ -112,18 +113,18 @@ func TestUniquesThroughPipeline(t *testing.T) {
 				}
 			}
 			wg.Wait()
-			const clicks = visitors + (visitors+2)/3
+			const clickList = visitors + (visitors+2)/3
 			var got, gotFew int64
-			for deadline := time.Now().Add(60 * time.Second); got < clicks || gotFew < 8; time.Sleep(20 * time.Millisecond) {
+			for deadline := time.Now().Add(60 * time.Second); got < clickList || gotFew < 8; time.Sleep(20 * time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatalf("counted %d and %d clicks, want %d and 8", got, gotFew, clicks)
+					t.Fatalf("counted %d and %d clicks, want %d and 8", got, gotFew, clickList)
 				}
 				got, gotFew = apiTotal(t, h, many).Total, apiTotal(t, h, few).Total
 			}
-			var st StatsAnswer
+			var st clicks.StatsAnswer
 			getJSON(t, h, "/api/links/"+many+"/stats?from=2026-11-29T00:00:00Z&to=2026-11-30T00:00:00Z", http.StatusOK, &st)
-			if st.Total != clicks || len(st.Timeseries) != 1 || st.Timeseries[0].Uniques == nil {
-				t.Fatalf("stats = total %d, series %+v; want %d clicks in one day bucket with uniques", st.Total, st.Timeseries, clicks)
+			if st.Total != clickList || len(st.Timeseries) != 1 || st.Timeseries[0].Uniques == nil {
+				t.Fatalf("stats = total %d, series %+v; want %d clicks in one day bucket with uniques", st.Total, st.Timeseries, clickList)
 			}
 			day := *st.Timeseries[0].Uniques
 			t.Logf("%d distinct visitors, %d clicks: uniques %d, day bucket %d (%+.2f%%)", visitors, st.Total, st.Uniques, day,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // Ten thousand distinct visitors, in batches merged into the stored
@@ -21,23 +22,23 @@ func TestVisitorSketchAccuracy(t *testing.T) {
 		var stored []byte
 		var hashes []uint64
 		for i := range 10000 {
-			hashes = append(hashes, visitorHash(salt, "198.51.100."+itoa(int64(i%256))+"/"+itoa(int64(i)), "UA"))
+			hashes = append(hashes, clicks.VisitorHash(salt, "198.51.100."+itoa(int64(i%256))+"/"+itoa(int64(i)), "UA"))
 			if len(hashes) == 500 {
 				var err error
-				if stored, err = addVisitors(stored, append(hashes, hashes[:100]...)); err != nil { // 100 repeat visitors
+				if stored, err = clicks.AddVisitors(stored, append(hashes, hashes[:100]...)); err != nil { // 100 repeat visitors
 					t.Fatal(err)
 				}
 				hashes = hashes[:0]
 			}
 		}
-		got := mergeVisitors([][]byte{stored, stored}) // merge is idempotent
+		got := clicks.MergeVisitors([][]byte{stored, stored}) // merge is idempotent
 		if dev := math.Abs(float64(got)-10000) / 10000; dev > 0.02 {
 			t.Errorf("seed %d: %d distinct visitors estimated as %d (%.2f%%), want within 2%%", seed, 10000, got, 100*dev)
 		}
 	}
-	v := func(a string) uint64 { return visitorHash([]byte("salt"), a, "UA") }
-	small, _ := addVisitors(nil, []uint64{v("a"), v("b"), v("c"), v("c"), v("b")})
-	if got := mergeVisitors([][]byte{small}); got != 3 {
+	v := func(a string) uint64 { return clicks.VisitorHash([]byte("salt"), a, "UA") }
+	small, _ := clicks.AddVisitors(nil, []uint64{v("a"), v("b"), v("c"), v("c"), v("b")})
+	if got := clicks.MergeVisitors([][]byte{small}); got != 3 {
 		t.Errorf("3 visitors while sparse = %d, want exactly 3", got)
 	}
 }
@@ -46,17 +47,17 @@ func TestVisitorSketchAccuracy(t *testing.T) {
 // re-encodes to one with the same estimate; merging is commutative and
 // idempotent, and a merge estimates within the bound of its exact union.
 func FuzzVisitorSketch(f *testing.F) {
-	seed, _ := addVisitors(nil, []uint64{1, 2, 3})
+	seed, _ := clicks.AddVisitors(nil, []uint64{1, 2, 3})
 	f.Add(seed, []byte("abcdefgh12345678"))
 	f.Add([]byte{2, 14, 0, 0, 0, 0, 0, 0}, []byte{})
 	f.Add([]byte{1, 14, 0, 1, 255, 255, 255, 255}, []byte("x"))
 	f.Fuzz(func(t *testing.T, stored, more []byte) {
-		if sk, err := decodeVisitorSketch(stored); err == nil {
+		if sk, err := clicks.DecodeVisitorSketch(stored); err == nil {
 			b, err := sk.MarshalBinary()
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, err := decodeVisitorSketch(b)
+			again, err := clicks.DecodeVisitorSketch(b)
 			if err != nil || again.Estimate() != sk.Estimate() {
 				t.Fatalf("round trip: %v, estimate %d then %d", err, sk.Estimate(), again.Estimate())
 			}
@@ -72,13 +73,13 @@ func FuzzVisitorSketch(f *testing.F) {
 			}
 			exact[h] = true
 		}
-		a, _ := addVisitors(stored, ha) // a bad stored value restarts
-		b, _ := addVisitors(nil, hb)
-		ab, ba := mergeVisitors([][]byte{a, b}), mergeVisitors([][]byte{b, a})
-		if ab != ba || mergeVisitors([][]byte{a, a}) != mergeVisitors([][]byte{a}) {
-			t.Fatalf("merge: a∪b %d, b∪a %d; a∪a %d, a %d", ab, ba, mergeVisitors([][]byte{a, a}), mergeVisitors([][]byte{a}))
+		a, _ := clicks.AddVisitors(stored, ha) // a bad stored value restarts
+		b, _ := clicks.AddVisitors(nil, hb)
+		ab, ba := clicks.MergeVisitors([][]byte{a, b}), clicks.MergeVisitors([][]byte{b, a})
+		if ab != ba || clicks.MergeVisitors([][]byte{a, a}) != clicks.MergeVisitors([][]byte{a}) {
+			t.Fatalf("merge: a∪b %d, b∪a %d; a∪a %d, a %d", ab, ba, clicks.MergeVisitors([][]byte{a, a}), clicks.MergeVisitors([][]byte{a}))
 		}
-		if _, err := decodeVisitorSketch(stored); err != nil && len(exact) <= 100 {
+		if _, err := clicks.DecodeVisitorSketch(stored); err != nil && len(exact) <= 100 {
 			if d := math.Abs(float64(ab) - float64(len(exact))); d > 1+0.05*float64(len(exact)) {
 				t.Fatalf("%d distinct hashes estimated %d", len(exact), ab)
 			}
@@ -97,24 +98,24 @@ func TestClickSinkUniques(t *testing.T) {
 			ctx := t.Context()
 			dayA := time.Date(2026, 6, 10, 0, 0, 0, 0, time.UTC)
 			salt := []byte("salt of the test")
-			visits := func(day time.Time, from, to int, class UAClass) []Click {
-				var cs []Click
+			visits := func(day time.Time, from, to int, class clicks.UAClass) []clicks.Click {
+				var cs []clicks.Click
 				for i := from; i < to; i++ {
-					cs = append(cs, Click{Code: "uniq", At: day.Add(time.Duration(i%24) * time.Hour), Class: class,
-						Visitor: visitorHash(salt, day.Format(time.DateOnly)+itoa(int64(i)), "UA")})
+					cs = append(cs, clicks.Click{Code: "uniq", At: day.Add(time.Duration(i%24) * time.Hour), Class: class,
+						Visitor: clicks.VisitorHash(salt, day.Format(time.DateOnly)+itoa(int64(i)), "UA")})
 				}
 				return cs
 			}
-			batches := []ClickBatch{
-				{ID: "v-1", Clicks: visits(dayA, 0, 600, ClassBrowser)},
-				{ID: "v-2", Clicks: append(visits(dayA, 500, 1000, ClassOther), visits(dayA, 0, 100, ClassBrowser)...)},
-				{ID: "v-3", Clicks: append(visits(dayA, 5000, 5300, ClassBot), Click{Code: "uniq", At: dayA})},
-				{ID: "v-4", Clicks: visits(dayA.AddDate(0, 0, 1), 0, 500, ClassBrowser)},
+			batches := []clicks.Batch{
+				{ID: "v-1", Clicks: visits(dayA, 0, 600, clicks.ClassBrowser)},
+				{ID: "v-2", Clicks: append(visits(dayA, 500, 1000, clicks.ClassOther), visits(dayA, 0, 100, clicks.ClassBrowser)...)},
+				{ID: "v-3", Clicks: append(visits(dayA, 5000, 5300, clicks.ClassBot), clicks.Click{Code: "uniq", At: dayA})},
+				{ID: "v-4", Clicks: visits(dayA.AddDate(0, 0, 1), 0, 500, clicks.ClassBrowser)},
 			}
 			if _, err := s.ApplyClicks(ctx, batches); err != nil {
 				t.Fatal(err)
 			}
-			if n, err := s.ApplyClicks(ctx, []ClickBatch{{ID: "v-1", Clicks: visits(dayA, 7000, 8000, ClassBrowser)}}); err != nil || n != 0 {
+			if n, err := s.ApplyClicks(ctx, []clicks.Batch{{ID: "v-1", Clicks: visits(dayA, 7000, 8000, clicks.ClassBrowser)}}); err != nil || n != 0 {
 				t.Fatalf("replayed batch: applied %d, %v; want 0", n, err)
 			}
 			within := func(what string, got, want int64) {
@@ -131,9 +132,9 @@ func TestClickSinkUniques(t *testing.T) {
 					t.Errorf("%s: total %d bots %d, want 2001 and 300", when, two.Total, two.Bots)
 				}
 				// The daily buckets of the timeseries: each day's own sketch.
-				spec := seriesSpec{GranularityDay, time.UTC}
-				points := spec.series(append(two.Hourly, dailyAsHours(two.Daily)...), dayA, dayA.AddDate(0, 0, 2))
-				spec.withUniques(points, two.Visitors)
+				spec := clicks.SeriesSpec{Granularity: clicks.GranularityDay, Loc: time.UTC}
+				points := spec.Series(append(two.Hourly, clicks.DailyAsHours(two.Daily)...), dayA, dayA.AddDate(0, 0, 2))
+				spec.WithUniques(points, two.Visitors)
 				if len(two.Visitors) != 2 || len(points) != 2 || points[0].Uniques == nil || points[1].Uniques == nil {
 					t.Fatalf("%s: %d daily sketches, points %+v, want 2 days with uniques", when, len(two.Visitors), points)
 				}
@@ -141,7 +142,7 @@ func TestClickSinkUniques(t *testing.T) {
 				within(when+", day B's bucket", *points[1].Uniques, 500)
 			}
 			check("counted")
-			pruneAll(t, s, clickCutoffs{Hourly: dayA.AddDate(0, 0, 3), Daily: dayA.AddDate(0, 0, -1)}, 50)
+			pruneAll(t, s, clicks.ClickCutoffs{Hourly: dayA.AddDate(0, 0, 3), Daily: dayA.AddDate(0, 0, -1)}, 50)
 			check("rolled up")
 			if st := clickTotalsOf(t, s, "uniq", dayA.AddDate(0, 0, 3), dayA.AddDate(0, 0, 4)); st.Uniques != 0 {
 				t.Errorf("a day without visitors: uniques %d", st.Uniques)
@@ -155,15 +156,15 @@ func TestClickSinkUniques(t *testing.T) {
 func TestClicksUniquesThroughStream(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	sink := newTestPostgresClickSink(t)
-	recs := []*ClickRecorder{
-		newTestRecorder(t, ClickConfig{Sink: sink, Redis: rdb, KeyPrefix: prefix, BatchInterval: 10 * time.Millisecond}),
-		newTestRecorder(t, ClickConfig{Sink: sink, Redis: rdb, KeyPrefix: prefix, BatchInterval: 10 * time.Millisecond}),
+	recs := []*clicks.Recorder{
+		newTestRecorder(t, clicks.Config{Sink: sink, Redis: rdb, KeyPrefix: prefix, BatchInterval: 10 * time.Millisecond}),
+		newTestRecorder(t, clicks.Config{Sink: sink, Redis: rdb, KeyPrefix: prefix, BatchInterval: 10 * time.Millisecond}),
 	}
 	now := time.Now().UTC()
 	salt := []byte("stream salt")
 	for i := range 2000 {
-		recs[i%2].Record(Click{Code: testClickCodes[0], At: now, Class: ClassBrowser,
-			Visitor: visitorHash(salt, itoa(int64(i%1500)), "UA")})
+		recs[i%2].Record(clicks.Click{Code: testClickCodes[0], At: now, Class: clicks.ClassBrowser,
+			Visitor: clicks.VisitorHash(salt, itoa(int64(i%1500)), "UA")})
 	}
 	eventually(t, 20*time.Second, "2000 clicks counted", func() bool {
 		n, err := sink.ClickTotal(t.Context(), testClickCodes[0])

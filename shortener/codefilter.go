@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Bounds of code_filter_sync: the longest a link inserted by another writer

@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // fakeLister is an exact in-memory oracle of a store's creation order:

@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // listingStore is a countingStore that also lists codes (so the handler

@@ -2,9 +2,10 @@ package shortener
 
 import (
 	"fmt"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 func seqPage(seqs ...int64) []link.SeqCode {

@@ -4,8 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // How the code filter is filled and kept current.

@@ -3,10 +3,11 @@ package shortener
 import (
 	"context"
 	"errors"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Creates in one store transaction (TxStore): a create with an

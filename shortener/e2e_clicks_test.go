@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddytest"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // TestE2EClicks loads a Caddyfile with click settings into a real Caddy
@@ -96,10 +97,10 @@ http://localhost:%[2]d {
 			t.Fatalf("HEAD = %d", status)
 		}
 	}
-	stats := func() ClickStats {
+	stats := func() clicks.Stats {
 		t.Helper()
 		status, body := do("GET", "/api/links/"+link.Code+"/stats", "")
-		var st ClickStats
+		var st clicks.Stats
 		if status != 200 || json.Unmarshal([]byte(body), &st) != nil {
 			t.Fatalf("stats = %d %s", status, body)
 		}

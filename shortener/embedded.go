@@ -11,9 +11,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // EmbeddedStore keeps links in one bbolt file: pure Go, for a single Caddy
@@ -269,7 +270,7 @@ func (s *EmbeddedStore) Revoke(ctx context.Context, code string, at time.Time) e
 	}
 }
 
-// TakeServe implements ServeCounter: the record is read, checked and
+// TakeServe implements link.ServeCounter: the record is read, checked and
 // rewritten in one write transaction (bbolt runs one at a time, and the
 // handler shares one store per file), committed before it returns. Its
 // own transaction, not a Batch: a batch waits up to 10ms for company, which
@@ -445,7 +446,7 @@ func checkNewLink(l link.Link) error {
 }
 
 var (
-	_ link.Store      = (*EmbeddedStore)(nil)
-	_ link.CodeLister = (*EmbeddedStore)(nil)
-	_ ServeCounter    = (*EmbeddedStore)(nil)
+	_ link.Store        = (*EmbeddedStore)(nil)
+	_ link.CodeLister   = (*EmbeddedStore)(nil)
+	_ link.ServeCounter = (*EmbeddedStore)(nil)
 )

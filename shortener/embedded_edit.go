@@ -8,8 +8,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // embeddedHistory is the bucket of link histories, created by the first

@@ -10,8 +10,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Buckets of idempotent and reusing creates, made on first use.

@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // embeddedBaselines holds the imported click totals: code → baseline (8
@@ -66,7 +68,7 @@ func (t embeddedImportTx) Stored(ctx context.Context, codes []string) (map[strin
 }
 
 // Insert implements ImportTx: the links, their baselines, and their
-// hourly clicks as the click sink adds them.
+// Hourly clicks as the click sink adds them.
 func (t embeddedImportTx) Insert(ctx context.Context, links []link.ImportLink) ([]bool, error) {
 	plain := make([]link.Link, len(links))
 	for i, l := range links {
@@ -90,7 +92,7 @@ func (t embeddedImportTx) Insert(ctx context.Context, links []link.ImportLink) (
 			return nil, err
 		}
 	}
-	if agg := hourlyAggregate(links, stored); len(agg.hourly) > 0 {
+	if agg := clicks.HourlyAggregate(links, stored); len(agg.Hourly) > 0 {
 		if err := createClickBuckets(t.tx); err != nil {
 			return nil, err
 		}

@@ -10,8 +10,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // embeddedCreated is the creation order of links: created_at in Unix

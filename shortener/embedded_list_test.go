@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // TestEmbeddedCreatedIndexBackfill: a file written before the creation

@@ -3,12 +3,13 @@ package shortener
 import (
 	"context"
 	"errors"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 func openTestEmbedded(t *testing.T) link.Store {

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.uber.org/zap"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // exportPage is how many links one store round trip of an export reads:
@@ -137,7 +139,7 @@ func parseExportQuery(raw string) (format, status string, withStats bool, err er
 
 // ndjsonWriter writes each link as GET <api>/links/<code> answers it, one
 // JSON object a line; with rows (with_stats), with its hourly clicks.
-func (h *Handler) ndjsonWriter(w http.ResponseWriter, r *http.Request, rows clickRowReader) func([]link.ListedLink) error {
+func (h *Handler) ndjsonWriter(w http.ResponseWriter, r *http.Request, rows clicks.RowReader) func([]link.ListedLink) error {
 	enc := json.NewEncoder(w)
 	return func(links []link.ListedLink) error {
 		if rows != nil {

@@ -3,9 +3,11 @@ package shortener
 import (
 	"context"
 	"encoding/json"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // GET <api>/links/export?with_stats=1 adds to each NDJSON line "hourly":
@@ -15,20 +17,13 @@ import (
 // Referrers, dimension counts and unique-visitor sketches are not
 // exported.
 
-// clickRowReader is a click sink that reads links' rollups for an export.
-// Both stores' sinks implement it.
-type clickRowReader interface {
-	// ClickRows returns each code's rollups with clicks, by hour.
-	ClickRows(ctx context.Context, codes []string) (map[string][]link.HourlyClicks, error)
-}
-
 // exportRows is the reader of an export with stats (nil without).
-func (h *Handler) exportRows(withStats bool) (clickRowReader, error) {
+func (h *Handler) exportRows(withStats bool) (clicks.RowReader, error) {
 	if !withStats {
 		return nil, nil
 	}
 	if h.clicks != nil {
-		if rr, ok := h.clicks.cfg.Sink.(clickRowReader); ok {
+		if rr, ok := h.clicks.Cfg.Sink.(clicks.RowReader); ok {
 			return rr, nil
 		}
 	}
@@ -50,7 +45,7 @@ type exportedHour struct {
 
 // writeWithStats writes one page of links with their rollups, read in
 // one round trip within its own deadline.
-func (h *Handler) writeWithStats(r *http.Request, enc *json.Encoder, rows clickRowReader, links []link.ListedLink) error {
+func (h *Handler) writeWithStats(r *http.Request, enc *json.Encoder, rows clicks.RowReader, links []link.ListedLink) error {
 	codes := make([]string, len(links))
 	for i, l := range links {
 		codes[i] = l.Code

@@ -20,6 +20,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -49,9 +50,9 @@ func redirectStatus(ctx context.Context, h *Handler, method, path string, header
 }
 
 // apiTotal reads a link's click total through GET <api>/links/<code>/stats.
-func apiTotal(t *testing.T, h *Handler, code string) ClickStats {
+func apiTotal(t *testing.T, h *Handler, code string) clicks.Stats {
 	t.Helper()
-	var st ClickStats
+	var st clicks.Stats
 	getJSON(t, h, "/api/links/"+code+"/stats", http.StatusOK, &st)
 	return st
 }
@@ -194,7 +195,7 @@ func TestClicksThreeNodesExact(t *testing.T) {
 		n, err := rdb.XLen(context.Background(), stream).Result()
 		return err == nil && n == 0
 	})
-	p, err := rdb.XPending(context.Background(), stream, clickGroup).Result()
+	p, err := rdb.XPending(context.Background(), stream, clicks.ClickGroup).Result()
 	if err != nil || p.Count != 0 {
 		t.Errorf("XPENDING %s = %+v, %v; want nothing pending", stream, p, err)
 	}
@@ -233,7 +234,7 @@ func (h *requestHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // every call and the calls made on behalf of a request.
 type countedClickStore struct {
 	link.Store
-	sink              ClickSink
+	sink              clicks.Sink
 	calls, forRequest atomic.Int64
 }
 
@@ -264,12 +265,12 @@ func (c *countedClickStore) NextBlock(ctx context.Context, size int64) (int64, e
 	return c.Store.NextBlock(ctx, size)
 }
 
-func (c *countedClickStore) ApplyClicks(ctx context.Context, batches []ClickBatch) (int, error) {
+func (c *countedClickStore) ApplyClicks(ctx context.Context, batches []clicks.Batch) (int, error) {
 	c.count(ctx)
 	return c.sink.ApplyClicks(ctx, batches)
 }
 
-func (c *countedClickStore) ClickStats(ctx context.Context, code string, from, to time.Time) (ClickStats, error) {
+func (c *countedClickStore) ClickStats(ctx context.Context, code string, from, to time.Time) (clicks.Stats, error) {
 	c.count(ctx)
 	return c.sink.ClickStats(ctx, code, from, to)
 }
@@ -279,12 +280,12 @@ func (c *countedClickStore) ClickTotal(ctx context.Context, code string) (int64,
 	return c.sink.ClickTotal(ctx, code)
 }
 
-func (c *countedClickStore) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]BreakdownEntry, error) {
+func (c *countedClickStore) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]clicks.BreakdownEntry, error) {
 	c.count(ctx)
 	return c.sink.ClickBreakdown(ctx, code, dim, from, to, limit)
 }
 
-func (c *countedClickStore) ClickOverview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error) {
+func (c *countedClickStore) ClickOverview(ctx context.Context, from, to time.Time, limit int) (clicks.Overview, error) {
 	c.count(ctx)
 	return c.sink.ClickOverview(ctx, from, to, limit)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -18,20 +20,20 @@ import (
 // keeps clicks; the real stores' counters are tested in clicks_sink_test.go
 // and, wired into the handler, in handler_clicks_nodes_test.go.
 
-// memClickSink is an in-memory ClickSink: batch IDs applied once, counters
+// memClickSink is an in-memory Sink: batch IDs applied once, counters
 // per hour and per referrer day like the real sinks keep.
 type memClickSink struct {
 	mu        sync.Mutex
 	seen      map[string]bool
-	hourly    map[hourKey]*[2]int64 // people, bots
-	referrers map[refKey]int64
+	hourly    map[clicks.HourKey]*[2]int64 // people, bots
+	referrers map[clicks.RefKey]int64
 
 	// If gate is set, ApplyClicks signals entered and waits until gate is
 	// closed: a store that hangs.
 	gate, entered chan struct{}
 }
 
-func (s *memClickSink) ApplyClicks(ctx context.Context, batches []ClickBatch) (int, error) {
+func (s *memClickSink) ApplyClicks(ctx context.Context, batches []clicks.Batch) (int, error) {
 	if s.gate != nil {
 		select {
 		case s.entered <- struct{}{}:
@@ -48,75 +50,75 @@ func (s *memClickSink) ApplyClicks(ctx context.Context, batches []ClickBatch) (i
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.seen == nil {
-		s.seen, s.hourly, s.referrers = map[string]bool{}, map[hourKey]*[2]int64{}, map[refKey]int64{}
+		s.seen, s.hourly, s.referrers = map[string]bool{}, map[clicks.HourKey]*[2]int64{}, map[clicks.RefKey]int64{}
 	}
-	var fresh []ClickBatch
+	var fresh []clicks.Batch
 	for _, b := range batches {
 		if !s.seen[b.ID] {
 			s.seen[b.ID] = true
 			fresh = append(fresh, b)
 		}
 	}
-	a := aggregateClicks(fresh)
-	for k, v := range a.hourly {
+	a := clicks.AggregateClicks(fresh)
+	for k, v := range a.Hourly {
 		if s.hourly[k] == nil {
 			s.hourly[k] = new([2]int64)
 		}
 		s.hourly[k][0] += v[0]
 		s.hourly[k][1] += v[1]
 	}
-	for k, n := range a.referrers {
+	for k, n := range a.Referrers {
 		s.referrers[k] += n
 	}
 	return len(fresh), nil
 }
 
-func (s *memClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (ClickStats, error) {
+func (s *memClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (clicks.Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := ClickStats{Code: code, Hourly: []link.HourlyClicks{}, Referrers: []ReferrerClicks{}}
-	for hr := hourFloor(from); hr.Before(to); hr = hr.Add(time.Hour) {
-		if v := s.hourly[hourKey{code, hr.Unix()}]; v != nil {
+	st := clicks.Stats{Code: code, Hourly: []link.HourlyClicks{}, Referrers: []clicks.ReferrerClicks{}}
+	for hr := clicks.HourFloor(from); hr.Before(to); hr = hr.Add(time.Hour) {
+		if v := s.hourly[clicks.HourKey{Code: code, Hour: hr.Unix()}]; v != nil {
 			st.Hourly = append(st.Hourly, link.HourlyClicks{Hour: hr, People: v[0], Bots: v[1]})
 			st.People += v[0]
 			st.Bots += v[1]
 		}
 	}
 	st.Total = st.People + st.Bots
-	firstDay, endDay := dayRange(from, to)
+	firstDay, endDay := clicks.DayRange(from, to)
 	hosts := map[string]int64{}
 	for k, n := range s.referrers {
-		if k.code == code && k.day >= firstDay.Unix() && k.day < endDay.Unix() {
-			hosts[k.host] += n
+		if k.Code == code && k.Day >= firstDay.Unix() && k.Day < endDay.Unix() {
+			hosts[k.Host] += n
 		}
 	}
-	st.Referrers = topReferrers(hosts)
+	st.Referrers = clicks.RankReferrers(hosts)
 	return st, nil
 }
 
-// ClickBreakdown lists referrer hosts only, and ClickOverview totals only:
+// ClickBreakdown lists referrer hosts only, and Overview totals only:
 // the handler tests on this sink do not read the dimensions or the top
 // links (those run on both real sinks).
-func (s *memClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]BreakdownEntry, error) {
+func (s *memClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]clicks.BreakdownEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	first, end := dayRange(from, to)
+	first, end := clicks.DayRange(from, to)
 	sums := map[string]int64{}
 	for k, n := range s.referrers {
-		if dim == DimReferrer && (code == "" || k.code == code) && k.day >= first.Unix() && k.day < end.Unix() {
-			sums[k.host] += n
+		if dim == clicks.DimReferrer && (code == "" || k.Code == code) && k.Day >= first.Unix() && k.Day < end.Unix() {
+			sums[k.Host] += n
 		}
 	}
-	return topEntries(sums, limit), nil
+	return clicks.TopEntries(sums, limit), nil
 }
 
-func (s *memClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (ClickOverview, error) {
+func (s *memClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (clicks.Overview, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	first, end := dayRange(from, to)
-	o := ClickOverview{From: first, To: end, Links: []LinkClicks{}}
+	first, end := clicks.DayRange(from, to)
+	o := clicks.Overview{From: first, To: end, Links: []clicks.LinkClicks{}}
 	for k, v := range s.hourly {
-		if k.hour >= first.Unix() && k.hour < end.Unix() {
+		if k.Hour >= first.Unix() && k.Hour < end.Unix() {
 			o.People, o.Bots = o.People+v[0], o.Bots+v[1]
 		}
 	}
@@ -129,7 +131,7 @@ func (s *memClickSink) ClickTotal(ctx context.Context, code string) (int64, erro
 	defer s.mu.Unlock()
 	var n int64
 	for k, v := range s.hourly {
-		if k.code == code {
+		if k.Code == code {
 			n += v[0] + v[1]
 		}
 	}
@@ -137,7 +139,7 @@ func (s *memClickSink) ClickTotal(ctx context.Context, code string) (int64, erro
 }
 
 // clickMemStore is a memStore that keeps clicks too (a Store and a
-// ClickSink), so the handler counts clicks with it.
+// Sink), so the handler counts clicks with it.
 type clickMemStore struct {
 	*memStore
 	*memClickSink
@@ -167,7 +169,7 @@ func clickHandler(t *testing.T, now time.Time, configure func(*Handler)) (*Handl
 
 // waitCodeTotal waits until the sink counted want clicks for code, then checks
 // that no more arrive over a few flush intervals.
-func waitCodeTotal(t *testing.T, s ClickSink, code string, want int64) {
+func waitCodeTotal(t *testing.T, s clicks.Sink, code string, want int64) {
 	t.Helper()
 	total := func() int64 {
 		n, err := s.ClickTotal(context.Background(), code)
@@ -245,21 +247,21 @@ func TestClicksCountedAndStatsAPI(t *testing.T) {
 		}
 	}
 
-	var st StatsAnswer
+	var st clicks.StatsAnswer
 	getJSON(t, h, "/api/links/"+code+"/stats", http.StatusOK, &st)
-	want := ClickStats{
+	want := clicks.Stats{
 		Code: code, Total: 7, People: 4, Bots: 3,
 		Hourly:    []link.HourlyClicks{{Hour: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), People: 4, Bots: 3}},
-		Referrers: []ReferrerClicks{{Host: "news.example.com", Count: 2}, {Host: "blog.example.org", Count: 1}},
+		Referrers: []clicks.ReferrerClicks{{Host: "news.example.com", Count: 2}, {Host: "blog.example.org", Count: 1}},
 	}
 	series := st.Timeseries
-	if st.Granularity != GranularityDay || st.TZ != "UTC" || len(series) != 31 || series[0].Start.After(now.Add(-DefaultStatsWindow)) {
+	if st.Granularity != clicks.GranularityDay || st.TZ != "UTC" || len(series) != 31 || series[0].Start.After(now.Add(-clicks.DefaultStatsWindow)) {
 		t.Errorf("default series: %s in %s, %d points from %v, want 31 days in UTC", st.Granularity, st.TZ, len(series), series[0].Start)
 	}
 	if last := series[len(series)-1]; last.Start != time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC) || last.Clicks != 7 || last.People != 4 || last.Bots != 3 {
 		t.Errorf("default series ends with %+v, want 2026-11-29 with the 7 clicks", last)
 	}
-	if !statsEqual(st.ClickStats, want) {
+	if !statsEqual(st.Stats, want) {
 		t.Errorf("stats = %+v, want %+v", st, want)
 	}
 	// The same hour in a zone half an hour off UTC, by hour and by week.
@@ -313,7 +315,7 @@ func TestClicksCountedAndStatsAPI(t *testing.T) {
 }
 
 // seriesString is "start clicks people bots, ..." with start in RFC 3339.
-func seriesString(points []SeriesPoint) string {
+func seriesString(points []clicks.SeriesPoint) string {
 	var out []string
 	for _, p := range points {
 		out = append(out, fmt.Sprintf("%s %d %d %d", p.Start.Format(time.RFC3339), p.Clicks, p.People, p.Bots))
@@ -321,7 +323,7 @@ func seriesString(points []SeriesPoint) string {
 	return strings.Join(out, ", ")
 }
 
-func statsEqual(a, b ClickStats) bool {
+func statsEqual(a, b clicks.Stats) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
@@ -432,7 +434,7 @@ func TestClicksBufferFullDrops(t *testing.T) {
 	if d := h.clicks.Dropped(); d != 11 {
 		t.Errorf("dropped %d, want 11 (1 in flight, 8 buffered)", d)
 	}
-	if m := counterValue(h.clicks.dropped); m != 11 {
+	if m := counterValue(h.clicks.DroppedCounter); m != 11 {
 		t.Errorf("caddy_shortener_clicks_dropped_total = %v, want 11", m)
 	}
 	close(s.gate)

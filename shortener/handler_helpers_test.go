@@ -15,9 +15,10 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // memStore is a small in-memory Store for handler tests that need no

@@ -3,8 +3,9 @@ package shortener
 import (
 	"context"
 	"crypto/sha256"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 const (

@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"fmt"
+
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 

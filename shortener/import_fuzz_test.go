@@ -3,11 +3,12 @@ package shortener
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // FuzzImportItem: any bytes as one import item are refused naming a field

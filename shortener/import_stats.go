@@ -1,8 +1,9 @@
 package shortener
 
 import (
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Click rollups in an import (issue 20's --with-stats): an item may carry
@@ -64,19 +65,4 @@ func importHourly(rows []importHour, given *int64, l *link.ImportLink, now time.
 	}
 	l.Baseline = *given - sum
 	return nil
-}
-
-// hourlyAggregate is the rows of the links stored, as the click sinks add
-// counters.
-func hourlyAggregate(links []link.ImportLink, stored []bool) clickAggregate {
-	agg := clickAggregate{hourly: map[hourKey]*[2]int64{}}
-	for i, l := range links {
-		if !stored[i] {
-			continue
-		}
-		for _, h := range l.Hourly {
-			agg.hourly[hourKey{l.Code, h.Hour.Unix()}] = &[2]int64{h.People, h.Bots}
-		}
-	}
-	return agg
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // TestImportWithStatsRoundTrip: an export with stats imported into a fresh
@@ -46,7 +48,7 @@ func TestImportWithStatsRoundTrip(t *testing.T) {
 					t.Errorf("%s stats: %d %+v in %s, %d %+v in %s", code, a.Total, *a.AllTime, pair[0], b.Total, *b.AllTime, pair[1])
 				}
 			}
-			if st := apiTotal(t, dst, "st-a"); st.Total != 9 || *st.AllTime != (ClickTotals{Total: 50, People: 8, Bots: 1, Imported: 41}) {
+			if st := apiTotal(t, dst, "st-a"); st.Total != 9 || *st.AllTime != (clicks.Totals{Total: 50, People: 8, Bots: 1, Imported: 41}) {
 				t.Errorf("st-a in %s: window %d, all_time %+v; want 9 and 50 (8 people, 1 bot, 41 imported)", pair[1], st.Total, *st.AllTime)
 			}
 			if _, out, _ := postImport(t, dst, exported, false); out.Skipped != 3 {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 type importAnswerT struct {
@@ -189,9 +191,9 @@ func checkImported(t *testing.T, h *Handler) {
 	if len(page.Links) != 2 || page.Links[0].Code != "a" || page.Links[1].Code != "Old_Code-9" {
 		t.Errorf("sort=-clicks starts with %+v, want a (4711), Old_Code-9 (3)", page.Links)
 	}
-	var st ClickStats
+	var st clicks.Stats
 	getJSON(t, h, "/api/links/a/stats", http.StatusOK, &st)
-	if st.Total != 0 || st.AllTime == nil || *st.AllTime != (ClickTotals{Total: 4711, Imported: 4711}) {
+	if st.Total != 0 || st.AllTime == nil || *st.AllTime != (clicks.Totals{Total: 4711, Imported: 4711}) {
 		t.Errorf("stats of a: window total %d, all_time %+v; want 0 and 4711 imported", st.Total, st.AllTime)
 	}
 	csv := serve(t, h, "GET", "/api/links/export?format=csv", "", auth()...).Body.String()
@@ -224,9 +226,9 @@ func TestImportBaselineAddsToCounted(t *testing.T) {
 				n, err := h.clicks.Total(context.Background(), "based")
 				return err == nil && n == 103
 			})
-			var st ClickStats
+			var st clicks.Stats
 			getJSON(t, h, "/api/links/based/stats", http.StatusOK, &st)
-			if st.Total != 3 || *st.AllTime != (ClickTotals{Total: 103, People: 0, Bots: 3, Imported: 100}) {
+			if st.Total != 3 || *st.AllTime != (clicks.Totals{Total: 103, People: 0, Bots: 3, Imported: 100}) {
 				t.Errorf("stats: window %d, all_time %+v; want 3 and 103 (3 bots + 100 imported)", st.Total, *st.AllTime)
 			}
 			if _, again, _ := postImport(t, h, []string{`{"code":"based","long_url":"https://example.com/b","clicks":100}`}, false); again.Skipped != 1 {

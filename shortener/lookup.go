@@ -5,9 +5,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // storeTimeout bounds one store call (PostgreSQL also has its own

@@ -7,10 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // PostgresStore keeps links in PostgreSQL, in the tables of the
@@ -211,7 +212,7 @@ func (s *PostgresStore) LastSeq(ctx context.Context) (int64, error) {
 	return last, nil
 }
 
-// TakeServe implements ServeCounter in one autocommitted statement. The
+// TakeServe implements link.ServeCounter in one autocommitted statement. The
 // UPDATE takes the row lock, so concurrent callers on every instance take
 // turns, and under READ COMMITTED each re-checks clicks_served <
 // max_clicks on the row as the previous one left it: no more than
@@ -260,7 +261,7 @@ func nullTime(t time.Time) any {
 }
 
 var (
-	_ link.Store      = (*PostgresStore)(nil)
-	_ link.CodeLister = (*PostgresStore)(nil)
-	_ ServeCounter    = (*PostgresStore)(nil)
+	_ link.Store        = (*PostgresStore)(nil)
+	_ link.CodeLister   = (*PostgresStore)(nil)
+	_ link.ServeCounter = (*PostgresStore)(nil)
 )

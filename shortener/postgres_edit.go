@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Edit implements LinkEditor: one transaction that locks the link's row

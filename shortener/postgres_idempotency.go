@@ -9,8 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // reuseLockClass is the first key of the advisory locks Reusable takes (the

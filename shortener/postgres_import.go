@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // ImportTx implements ImportStore: one READ COMMITTED transaction. A
@@ -82,7 +84,7 @@ func (t pgImportTx) Insert(ctx context.Context, links []link.ImportLink) ([]bool
 			return nil, fmt.Errorf("storing click baselines: %w", err)
 		}
 	}
-	if err := insertHourly(ctx, t.tx, hourlyAggregate(links, stored)); err != nil {
+	if err := insertHourly(ctx, t.tx, clicks.HourlyAggregate(links, stored)); err != nil {
 		return nil, fmt.Errorf("importing click rollups: %w", err)
 	}
 	return stored, nil

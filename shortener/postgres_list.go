@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // ListLinks implements LinkLister on the indexes of

@@ -2,6 +2,7 @@ package shortener
 
 import (
 	"context"
+
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // searchWalks are how many links (of the page's status and tag) a search

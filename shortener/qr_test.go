@@ -17,6 +17,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/makiuchi-d/gozxing"
 	gzqr "github.com/makiuchi-d/gozxing/qrcode"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // decodeQR reads a QR code image with gozxing, a decoder independent of
@@ -188,10 +190,10 @@ func TestQRScansCounted(t *testing.T) {
 	for range 2 {
 		serve(t, h, "GET", "/"+code, "", "User-Agent", browser)
 	}
-	waitCodeTotal(t, h.clicks.cfg.Sink, code, 5)
-	var st StatsAnswer
+	waitCodeTotal(t, h.clicks.Cfg.Sink, code, 5)
+	var st clicks.StatsAnswer
 	getJSON(t, h, "/api/links/"+code+"/stats?group_by=source", http.StatusOK, &st)
-	want := []BreakdownEntry{{Value: SourceQR, Clicks: 3}, {Value: SourceLink, Clicks: 2}}
+	want := []clicks.BreakdownEntry{{Value: clicks.SourceQR, Clicks: 3}, {Value: clicks.SourceLink, Clicks: 2}}
 	if !reflect.DeepEqual(st.Breakdown, want) {
 		t.Errorf("group_by=source: %+v, want %+v", st.Breakdown, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/edgekit/caddy-edgekit/internal/clientip"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -66,7 +67,7 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code str
 }
 
 // answer writes the response for a cached or looked-up entry and, for a
-// redirect, queues the click (no I/O, no allocation: see ClickRecorder).
+// redirect, queues the click (no I/O, no allocation: see Recorder).
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e *entry, source string) error {
 	hdr := w.Header()
 	if h.SourceHeader {
@@ -109,7 +110,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 	hdr["X-Robots-Tag"] = vals[2:3:3]
 	w.WriteHeader(status)
 	if h.clicks != nil {
-		if c, ok := ClassifyRequest(r, clientip.Addr(r), code, now); ok {
+		if c, ok := clicks.ClassifyRequest(r, clientip.Addr(r), code, now); ok {
 			c.QR = qr
 			h.clicks.Record(c)
 		}

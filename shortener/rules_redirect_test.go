@@ -14,7 +14,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
-// TakeServe makes the test store a ServeCounter, like both real stores.
+// TakeServe makes the test store a link.ServeCounter, like both real stores.
 func (s *memStore) TakeServe(ctx context.Context, code string) (int64, bool, error) {
 	if s.down.Load() {
 		return 0, false, errDown
@@ -37,7 +37,7 @@ func (s *memStore) TakeServe(ctx context.Context, code string) (int64, bool, err
 
 // TakeServe passes through to the wrapped store's counter.
 func (c *countingStore) TakeServe(ctx context.Context, code string) (int64, bool, error) {
-	sc, ok := c.Store.(ServeCounter)
+	sc, ok := c.Store.(link.ServeCounter)
 	if !ok {
 		return 0, false, errNoCounter
 	}

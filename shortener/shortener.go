@@ -17,6 +17,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/errroute"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
@@ -97,7 +98,7 @@ type Handler struct {
 
 	// Lifetime of an unknown-code entry in Redis and (at most the L1 TTL) in
 	// the in-process cache: a scanner reaches the store at most once per
-	// code per negative_ttl. Default: `60s`.
+	// Code per negative_ttl. Default: `60s`.
 	NegativeTTL caddy.Duration `json:"negative_ttl,omitempty"`
 
 	// How new codes are made: `random` (code_length base62 characters from
@@ -282,8 +283,8 @@ type Handler struct {
 	ui           *uiConfig
 	openAPI      []byte // openapi.json with the API mount as its server
 	blocks       *blockAllocator
-	clicks       *ClickRecorder // nil: clicks are not counted
-	geoPoll      time.Duration  // tests: how often the GeoIP file is stated
+	clicks       *clicks.Recorder // nil: clicks are not counted
+	geoPoll      time.Duration    // tests: how often the GeoIP file is stated
 	now          func() time.Time
 	tuneFilter   func(*filterSyncer) // tests: page size, rebuild interval
 	judged       bool                // Validate has run for this load

@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // testEdits is the LinkEditor part of the store suite: versions, atomic

@@ -5,12 +5,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"net/http"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // testTxStore checks TxStore on an empty store: Insert and Reusable, the

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // testLinkLister checks LinkLister on an empty store s: every status and
@@ -154,22 +156,22 @@ var listFixtureStatus = map[string]string{
 	"soon": link.StatusScheduled, "spent": link.StatusExhausted, "spent-soon": link.StatusExhausted,
 }
 
-// applyTestClicks counts clicks[code] clicks for each code in the store's
+// applyTestClicks counts perCode[code] clicks for each code in the store's
 // own click sink, two hours before now, and returns the sink.
-func applyTestClicks(t *testing.T, ctx context.Context, s link.Store, clicks map[string]int64, now time.Time) ClickSink {
+func applyTestClicks(t *testing.T, ctx context.Context, s link.Store, perCode map[string]int64, now time.Time) clicks.Sink {
 	t.Helper()
 	sink, err := clickSinkFor(s, 0)
 	if err != nil {
 		t.Fatalf("click sink: %v", err)
 	}
-	var batch ClickBatch
+	var batch clicks.Batch
 	batch.ID = fmt.Sprintf("list-%d", now.UnixNano())
-	for code, n := range clicks {
+	for code, n := range perCode {
 		for range n {
-			batch.Clicks = append(batch.Clicks, Click{Code: code, At: now.Add(-2 * time.Hour)})
+			batch.Clicks = append(batch.Clicks, clicks.Click{Code: code, At: now.Add(-2 * time.Hour)})
 		}
 	}
-	if _, err := sink.ApplyClicks(ctx, []ClickBatch{batch}); err != nil {
+	if _, err := sink.ApplyClicks(ctx, []clicks.Batch{batch}); err != nil {
 		t.Fatalf("ApplyClicks: %v", err)
 	}
 	return sink
@@ -229,7 +231,7 @@ func walkListing(t *testing.T, ctx context.Context, ll link.LinkLister, q link.L
 
 // checkListedLinks compares each listed link with Get and its click total
 // with ClickTotal, also after retention pruned every hourly row.
-func checkListedLinks(t *testing.T, ctx context.Context, ll link.LinkLister, s link.Store, sink ClickSink, clicks map[string]int64, now time.Time) {
+func checkListedLinks(t *testing.T, ctx context.Context, ll link.LinkLister, s link.Store, sink clicks.Sink, perCode map[string]int64, now time.Time) {
 	t.Helper()
 	check := func(when string) {
 		page, err := ll.ListLinks(ctx, link.ListQuery{Status: link.StatusAll, Limit: link.MaxListLimit, Now: now})
@@ -243,19 +245,19 @@ func checkListedLinks(t *testing.T, ctx context.Context, ll link.LinkLister, s l
 			}
 			assertLink(t, l.Link, got)
 			total, err := sink.ClickTotal(ctx, l.Code)
-			if err != nil || l.Clicks != clicks[l.Code] || total != l.Clicks {
-				t.Errorf("%s: listed %q with %d clicks, ClickTotal %d (%v); want %d", when, l.Code, l.Clicks, total, err, clicks[l.Code])
+			if err != nil || l.Clicks != perCode[l.Code] || total != l.Clicks {
+				t.Errorf("%s: listed %q with %d perCode, ClickTotal %d (%v); want %d", when, l.Code, l.Clicks, total, err, perCode[l.Code])
 			}
 		}
 	}
 	check("before retention")
-	pruner, ok := sink.(clickPruner)
+	pruner, ok := sink.(clicks.ClickPruner)
 	if !ok {
-		t.Fatalf("%T prunes no clicks", sink)
+		t.Fatalf("%T prunes no perCode", sink)
 	}
 	for done := false; !done; {
 		var err error
-		if _, done, err = pruner.PruneClicks(ctx, clickCutoffs{Hourly: now.Add(time.Hour), Daily: now.Add(time.Hour)}, 1000); err != nil {
+		if _, done, err = pruner.PruneClicks(ctx, clicks.ClickCutoffs{Hourly: now.Add(time.Hour), Daily: now.Add(time.Hour)}, 1000); err != nil {
 			t.Fatal(err)
 		}
 	}

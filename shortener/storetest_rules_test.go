@@ -3,11 +3,12 @@ package shortener
 import (
 	"context"
 	"errors"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // testRulesRoundTrip checks on an empty store that per-link rules come back
@@ -73,15 +74,15 @@ func assertRules(t *testing.T, got, want link.Link) {
 	}
 }
 
-// testServeCounter checks ServeCounter on an empty store: a link with
+// testServeCounter checks link.ServeCounter on an empty store: a link with
 // max_clicks serves exactly that many, also under concurrent takes, then
 // none (nothing more counted); a link without max_clicks is never counted;
 // an absent code is ErrNotFound.
 func testServeCounter(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
 	t.Helper()
-	sc, ok := s.(ServeCounter)
+	sc, ok := s.(link.ServeCounter)
 	if !ok {
-		t.Fatalf("%T does not implement ServeCounter", s)
+		t.Fatalf("%T does not implement link.ServeCounter", s)
 	}
 	if _, _, err := sc.TakeServe(ctx, "absent"); !errors.Is(err, link.ErrNotFound) {
 		t.Errorf("TakeServe(absent) = %v, want ErrNotFound", err)

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // testStore is the conformance suite every Store passes. open returns a
@@ -269,7 +270,7 @@ func testStore(t *testing.T, open func(t *testing.T) link.Store) {
 	})
 
 	t.Run("Rules", func(t *testing.T) { s := open(t); testRulesRoundTrip(t, ctxFor(t), s, base) })
-	t.Run("ServeCounter", func(t *testing.T) { s := open(t); testServeCounter(t, ctxFor(t), s, base) })
+	t.Run("link.ServeCounter", func(t *testing.T) { s := open(t); testServeCounter(t, ctxFor(t), s, base) })
 	t.Run("Transactions", func(t *testing.T) { testTxStore(t, ctxFor(t), open(t), base) })
 
 	t.Run("ListsCodes", func(t *testing.T) {

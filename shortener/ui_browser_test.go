@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 )
 
 // TestUIBrowser is issue 18's acceptance in a real browser (e2e/dashboard.mjs
@@ -50,10 +52,10 @@ func TestUIBrowser(t *testing.T) {
 	if res.Redirects < 1 || res.QR != 1 || res.Scanned != res.ShortURL+"?"+QRMarker {
 		t.Fatalf("script result %+v", res)
 	}
-	waitCodeTotal(t, h.clicks.cfg.Sink, res.Code, res.Redirects+res.QR)
-	var st StatsAnswer
+	waitCodeTotal(t, h.clicks.Cfg.Sink, res.Code, res.Redirects+res.QR)
+	var st clicks.StatsAnswer
 	getJSON(t, h, "/api/links/"+res.Code+"/stats?group_by=source", http.StatusOK, &st)
-	want := map[string]int64{SourceLink: res.Redirects, SourceQR: res.QR}
+	want := map[string]int64{clicks.SourceLink: res.Redirects, clicks.SourceQR: res.QR}
 	for _, e := range st.Breakdown {
 		if want[e.Value] != e.Clicks {
 			t.Errorf("source %s: %d clicks, want %d", e.Value, e.Clicks, want[e.Value])

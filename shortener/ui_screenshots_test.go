@@ -75,8 +75,8 @@ func TestUIScreenshots(t *testing.T) {
 	})
 	srv := dashboardServer(t, h, nil)
 	clicks := shotFixture(t, srv.URL, c)
-	waitCodeTotal(t, h.clicks.cfg.Sink, "spring", clicks["spring"])
-	waitCodeTotal(t, h.clicks.cfg.Sink, "docs", clicks["docs"])
+	waitCodeTotal(t, h.clicks.Cfg.Sink, "spring", clicks["spring"])
+	waitCodeTotal(t, h.clicks.Cfg.Sink, "docs", clicks["docs"])
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
@@ -192,8 +193,8 @@ func checkClicksBytes(field string, n, lo, hi int64) error {
 }
 
 func checkClicksReferrers(n int) error {
-	if n != 0 && (n < MinClicksReferrers || n > MaxClicksReferrers) {
-		return fmt.Errorf("invalid clicks_referrers %d: want %d to %d", n, MinClicksReferrers, MaxClicksReferrers)
+	if n != 0 && (n < clicks.MinClicksReferrers || n > clicks.MaxClicksReferrers) {
+		return fmt.Errorf("invalid clicks_referrers %d: want %d to %d", n, clicks.MinClicksReferrers, clicks.MaxClicksReferrers)
 	}
 	return nil
 }

@@ -2,16 +2,21 @@ package testenv
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// ForbidDeps fails the test when the package in the current directory
-// depends, directly or not, on a package whose path starts with one of
-// forbidden (the package itself excepted). go list resolves the imports
-// the compiler uses, test files left out, so a library's layer cannot
-// erode: each library package's deps_test.go calls it.
-func ForbidDeps(t *testing.T, forbidden ...string) {
+// modulePath is this module; a library names the packages of it that it
+// may import with their full paths.
+const modulePath = "github.com/edgekit/caddy-edgekit/"
+
+// LibraryDeps fails the test when the package in the current directory
+// depends, directly or not, on Caddy, zap, or a package of this module
+// other than those in allowed. go list resolves the imports the compiler
+// uses, test files left out, so a library's layer cannot erode: each
+// library package's deps_test.go calls it.
+func LibraryDeps(t *testing.T, allowed ...string) {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", ".").CombinedOutput()
 	if err != nil {
@@ -23,19 +28,11 @@ func ForbidDeps(t *testing.T, forbidden ...string) {
 	}
 	self, deps := fields[0], fields[1:]
 	for _, pkg := range deps {
-		for _, f := range forbidden {
-			if strings.HasPrefix(pkg, f) && pkg != self {
-				t.Errorf("%s depends on %s", self, pkg)
-			}
+		switch {
+		case strings.HasPrefix(pkg, "github.com/caddyserver/"), strings.HasPrefix(pkg, "go.uber.org/zap"):
+			t.Errorf("%s depends on %s", self, pkg)
+		case strings.HasPrefix(pkg, modulePath) && !slices.Contains(allowed, pkg):
+			t.Errorf("%s depends on %s, a package of this module it may not import", self, pkg)
 		}
 	}
 }
-
-// Library prefixes no library package below a module may import.
-const (
-	CaddyPrefix = "github.com/caddyserver/"
-	ZapPrefix   = "go.uber.org/zap"
-	// ModulePrefix is this module; a library names the sibling packages it
-	// must not reach with ModulePrefix + "shortener/…".
-	ModulePrefix = "github.com/edgekit/caddy-edgekit/"
-)

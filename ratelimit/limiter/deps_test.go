@@ -9,5 +9,5 @@ import (
 // The limiter is a library below the module: it imports nothing of Caddy,
 // zap or this module (the module imports it, never the reverse).
 func TestImportsNoCaddyZapOrModule(t *testing.T) {
-	testenv.ForbidDeps(t, testenv.CaddyPrefix, testenv.ZapPrefix, testenv.ModulePrefix)
+	testenv.LibraryDeps(t)
 }

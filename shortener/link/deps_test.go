@@ -10,5 +10,5 @@ import (
 // nothing of Caddy, zap or this module (urlpolicy, clicks and store
 // included).
 func TestImportsNoCaddyZapOrModule(t *testing.T) {
-	testenv.ForbidDeps(t, testenv.CaddyPrefix, testenv.ZapPrefix, testenv.ModulePrefix)
+	testenv.LibraryDeps(t)
 }

@@ -106,3 +106,20 @@ type SeqCode struct {
 	Seq  int64
 	Code string
 }
+
+// ServeCounter is the synchronous counter of links with max_clicks: the
+// bound holds across every instance because the store, not a cache,
+// decides each redirect. Both stores implement it.
+//
+// Every redirect answered for such a link counts, GET and HEAD, people,
+// bots and prefetches alike: a response carrying the Location is a served
+// redirect. (Click counting, clicks.md, counts fewer: GET only, no
+// prefetch, and in the background.)
+type ServeCounter interface {
+	// TakeServe counts one redirect of the link with this code if its
+	// max_clicks allows another, durably before it returns. ok reports
+	// whether the redirect may be served; left is how many may still be
+	// served after it (0 once exhausted). A link without max_clicks: ok,
+	// left -1, nothing counted. ErrNotFound if absent.
+	TakeServe(ctx context.Context, code string) (left int64, ok bool, err error)
+}

@@ -1,0 +1,60 @@
+package clicks
+
+import (
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// BreakdownSpec is what the stats answers group by: a dimension ("":
+// none) and how many of its values they list.
+type BreakdownSpec struct {
+	Dim   string
+	Limit int
+}
+
+// groupByNames lists the values of group_by, for errors.
+var groupByNames = strings.Join(append(ClickDimensions[:], DimReferrer), ", ")
+
+// ParseBreakdownSpec reads the group_by (a dimension or referrer; default
+// none) and limit (1 to MaxBreakdownLimit; default
+// DefaultBreakdownLimit) query parameters; each error wraps
+// ErrBadStatsRange and names the parameter.
+func ParseBreakdownSpec(q url.Values) (BreakdownSpec, error) {
+	spec := BreakdownSpec{Limit: DefaultBreakdownLimit}
+	dim, err := singleParam(q, "group_by")
+	if err != nil {
+		return spec, err
+	}
+	if dim != "" && !validGroupBy(dim) {
+		return spec, fmt.Errorf("%w: group_by must be one of %s", ErrBadStatsRange, groupByNames)
+	}
+	spec.Dim = dim
+	l, err := singleParam(q, "limit")
+	if err != nil || l == "" {
+		return spec, err
+	}
+	n, err := strconv.Atoi(l)
+	if err != nil || n < 1 || n > MaxBreakdownLimit {
+		return spec, fmt.Errorf("%w: limit must be an integer from 1 to %d", ErrBadStatsRange, MaxBreakdownLimit)
+	}
+	spec.Limit = n
+	return spec, nil
+}
+
+// WriteBreakdownCSV writes a breakdown as CSV: a header (the dimension,
+// clicks), then one row per value, most clicks first.
+func WriteBreakdownCSV(w http.ResponseWriter, name, dim string, entries []BreakdownEntry) error {
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{dim, "clicks"})
+	for _, e := range entries {
+		_ = cw.Write([]string{e.Value, strconv.FormatInt(e.Clicks, 10)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
