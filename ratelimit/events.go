@@ -7,7 +7,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
-
 	"go.uber.org/zap"
 
 	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"

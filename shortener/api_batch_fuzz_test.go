@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // FuzzAPIBatch sends any body to POST /api/links/batch on the embedded
@@ -105,8 +107,8 @@ func FuzzIdempotencyKey(f *testing.F) {
 }
 
 // openFuzzEmbedded opens an embedded store for a fuzz target.
-func openFuzzEmbedded(f *testing.F) *EmbeddedStore {
-	s, err := OpenEmbedded(filepath.Join(f.TempDir(), "shortener.db"))
+func openFuzzEmbedded(f *testing.F) *store.EmbeddedStore {
+	s, err := store.OpenEmbedded(filepath.Join(f.TempDir(), "shortener.db"))
 	if err != nil {
 		f.Fatal(err)
 	}

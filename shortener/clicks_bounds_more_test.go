@@ -18,6 +18,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // FuzzClickRecord feeds hostile paths, Referer and User-Agent values to
@@ -79,7 +80,7 @@ func FuzzClickRecord(f *testing.F) {
 
 // The stats API shows the link's all-time totals next to the window's.
 func TestClicksStatsAPIAllTime(t *testing.T) {
-	st, err := OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
+	st, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,10 +128,10 @@ func TestClickMigrationBackfillPostgres(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	if _, err := OpenPostgres(ctx, pool); err != nil {
+	if _, err := store.OpenPostgres(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	s := newPostgresClickSink(pool, 0)
+	s := store.NewPostgresClickSink(pool, 0)
 	for code, want := range map[string]int64{"a": 8, "b": 4, "none": 0} {
 		if n, err := s.ClickTotal(ctx, code); err != nil || n != want {
 			t.Errorf("ClickTotal(%s) = %d, %v; want %d", code, n, err, want)
@@ -154,12 +155,12 @@ func TestClickMigrationBackfillPostgres(t *testing.T) {
 // The embedded store fills its new buckets from a file of an older version.
 func TestClickMigrationBackfillEmbedded(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "links.db")
-	st, err := OpenEmbedded(path)
+	st, err := store.OpenEmbedded(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	s, err := newEmbeddedClickSink(st.db, 2)
+	s, err := store.NewEmbeddedClickSink(st.Db, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,15 +173,15 @@ func TestClickMigrationBackfillEmbedded(t *testing.T) {
 	if _, err := s.ApplyClicks(ctx, []clicks.Batch{{ID: "1", Clicks: clickList}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.db.Update(func(tx *bbolt.Tx) error { // a file written before the bounds
-		if err := tx.DeleteBucket(bucketClickTotals); err != nil {
+	if err := st.Db.Update(func(tx *bbolt.Tx) error { // a file written before the bounds
+		if err := tx.DeleteBucket(store.BucketClickTotals); err != nil {
 			return err
 		}
-		return tx.DeleteBucket(bucketReferrerDays)
+		return tx.DeleteBucket(store.BucketReferrerDays)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s, err = newEmbeddedClickSink(st.db, 2)
+	s, err = store.NewEmbeddedClickSink(st.Db, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // Tests of issue 13's bounded click analytics: the referrer cap, retention
@@ -36,12 +37,12 @@ func cappedSinks(limit, n int) map[string]func(t *testing.T) []clicks.Sink {
 			dsn := testenv.Postgres(t)
 			var sinks []clicks.Sink
 			for range n {
-				sinks = append(sinks, newPostgresClickSink(testClickPool(t, dsn), limit))
+				sinks = append(sinks, store.NewPostgresClickSink(testClickPool(t, dsn), limit))
 			}
 			return sinks
 		},
 		"embedded": func(t *testing.T) []clicks.Sink {
-			st, err := OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
+			st, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
 			if err != nil {
 				t.Fatal(err)
 			}

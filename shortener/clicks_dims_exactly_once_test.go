@@ -14,6 +14,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // TestClickDimensionsExactlyOnce is issue 17's exactly-once acceptance
@@ -25,7 +26,7 @@ import (
 // PostgreSQL and in the embedded file.
 func TestClickDimensionsExactlyOnce(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
-		dimensionsExactlyOnce(t, newPostgresClickSink(testClickPool(t, testenv.Postgres(t)), 0))
+		dimensionsExactlyOnce(t, store.NewPostgresClickSink(testClickPool(t, testenv.Postgres(t)), 0))
 	})
 	t.Run("embedded", func(t *testing.T) {
 		sink, err := clickSinkFor(embeddedStore(t), 0)

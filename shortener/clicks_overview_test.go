@@ -10,18 +10,19 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // A file of an older version (no buckets across links) gets them filled
 // from its hourly and daily rollups and referrer rows when the sink opens
 // it: the overview and the referrers across links count the old clicks.
 func TestEmbeddedAcrossBackfill(t *testing.T) {
-	st, err := OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
+	st, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s, err := newEmbeddedClickSink(st.db, 0)
+	s, err := store.NewEmbeddedClickSink(st.Db, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +40,8 @@ func TestEmbeddedAcrossBackfill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketDayLinks, bucketDayDims} {
+	if err := st.Db.Update(func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{store.BucketDayLinks, store.BucketDayDims} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}
@@ -49,7 +50,7 @@ func TestEmbeddedAcrossBackfill(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s, err = newEmbeddedClickSink(st.db, 0)
+	s, err = store.NewEmbeddedClickSink(st.Db, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

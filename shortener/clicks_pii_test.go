@@ -16,6 +16,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // No personal data is stored (issue 17): after real redirects through a
@@ -94,7 +95,7 @@ func piiStores(t *testing.T) map[string]func(t *testing.T) piiStore {
 				line: "store postgres {env.SHORTENER_PII_DSN}",
 				plant: func(t *testing.T, day time.Time) []byte {
 					t.Setenv("SHORTENER_PII_DSN", dsn)
-					salt, err := newPostgresClickSink(testClickPool(t, dsn), 0).VisitorSalt(t.Context(), day)
+					salt, err := store.NewPostgresClickSink(testClickPool(t, dsn), 0).VisitorSalt(t.Context(), day)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -108,7 +109,7 @@ func piiStores(t *testing.T) map[string]func(t *testing.T) piiStore {
 			return piiStore{
 				line: "store embedded " + path,
 				plant: func(t *testing.T, day time.Time) []byte {
-					st, err := OpenEmbedded(path)
+					st, err := store.OpenEmbedded(path)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -16,6 +16,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/clientip"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 var testClickCodes = []string{"code0", "code1", "code2", "code3", "code4"}
@@ -224,7 +225,7 @@ func testClicksThreeNodes(t *testing.T, rdb redis.UniversalClient, prefix string
 	var recs []*clicks.Recorder
 	var sink clicks.Sink
 	for i := range 3 {
-		s := newPostgresClickSink(testClickPool(t, dsn), 0) // each node has its own pool
+		s := store.NewPostgresClickSink(testClickPool(t, dsn), 0) // each node has its own pool
 		if i == 0 {
 			sink = s
 		}
@@ -272,7 +273,7 @@ func testClicksThreeNodes(t *testing.T, rdb redis.UniversalClient, prefix string
 func TestClicksConsumerCrashRecovery(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	dsn := testenv.Postgres(t)
-	sink := newPostgresClickSink(testClickPool(t, dsn), 0)
+	sink := store.NewPostgresClickSink(testClickPool(t, dsn), 0)
 	var afterCommit, beforeCommit atomic.Int32
 	a := newTestRecorder(t, clicks.Config{Sink: sink, Redis: rdb, KeyPrefix: prefix, ClaimMinIdle: 300 * time.Millisecond,
 		CrashAfterApply: func([]clicks.Batch) bool { return afterCommit.Add(1) == 1 }})
@@ -339,7 +340,7 @@ func TestClicksDuplicateStreamEntry(t *testing.T) {
 func TestClicksRedisRestart(t *testing.T) {
 	srv := testenv.StartRedis(t)
 	dsn := testenv.Postgres(t)
-	sink := newPostgresClickSink(testClickPool(t, dsn), 0)
+	sink := store.NewPostgresClickSink(testClickPool(t, dsn), 0)
 	reg := prometheus.NewRegistry()
 	client := func() *redis.Client {
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: 1, DialTimeout: 200 * time.Millisecond,

@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // storedSaltDays reads the days whose salt the sink's store holds, from
@@ -21,17 +22,17 @@ func storedSaltDays(t *testing.T, s clicks.Sink) []time.Time {
 	t.Helper()
 	var days []time.Time
 	switch s := s.(type) {
-	case *postgresClickSink:
-		rows, err := s.pool.Query(context.Background(), `SELECT day FROM shortener_visitor_salts ORDER BY day`)
+	case *store.PostgresClickSink:
+		rows, err := s.Pool.Query(context.Background(), `SELECT day FROM shortener_visitor_salts ORDER BY day`)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if days, err = pgx.CollectRows(rows, pgx.RowTo[time.Time]); err != nil {
 			t.Fatal(err)
 		}
-	case *embeddedClickSink:
-		err := s.db.View(func(tx *bbolt.Tx) error {
-			return tx.Bucket(bucketVisitorSalts).ForEach(func(k, _ []byte) error {
+	case *store.EmbeddedClickSink:
+		err := s.Db.View(func(tx *bbolt.Tx) error {
+			return tx.Bucket(store.BucketVisitorSalts).ForEach(func(k, _ []byte) error {
 				days = append(days, time.Unix(int64(binary.BigEndian.Uint64(k)), 0).UTC())
 				return nil
 			})

@@ -14,13 +14,14 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // newTestPostgresClickSink returns a click sink on a fresh schema migrated
 // by OpenPostgres (with the click tables of 002_clicks.up.sql).
-func newTestPostgresClickSink(t *testing.T) *postgresClickSink {
+func newTestPostgresClickSink(t *testing.T) *store.PostgresClickSink {
 	t.Helper()
-	return newPostgresClickSink(testClickPool(t, testenv.Postgres(t)), 0)
+	return store.NewPostgresClickSink(testClickPool(t, testenv.Postgres(t)), 0)
 }
 
 // testClickPool opens a pool on dsn and migrates it as the handler does.
@@ -33,7 +34,7 @@ func testClickPool(t *testing.T, dsn string) *pgxpool.Pool {
 		t.Fatalf("pgxpool: %v", err)
 	}
 	t.Cleanup(pool.Close)
-	st, err := OpenPostgres(ctx, pool)
+	st, err := store.OpenPostgres(ctx, pool)
 	if err != nil {
 		t.Fatalf("OpenPostgres: %v", err)
 	}
@@ -46,7 +47,7 @@ func testClickPool(t *testing.T, dsn string) *pgxpool.Pool {
 // newTestEmbeddedClickSink returns the click sink of a fresh embedded store.
 func newTestEmbeddedClickSink(t *testing.T) clicks.Sink {
 	t.Helper()
-	st, err := OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
+	st, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // startClicks starts the click recorder (no network I/O: its writer and
@@ -48,7 +49,7 @@ func (h *Handler) clickSink() (clicks.Sink, error) {
 		s = sh.Store
 	}
 	switch s := s.(type) {
-	case *PostgresStore, *EmbeddedStore:
+	case *store.PostgresStore, *store.EmbeddedStore:
 		return clickSinkFor(s, h.ClicksReferrers)
 	case clicks.Sink:
 		return s, nil
@@ -66,10 +67,10 @@ func (h *Handler) clickSink() (clicks.Sink, error) {
 // each dimension, per link per day (0: DefaultClicksReferrers).
 func clickSinkFor(s link.Store, referrers int) (clicks.Sink, error) {
 	switch s := s.(type) {
-	case *PostgresStore:
-		return newPostgresClickSink(s.pool, referrers), nil
-	case *EmbeddedStore:
-		return newEmbeddedClickSink(s.db, referrers)
+	case *store.PostgresStore:
+		return store.NewPostgresClickSink(s.Pool, referrers), nil
+	case *store.EmbeddedStore:
+		return store.NewEmbeddedClickSink(s.Db, referrers)
 	}
 	return nil, fmt.Errorf("click counting needs the postgres or embedded store, not %T", s)
 }

@@ -11,11 +11,12 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
-func openTestEmbeddedB(b *testing.B) *EmbeddedStore {
+func openTestEmbeddedB(b *testing.B) *store.EmbeddedStore {
 	b.Helper()
-	s, err := OpenEmbedded(filepath.Join(b.TempDir(), "shortener.db"))
+	s, err := store.OpenEmbedded(filepath.Join(b.TempDir(), "shortener.db"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // Tests of issue 13 finding 6: unknown codes cost (almost) nothing.
@@ -290,7 +291,7 @@ func TestCodeFilterConcurrent(t *testing.T) {
 // code, served, and unknown codes are filtered.
 func TestCodeFilterEmbeddedOldFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
-	s, err := OpenEmbedded(path)
+	s, err := store.OpenEmbedded(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,11 +301,11 @@ func TestCodeFilterEmbeddedOldFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(embeddedOrder) }); err != nil {
+	if err := s.Db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(store.EmbeddedOrder) }); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	if s, err = OpenEmbedded(path); err != nil {
+	if s, err = store.OpenEmbedded(path); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })

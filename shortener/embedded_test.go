@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 func openTestEmbedded(t *testing.T) link.Store {
 	t.Helper()
-	s, err := OpenEmbedded(filepath.Join(t.TempDir(), "shortener.db"))
+	s, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "shortener.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestEmbeddedStore(t *testing.T) {
 func TestEmbeddedCreatesFileAndDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "caddy", "shortener")
 	path := filepath.Join(dir, "links.db")
-	s, err := OpenEmbedded(path)
+	s, err := store.OpenEmbedded(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestEmbeddedCreatesFileAndDirectory(t *testing.T) {
 func TestEmbeddedPersistsAcrossReopen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "links.db")
-	s, err := OpenEmbedded(path)
+	s, err := store.OpenEmbedded(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestEmbeddedPersistsAcrossReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s, err = OpenEmbedded(path)
+	s, err = store.OpenEmbedded(path)
 	if err != nil {
 		t.Fatalf("reopening: %v", err)
 	}
@@ -89,7 +90,7 @@ func TestEmbeddedPersistsAcrossReopen(t *testing.T) {
 
 func TestEmbeddedLockedFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "links.db")
-	s, err := OpenEmbedded(path)
+	s, err := store.OpenEmbedded(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestEmbeddedLockedFile(t *testing.T) {
 	// bbolt flocks the file: a second open waits for the lock, then fails
 	// with an error that says so.
 	start := time.Now()
-	s2, err := openEmbedded(path, 100*time.Millisecond)
+	s2, err := store.OpenEmbeddedTimeout(path, 100*time.Millisecond)
 	if err == nil {
 		s2.Close()
 		t.Fatal("second open of a locked file succeeded")
@@ -112,7 +113,7 @@ func TestEmbeddedLockedFile(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s3, err := openEmbedded(path, 100*time.Millisecond)
+	s3, err := store.OpenEmbeddedTimeout(path, 100*time.Millisecond)
 	if err != nil {
 		t.Fatalf("open after close: %v", err)
 	}
@@ -125,7 +126,7 @@ func TestEmbeddedBadPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"", filepath.Join(file, "sub", "links.db"), file} {
-		s, err := OpenEmbedded(p)
+		s, err := store.OpenEmbedded(p)
 		if err == nil {
 			s.Close()
 			t.Errorf("OpenEmbedded(%q) succeeded, want an error", p)

@@ -22,6 +22,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // Click counting wired into handlers on the real stores, real Redis and
@@ -315,7 +316,7 @@ func TestClicksRedirectPathNoNetworkIO(t *testing.T) {
 	t.Cleanup(func() { pool.Release() })
 	octx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pg, err := OpenPostgres(octx, pool.Pool)
+	pg, err := store.OpenPostgres(octx, pool.Pool)
 	if err != nil {
 		t.Fatal(err)
 	}

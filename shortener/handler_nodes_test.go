@@ -17,6 +17,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // Tests of issue 4's acceptance list: two handler instances (two nodes)
@@ -32,7 +33,7 @@ func nodeStore(t *testing.T, dsn string) (*countingStore, *pgxpool.Pool) {
 
 // openPostgresOwn opens the PostgreSQL store at dsn on a pool of its own
 // (settings as given), released when tb ends.
-func openPostgresOwn(tb testing.TB, dsn string, set pgpool.Settings) (*PostgresStore, *pgxpool.Pool) {
+func openPostgresOwn(tb testing.TB, dsn string, set pgpool.Settings) (*store.PostgresStore, *pgxpool.Pool) {
 	tb.Helper()
 	p, err := pgpool.Get(dsn, set)
 	if err != nil {
@@ -41,7 +42,7 @@ func openPostgresOwn(tb testing.TB, dsn string, set pgpool.Settings) (*PostgresS
 	tb.Cleanup(func() { p.Release() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := OpenPostgres(ctx, p.Pool)
+	s, err := store.OpenPostgres(ctx, p.Pool)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // provision runs Provision on h as Caddy would (the store is opened by the
@@ -60,7 +61,7 @@ func TestProvisionEmbeddedSharedAcrossReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The last release closed the file: it can be opened again.
-	s, err := OpenEmbedded(path)
+	s, err := store.OpenEmbedded(path)
 	if err != nil {
 		t.Fatalf("reopening after the last cleanup: %v", err)
 	}

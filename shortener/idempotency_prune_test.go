@@ -12,6 +12,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // Expired idempotency records are deleted by a later keyed create, at most
@@ -46,12 +47,12 @@ func TestIdempotencyPrune(t *testing.T) {
 		}
 	}
 	t.Run("embedded", func(t *testing.T) {
-		s := openTestEmbedded(t).(*EmbeddedStore)
+		s := openTestEmbedded(t).(*store.EmbeddedStore)
 		run(t, s, func() int {
 			n := 0
-			_ = s.db.View(func(tx *bolt.Tx) error {
-				n = tx.Bucket(embeddedIdem).Stats().KeyN
-				if a := tx.Bucket(embeddedIdemAge).Stats().KeyN; a != n {
+			_ = s.Db.View(func(tx *bolt.Tx) error {
+				n = tx.Bucket(store.EmbeddedIdem).Stats().KeyN
+				if a := tx.Bucket(store.EmbeddedIdemAge).Stats().KeyN; a != n {
 					t.Errorf("%d records but %d age entries", n, a)
 				}
 				return nil
@@ -61,7 +62,7 @@ func TestIdempotencyPrune(t *testing.T) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		pool := testPool(t, testenv.Postgres(t), pgpool.Settings{})
-		s, err := OpenPostgres(ctx, pool)
+		s, err := store.OpenPostgres(ctx, pool)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // FuzzImportItem: any bytes as one import item are refused naming a field
@@ -51,7 +52,7 @@ func FuzzImportItem(f *testing.F) {
 			l.CreatedAt.Before(minImportTime) || l.CreatedAt.After(now.Add(importSkew)) ||
 			!l.ExpiresAt.IsZero() && !l.ExpiresAt.After(l.CreatedAt) ||
 			!l.RevokedAt.IsZero() && (l.RevokedAt.Before(l.CreatedAt) || l.RevokedAt.After(now.Add(importSkew))) ||
-			l.ClicksServed < 0 || l.ClicksServed > l.MaxClicks || checkNewLink(l.Link) != nil {
+			l.ClicksServed < 0 || l.ClicksServed > l.MaxClicks || store.CheckNewLink(l.Link) != nil {
 			t.Fatalf("%q accepted out of bounds: %+v", raw, l)
 		}
 		shown, err := json.Marshal(struct {

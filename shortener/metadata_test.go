@@ -18,6 +18,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // metaStores opens each real store, empty, for one test.
@@ -191,7 +192,7 @@ func TestMetadataOldLinks(t *testing.T) {
 	defer cancel()
 	t.Run("postgres", func(t *testing.T) {
 		pool := testPool(t, testenv.Postgres(t), pgpool.Settings{})
-		s, err := OpenPostgres(ctx, pool)
+		s, err := store.OpenPostgres(ctx, pool)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +211,7 @@ func TestMetadataOldLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = db.Update(func(tx *bolt.Tx) error {
-			b, err := tx.CreateBucketIfNotExists(embeddedLinks)
+			b, err := tx.CreateBucketIfNotExists(store.EmbeddedLinks)
 			if err != nil {
 				return err
 			}
@@ -219,7 +220,7 @@ func TestMetadataOldLinks(t *testing.T) {
 		if err != nil || db.Close() != nil {
 			t.Fatal(err)
 		}
-		s, err := OpenEmbedded(path)
+		s, err := store.OpenEmbedded(path)
 		if err != nil {
 			t.Fatal(err)
 		}

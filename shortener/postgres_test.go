@@ -14,6 +14,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // testPool returns a shared pool for dsn, released when the test ends.
@@ -32,7 +33,7 @@ func openTestPostgres(t *testing.T) link.Store {
 	pool := testPool(t, testenv.Postgres(t), pgpool.Settings{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := OpenPostgres(ctx, pool)
+	s, err := store.OpenPostgres(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestPostgresStore(t *testing.T) {
 }
 
 func TestMigrationFiles(t *testing.T) {
-	ms, err := loadMigrations()
+	ms, err := store.LoadMigrations()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +54,8 @@ func TestMigrationFiles(t *testing.T) {
 		t.Fatal("no migrations embedded")
 	}
 	for i, m := range ms {
-		if m.version != i+1 || m.name == "" || m.sql == "" {
-			t.Errorf("migration %d = {%d %q, %d bytes}, want version %d with a name and SQL", i, m.version, m.name, len(m.sql), i+1)
+		if m.Version != i+1 || m.Name == "" || m.Sql == "" {
+			t.Errorf("migration %d = {%d %q, %d bytes}, want version %d with a name and SQL", i, m.Version, m.Name, len(m.Sql), i+1)
 		}
 	}
 }
@@ -71,14 +72,14 @@ func TestPostgresConcurrentOpen(t *testing.T) {
 	for i := range pools {
 		pools[i] = testPool(t, dsn, pgpool.Settings{ApplicationName: fmt.Sprintf("edgekit-test-%d", i)})
 	}
-	stores := make([]*PostgresStore, instances)
+	stores := make([]*store.PostgresStore, instances)
 	errs := make([]error, instances)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range instances {
 		wg.Go(func() {
 			<-start
-			stores[i], errs[i] = OpenPostgres(ctx, pools[i])
+			stores[i], errs[i] = store.OpenPostgres(ctx, pools[i])
 		})
 	}
 	close(start)
@@ -89,7 +90,7 @@ func TestPostgresConcurrentOpen(t *testing.T) {
 		}
 	}
 
-	ms, err := loadMigrations()
+	ms, err := store.LoadMigrations()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestPostgresConcurrentOpen(t *testing.T) {
 		t.Fatalf("applied versions %v, want %d migrations", versions, len(ms))
 	}
 	for i, v := range versions {
-		if int(v) != ms[i].version {
+		if int(v) != ms[i].Version {
 			t.Errorf("applied versions %v, want 1..%d", versions, len(ms))
 			break
 		}
@@ -131,7 +132,7 @@ func TestPostgresConcurrentOpen(t *testing.T) {
 	}
 
 	// The advisory lock was released: a later open does not wait for it.
-	reopen, err := OpenPostgres(ctx, pools[1])
+	reopen, err := store.OpenPostgres(ctx, pools[1])
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
@@ -150,7 +151,7 @@ func TestPostgresServerDown(t *testing.T) {
 	pool := testPool(t, srv.DSN(), pgpool.Settings{StatementTimeout: 2 * time.Second, ConnectTimeout: time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := OpenPostgres(ctx, pool)
+	s, err := store.OpenPostgres(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestPostgresMigrationsIdempotent(t *testing.T) {
 	pool := testPool(t, testenv.Postgres(t), pgpool.Settings{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := OpenPostgres(ctx, pool)
+	s, err := store.OpenPostgres(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestPostgresMigrationsIdempotent(t *testing.T) {
 	if err := s.Create(ctx, link.Link{Code: "stay", LongURL: "https://example.com/"}); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := OpenPostgres(ctx, pool)
+	s2, err := store.OpenPostgres(ctx, pool)
 	if err != nil {
 		t.Fatalf("second OpenPostgres: %v", err)
 	}
@@ -286,21 +287,21 @@ func TestPostgresMigrationLockWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLockKey); err != nil {
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, store.MigrationLockKey); err != nil {
 		t.Fatal(err)
 	}
 	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err = OpenPostgres(short, pool)
+	_, err = store.OpenPostgres(short, pool)
 	cancelShort()
 	if err == nil {
 		t.Fatal("OpenPostgres succeeded while another session held the migration lock")
 	}
-	if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, migrationLockKey); err != nil {
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, store.MigrationLockKey); err != nil {
 		t.Fatal(err)
 	}
 	holder.Release()
 
-	s, err := OpenPostgres(ctx, pool)
+	s, err := store.OpenPostgres(ctx, pool)
 	if err != nil {
 		t.Fatalf("OpenPostgres after the lock was freed: %v", err)
 	}
@@ -309,7 +310,7 @@ func TestPostgresMigrationLockWait(t *testing.T) {
 	}
 	// No session holds or awaits the lock any more (the abandoned wait is
 	// canceled server-side, asynchronously: allow it a moment).
-	key := migrationLockKey
+	key := store.MigrationLockKey
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		var n int

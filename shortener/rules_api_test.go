@@ -16,6 +16,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // TestAPIRulesCreate: on both stores, a link created with every rule
@@ -128,7 +129,7 @@ func TestAPIRulesBounds(t *testing.T) {
 }
 
 // TestRulesOldLinks: links written before rules existed (a row an older
-// version inserts, a record an older version encoded) read back with none.
+// Version inserts, a record an older version encoded) read back with none.
 func TestRulesOldLinks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -141,7 +142,7 @@ func TestRulesOldLinks(t *testing.T) {
 	}
 	t.Run("postgres", func(t *testing.T) {
 		pool := testPool(t, testenv.Postgres(t), pgpool.Settings{})
-		s, err := OpenPostgres(ctx, pool)
+		s, err := store.OpenPostgres(ctx, pool)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +159,7 @@ func TestRulesOldLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = db.Update(func(tx *bolt.Tx) error {
-			b, err := tx.CreateBucketIfNotExists(embeddedLinks)
+			b, err := tx.CreateBucketIfNotExists(store.EmbeddedLinks)
 			if err != nil {
 				return err
 			}
@@ -167,7 +168,7 @@ func TestRulesOldLinks(t *testing.T) {
 		if err != nil || db.Close() != nil {
 			t.Fatal(err)
 		}
-		s, err := OpenEmbedded(path)
+		s, err := store.OpenEmbedded(path)
 		if err != nil {
 			t.Fatal(err)
 		}

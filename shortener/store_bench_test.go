@@ -8,6 +8,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // BenchmarkStoreGet is the store read of a redirect that misses L1 and
@@ -22,7 +23,7 @@ func BenchmarkStoreGet(b *testing.B) {
 		b.Cleanup(func() { p.Release() })
 		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		s, err := OpenPostgres(octx, p.Pool)
+		s, err := store.OpenPostgres(octx, p.Pool)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,12 +11,13 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/usagepool"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // embeddedStores shares one open embedded store per file across config
 // reloads: the new config is provisioned before the old one is cleaned up,
 // and bbolt would wait forever on its own file lock.
-var embeddedStores = usagepool.New((*EmbeddedStore).Close)
+var embeddedStores = usagepool.New((*store.EmbeddedStore).Close)
 
 // sharedStore hides Close from the handler: the pool closes it.
 type sharedStore struct{ link.Store }
@@ -49,7 +50,7 @@ func (h *Handler) openStore(ctx caddy.Context, repl *caddy.Replacer) error {
 		}
 		mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		s, err := OpenPostgres(mctx, pool.Pool)
+		s, err := store.OpenPostgres(mctx, pool.Pool)
 		if err != nil {
 			_ = pool.Release()
 			return fmt.Errorf("shortener store %s: %w", pgpool.Redact(dsn), err)
@@ -65,7 +66,7 @@ func (h *Handler) openStore(ctx caddy.Context, repl *caddy.Replacer) error {
 		if err != nil {
 			return fmt.Errorf("shortener store: %w", err)
 		}
-		s, use, err := embeddedStores.LoadOrNew(abs, func() (*EmbeddedStore, error) { return OpenEmbedded(abs) })
+		s, use, err := embeddedStores.LoadOrNew(abs, func() (*store.EmbeddedStore, error) { return store.OpenEmbedded(abs) })
 		if err != nil {
 			return fmt.Errorf("shortener store %s: %w", abs, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // testLinkLister checks LinkLister on an empty store s: every status and
@@ -48,14 +49,14 @@ func testLinkLister(t *testing.T, ctx context.Context, s link.Store, base time.T
 		}
 	}
 	checkSearches(t, ctx, ll, links, clicks, now)
-	if ps, ok := s.(*PostgresStore); ok {
+	if ps, ok := s.(*store.PostgresStore); ok {
 		// Short walks, so that pages also take the steps after the walk
 		// (postgres_search.go): where it stopped, then the trigram index.
 		for _, walk := range []int{1, 2, 3, 5} {
-			ps.searchWalk = walk
+			ps.SearchWalk = walk
 			checkSearches(t, ctx, ll, links, clicks, now)
 		}
-		ps.searchWalk = 0
+		ps.SearchWalk = 0
 	}
 	checkListedLinks(t, ctx, ll, s, sink, clicks, now)
 	checkBadCursors(t, ctx, ll, now)
@@ -181,10 +182,10 @@ func applyTestClicks(t *testing.T, ctx context.Context, s link.Store, perCode ma
 // order.
 func expectListing(links []link.Link, clicks map[string]int64, q link.ListQuery) []string {
 	q = q.Normalized()
-	m := newLinkMatcher(q)
+	m := store.NewLinkMatcher(q)
 	var keep []link.Link
 	for _, l := range links {
-		if m.match(l) {
+		if m.Match(l) {
 			keep = append(keep, l)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // FuzzSessionCookie: a cookie value is accepted only when it is exactly
@@ -14,7 +16,7 @@ import (
 // single-byte change of a valid cookie, are refused, and judging one
 // never panics.
 func FuzzSessionCookie(f *testing.F) {
-	secret := bytes.Repeat([]byte{7}, secretLen)
+	secret := bytes.Repeat([]byte{7}, store.SecretLen)
 	valid := newSession(scopeWrite, keyDigest(testKey), time.Unix(1764547200, 0)).encode(secret)
 	f.Add(valid, 0, byte(1))
 	f.Add("", 0, byte(0))

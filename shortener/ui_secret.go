@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // uiSessionSecret names the secret that signs dashboard sessions.
@@ -55,6 +57,6 @@ func (c *secretCache) get(ctx context.Context) ([]byte, error) {
 }
 
 var (
-	_ secretKeeper = (*PostgresStore)(nil)
-	_ secretKeeper = (*EmbeddedStore)(nil)
+	_ secretKeeper = (*store.PostgresStore)(nil)
+	_ secretKeeper = (*store.EmbeddedStore)(nil)
 )

@@ -17,6 +17,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 const testReadKey = "read-key-0123456789"
@@ -46,9 +47,9 @@ func uiHandler(t *testing.T, st link.Store, c *uiClock, keys ...string) *Handler
 	})
 }
 
-func embeddedStore(t *testing.T) *EmbeddedStore {
+func embeddedStore(t *testing.T) *store.EmbeddedStore {
 	t.Helper()
-	st, err := OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
+	st, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestUISessionsAcrossInstances(t *testing.T) {
 	}
 	wg.Wait()
 	for i := range secrets {
-		if string(secrets[i]) != string(secrets[0]) || len(secrets[i]) != secretLen {
+		if string(secrets[i]) != string(secrets[0]) || len(secrets[i]) != store.SecretLen {
 			t.Fatalf("instance %d read another secret", i)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/edgekit/caddy-edgekit/shortener"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 func main() {
@@ -59,7 +59,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	store, err := shortener.OpenPostgres(ctx, pool)
+	store, err := store.OpenPostgres(ctx, pool)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -8,14 +8,14 @@ import (
 	"slices"
 	"time"
 
-	"github.com/edgekit/caddy-edgekit/shortener"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
 // measureQueries times ListLinks (the store's answer to GET <api>/links,
 // status=active, sort=-created, 50 a page) and prints p50 and p99 per
 // kind of query.
-func measureQueries(ctx context.Context, s *shortener.PostgresStore, samples int) {
+func measureQueries(ctx context.Context, s *store.PostgresStore, samples int) {
 	r := rand.New(rand.NewPCG(7, 7))
 	page := func(q link.ListQuery) (link.ListPage, time.Duration) {
 		q.Limit = 50

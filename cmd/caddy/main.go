@@ -7,7 +7,6 @@ package main
 
 import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
-
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/edgekit/caddy-edgekit"

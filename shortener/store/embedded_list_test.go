@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func TestEmbeddedCreatedIndexBackfill(t *testing.T) {
 		}
 	}
 	want[2], want[3] = "z-tie", "a-tie" // -created: ties by code, descending
-	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(embeddedCreated) }); err != nil {
+	if err := s.Db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(embeddedCreated) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

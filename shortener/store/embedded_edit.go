@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // embeddedHistory is the bucket of link histories, created by the first
 // edit: <code> 0x00 <version, 8 bytes big-endian> → embeddedChange (JSON).
 // Codes hold no 0x00 byte, so one code's entries are one key range, in
-// version order.
+// Version order.
 var embeddedHistory = []byte("history")
 
 // embeddedChange is a history entry as stored; At in Unix microseconds.
@@ -40,8 +40,8 @@ func (s *EmbeddedStore) Edit(ctx context.Context, code string, e link.Edit) (lin
 		return link.Link{}, err
 	}
 	var out link.Link
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(embeddedLinks)
+	err := s.Db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(EmbeddedLinks)
 		v := b.Get([]byte(code))
 		if v == nil {
 			return link.ErrNotFound
@@ -93,8 +93,8 @@ func (s *EmbeddedStore) History(ctx context.Context, code string, before int64, 
 		before = 1<<63 - 1
 	}
 	var entries []link.HistoryEntry
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(embeddedLinks).Get([]byte(code)) == nil {
+	err := s.Db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(EmbeddedLinks).Get([]byte(code)) == nil {
 			return link.ErrNotFound
 		}
 		h := tx.Bucket(embeddedHistory)

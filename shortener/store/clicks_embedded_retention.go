@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 
 // prunedBuckets are the embedded rollups retention prunes, in the order a
 // pass walks them (a day's count of named values after its values).
-var prunedBuckets = [...][]byte{bucketClicksHourly, clicks.BucketClicksDaily, bucketClicksReferrers, bucketReferrerDays,
-	bucketClicksDims, bucketDimDays, bucketDayDims, bucketDayLinks}
+var prunedBuckets = [...][]byte{bucketClicksHourly, clicks.BucketClicksDaily, bucketClicksReferrers, BucketReferrerDays,
+	bucketClicksDims, bucketDimDays, BucketDayDims, BucketDayLinks}
 
 // pruneScan bounds the keys one page looks at, so a page's write
 // transaction stays short however few of them are old.
@@ -35,7 +35,7 @@ type embeddedPrunePosition struct {
 // pruneScan keys, and the next call goes on from there; done when the
 // pass has walked every pruned bucket to its end. The visitor salts of
 // the days before cut.Today go first.
-func (s *embeddedClickSink) PruneClicks(ctx context.Context, cut clicks.ClickCutoffs, limit int) (int, bool, error) {
+func (s *EmbeddedClickSink) PruneClicks(ctx context.Context, cut clicks.ClickCutoffs, limit int) (int, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
@@ -46,10 +46,10 @@ func (s *embeddedClickSink) PruneClicks(ctx context.Context, cut clicks.ClickCut
 	daily, hourly := cut.Daily.Unix(), cut.Hourly.Unix()
 	var deleted int
 	var done bool
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.Db.Update(func(tx *bbolt.Tx) error {
 		if !cut.Today.IsZero() {
 			today := binary.BigEndian.AppendUint64(nil, uint64(cut.Today.Unix()))
-			if err := deleteSaltsBefore(tx.Bucket(bucketVisitorSalts), today); err != nil {
+			if err := deleteSaltsBefore(tx.Bucket(BucketVisitorSalts), today); err != nil {
 				return err
 			}
 		}
@@ -115,4 +115,4 @@ func rollUpHour(tx *bbolt.Tx, hourly bool, k, v []byte, daily int64) error {
 	return days.Put(key, d.Encode())
 }
 
-var _ clicks.ClickPruner = (*embeddedClickSink)(nil)
+var _ clicks.ClickPruner = (*EmbeddedClickSink)(nil)

@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"context"
@@ -54,8 +54,8 @@ func (s *PostgresStore) searchLinks(ctx context.Context, q link.ListQuery, from 
 
 // walks are the steps of the walk in force: searchWalks, or the test's.
 func (s *PostgresStore) walks() []int {
-	if s.searchWalk > 0 {
-		return []int{s.searchWalk, s.searchWalk}
+	if s.SearchWalk > 0 {
+		return []int{s.SearchWalk, s.SearchWalk}
 	}
 	return searchWalks
 }
@@ -95,7 +95,7 @@ func (s *PostgresStore) walkEnd(ctx context.Context, q link.ListQuery, from *lin
 	}
 	var at time.Time
 	var code string
-	err = s.pool.QueryRow(ctx, "SELECT "+st.key+", "+st.code+" FROM "+st.from+conditions(st.where)+st.order()+
+	err = s.Pool.QueryRow(ctx, "SELECT "+st.key+", "+st.code+" FROM "+st.from+conditions(st.where)+st.order()+
 		" OFFSET "+st.arg(walk-1)+" LIMIT 1", st.args...).Scan(&at, &code)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil

@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func (s *EmbeddedStore) ImportTx(ctx context.Context, commit bool, fn func(conte
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.Db.Update(func(tx *bolt.Tx) error {
 		if err := fn(ctx, embeddedImportTx{tx}); err != nil {
 			return err
 		}
@@ -53,7 +53,7 @@ type embeddedImportTx struct{ tx *bolt.Tx }
 // Stored implements ImportTx.
 func (t embeddedImportTx) Stored(ctx context.Context, codes []string) (map[string]link.ImportLink, error) {
 	out := make(map[string]link.ImportLink)
-	b, base := t.tx.Bucket(embeddedLinks), t.tx.Bucket(embeddedBaselines)
+	b, base := t.tx.Bucket(EmbeddedLinks), t.tx.Bucket(embeddedBaselines)
 	for _, code := range codes {
 		rec, err := readRecord(b, code)
 		if errors.Is(err, link.ErrNotFound) {

@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // each sees the version the one before it left; the UPDATE and the
 // history row commit together.
 func (s *PostgresStore) Edit(ctx context.Context, code string, e link.Edit) (link.Link, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.Pool.Begin(ctx)
 	if err != nil {
 		return link.Link{}, fmt.Errorf("editing link: %w", err)
 	}
@@ -69,13 +69,13 @@ func (s *PostgresStore) History(ctx context.Context, code string, before int64, 
 		before = 1<<63 - 1
 	}
 	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM shortener_links WHERE code = $1)`, code).Scan(&exists); err != nil {
+	if err := s.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM shortener_links WHERE code = $1)`, code).Scan(&exists); err != nil {
 		return nil, fmt.Errorf("reading history: %w", err)
 	}
 	if !exists {
 		return nil, link.ErrNotFound
 	}
-	rows, err := s.pool.Query(ctx,
+	rows, err := s.Pool.Query(ctx,
 		`SELECT version, at, key_fp, changes FROM shortener_link_history
 		 WHERE code = $1 AND version < $2 ORDER BY version DESC LIMIT $3`, code, before, limit)
 	if err != nil {

@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func (s *PostgresStore) CreateTx(ctx context.Context, claim *link.IdemClaim, now
 	if claim != nil {
 		s.pruneIdem(ctx, now)
 	}
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.Pool.Begin(ctx)
 	if err != nil {
 		return link.IdemAnswer{}, false, fmt.Errorf("beginning create: %w", err)
 	}
@@ -92,7 +92,7 @@ func claimIdem(ctx context.Context, tx pgx.Tx, c *link.IdemClaim, now time.Time)
 // IdemLookup implements TxStore.
 func (s *PostgresStore) IdemLookup(ctx context.Context, scope, key string, now time.Time) (digest [32]byte, ans link.IdemAnswer, found bool, err error) {
 	var d []byte
-	err = s.pool.QueryRow(ctx, `SELECT body_sha256, status, body FROM shortener_idempotency
+	err = s.Pool.QueryRow(ctx, `SELECT body_sha256, status, body FROM shortener_idempotency
 		WHERE scope = $1 AND key = $2 AND created_at > $3 AND status > 0`,
 		scope, key, now.Add(-link.IdemTTL)).Scan(&d, &ans.Status, &ans.Body)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -112,7 +112,7 @@ func (s *PostgresStore) pruneIdem(ctx context.Context, now time.Time) {
 	if now.UnixNano()-last < int64(link.IdemPruneEvery) || !s.idemPruned.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
-	_, _ = s.pool.Exec(ctx, `DELETE FROM shortener_idempotency WHERE (scope, key) IN (
+	_, _ = s.Pool.Exec(ctx, `DELETE FROM shortener_idempotency WHERE (scope, key) IN (
 		SELECT scope, key FROM shortener_idempotency WHERE created_at <= $1 LIMIT $2)`,
 		now.Add(-link.IdemTTL), link.IdemPruneBatch)
 }
@@ -143,7 +143,7 @@ func (t pgLinkTx) Insert(ctx context.Context, links []link.Link) ([]bool, error)
 		if l.CreatedAt.IsZero() {
 			l.CreatedAt = time.Now()
 		}
-		if err := checkNewLink(l); err != nil {
+		if err := CheckNewLink(l); err != nil {
 			return nil, err
 		}
 		if n > 0 {

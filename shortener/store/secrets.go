@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"bytes"
@@ -11,27 +11,27 @@ import (
 
 // The secrets each store keeps for every instance using it (secretKeeper).
 
-// secretLen is the size of a shared secret: a 256-bit HMAC key.
-const secretLen = 32
+// SecretLen is the size of a shared secret: a 256-bit HMAC key.
+const SecretLen = 32
 
 func newSecret() []byte {
-	b := make([]byte, secretLen)
+	b := make([]byte, SecretLen)
 	_, _ = rand.Read(b) // never fails (crypto/rand panics rather)
 	return b
 }
 
 // Secret implements secretKeeper on the table of migrations/015_secrets.up.sql.
 func (s *PostgresStore) Secret(ctx context.Context, name string) ([]byte, error) {
-	if _, err := s.pool.Exec(ctx, `INSERT INTO shortener_secrets (name, secret) VALUES ($1, $2)
+	if _, err := s.Pool.Exec(ctx, `INSERT INTO shortener_secrets (name, secret) VALUES ($1, $2)
 		ON CONFLICT (name) DO NOTHING`, name, newSecret()); err != nil {
 		return nil, fmt.Errorf("creating the %s secret: %w", name, err)
 	}
 	var v []byte
-	if err := s.pool.QueryRow(ctx, `SELECT secret FROM shortener_secrets WHERE name = $1`, name).Scan(&v); err != nil {
+	if err := s.Pool.QueryRow(ctx, `SELECT secret FROM shortener_secrets WHERE name = $1`, name).Scan(&v); err != nil {
 		return nil, fmt.Errorf("reading the %s secret: %w", name, err)
 	}
-	if len(v) != secretLen {
-		return nil, fmt.Errorf("the %s secret is %d bytes, want %d", name, len(v), secretLen)
+	if len(v) != SecretLen {
+		return nil, fmt.Errorf("the %s secret is %d bytes, want %d", name, len(v), SecretLen)
 	}
 	return v, nil
 }
@@ -45,7 +45,7 @@ func (s *EmbeddedStore) Secret(ctx context.Context, name string) ([]byte, error)
 		return nil, err
 	}
 	var v []byte
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.Db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(embeddedMeta)
 		if old := b.Get(secretKey(name)); old != nil {
 			v = bytes.Clone(old)
@@ -57,8 +57,8 @@ func (s *EmbeddedStore) Secret(ctx context.Context, name string) ([]byte, error)
 	if err != nil {
 		return nil, fmt.Errorf("the %s secret: %w", name, err)
 	}
-	if len(v) != secretLen {
-		return nil, fmt.Errorf("the %s secret is %d bytes, want %d", name, len(v), secretLen)
+	if len(v) != SecretLen {
+		return nil, fmt.Errorf("the %s secret is %d bytes, want %d", name, len(v), SecretLen)
 	}
 	return v, nil
 }

@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"bytes"
@@ -16,9 +16,9 @@ import (
 
 // ClickRows implements clicks.RowReader: a prefix scan of the hourly and
 // daily buckets per code, daily rows as the 00:00 hour of the day.
-func (s *embeddedClickSink) ClickRows(ctx context.Context, codes []string) (map[string][]link.HourlyClicks, error) {
+func (s *EmbeddedClickSink) ClickRows(ctx context.Context, codes []string) (map[string][]link.HourlyClicks, error) {
 	out := map[string][]link.HourlyClicks{}
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.Db.View(func(tx *bbolt.Tx) error {
 		for _, code := range codes {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -52,4 +52,4 @@ func sortedHours(rows []link.HourlyClicks) []link.HourlyClicks {
 	return rows
 }
 
-var _ clicks.RowReader = (*embeddedClickSink)(nil)
+var _ clicks.RowReader = (*EmbeddedClickSink)(nil)

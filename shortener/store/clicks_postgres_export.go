@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 // ClickRows implements clicks.RowReader: the hourly rows of the codes, then
 // their daily rows as the 00:00 hour of the day, in two scans of the
 // primary keys.
-func (s *postgresClickSink) ClickRows(ctx context.Context, codes []string) (map[string][]link.HourlyClicks, error) {
-	rows, err := s.pool.Query(ctx, `SELECT code, hour, people, bots FROM shortener_link_clicks_hourly
+func (s *PostgresClickSink) ClickRows(ctx context.Context, codes []string) (map[string][]link.HourlyClicks, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT code, hour, people, bots FROM shortener_link_clicks_hourly
 		WHERE code = ANY($1::text[]) AND people + bots > 0
 		UNION ALL
 		SELECT code, (day::timestamp AT TIME ZONE 'UTC'), people, bots FROM shortener_link_clicks_daily
@@ -56,4 +56,4 @@ func mergeHours(byCode map[string][]link.HourlyClicks) map[string][]link.HourlyC
 	return byCode
 }
 
-var _ clicks.RowReader = (*postgresClickSink)(nil)
+var _ clicks.RowReader = (*PostgresClickSink)(nil)

@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"encoding/binary"
@@ -13,14 +13,14 @@ var (
 	bucketClicksDims = []byte("clicks_dims")    // code 0 day(8) dim 0 value → count(8)
 	bucketDimDays    = []byte("click_dim_days") // code 0 day(8) dim → named values(8)
 	// Across links, by day first (an empty code), for GET <api>/stats.
-	bucketDayDims  = []byte("clicks_day_dims")  // 0 day(8) dim 0 value → count(8), dim also "referrer"
-	bucketDayLinks = []byte("clicks_day_links") // 0 day(8) code → people(8) bots(8)
+	BucketDayDims  = []byte("clicks_day_dims")  // 0 day(8) dim 0 value → count(8), dim also "referrer"
+	BucketDayLinks = []byte("clicks_day_links") // 0 day(8) code → people(8) bots(8)
 )
 
 // boltCapped writes capped counters (clicks_cap.go) to a bucket of values
 // and a bucket of named values per slot, each keyed by its clickKey, and
 // adds each write to its day's count across links (acrossOf, in
-// bucketDayDims).
+// BucketDayDims).
 type boltCapped[K clicks.CappedKey[K, S], S clicks.CappedSlot[S]] struct {
 	values, slots []byte // bucket names
 	keyOf         func(K) []byte
@@ -30,7 +30,7 @@ type boltCapped[K clicks.CappedKey[K, S], S clicks.CappedSlot[S]] struct {
 
 var (
 	boltReferrers = boltCapped[clicks.RefKey, clicks.DayKey]{
-		values: bucketClicksReferrers, slots: bucketReferrerDays,
+		values: bucketClicksReferrers, slots: BucketReferrerDays,
 		keyOf:    func(k clicks.RefKey) []byte { return clickKey(k.Code, k.Day, k.Host) },
 		slotOf:   func(d clicks.DayKey) []byte { return clickKey(d.Code, d.Day, "") },
 		acrossOf: func(k clicks.RefKey) []byte { return clickKey("", k.Day, clicks.DimReferrer+"\x00"+k.Host) },
@@ -49,7 +49,7 @@ func (c boltCapped[K, S]) count(tx *bbolt.Tx, incs map[K]int64, limit int) error
 	if len(incs) == 0 {
 		return nil
 	}
-	values, slots, across := tx.Bucket(c.values), tx.Bucket(c.slots), tx.Bucket(bucketDayDims)
+	values, slots, across := tx.Bucket(c.values), tx.Bucket(c.slots), tx.Bucket(BucketDayDims)
 	used := map[S]int64{}
 	for _, s := range clicks.CapSlots(incs) {
 		if v := slots.Get(c.slotOf(s)); len(v) == 8 {

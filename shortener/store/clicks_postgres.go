@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"bytes"
@@ -21,28 +21,28 @@ import (
 // than any replay (a pending stream entry, a resent flush) can take.
 const clickBatchRetention = 7 * 24 * time.Hour
 
-// postgresClickSink keeps click counters in the tables of
+// PostgresClickSink keeps click counters in the tables of
 // migrations/002_clicks.up.sql, 003_click_bounds.up.sql,
 // 012_clicks_daily.up.sql and 014_clicks_dims.up.sql.
-type postgresClickSink struct {
-	pool      *pgxpool.Pool
+type PostgresClickSink struct {
+	Pool      *pgxpool.Pool
 	referrers int          // named referrer hosts (and values of each dimension) per link per day
 	lastPrune atomic.Int64 // unix seconds
 }
 
-// newPostgresClickSink returns the sink on pool; referrers <= 0 stands for
+// NewPostgresClickSink returns the sink on pool; referrers <= 0 stands for
 // DefaultClicksReferrers.
-func newPostgresClickSink(pool *pgxpool.Pool, referrers int) *postgresClickSink {
+func NewPostgresClickSink(pool *pgxpool.Pool, referrers int) *PostgresClickSink {
 	if referrers <= 0 {
 		referrers = clicks.DefaultClicksReferrers
 	}
-	return &postgresClickSink{pool: pool, referrers: referrers}
+	return &PostgresClickSink{Pool: pool, referrers: referrers}
 }
 
 // ApplyClicks implements Sink in one transaction: the batch IDs are
 // inserted first and only the batches whose IDs were new are counted.
 // Deadlocks and serialization failures are retried.
-func (s *postgresClickSink) ApplyClicks(ctx context.Context, batches []clicks.Batch) (int, error) {
+func (s *PostgresClickSink) ApplyClicks(ctx context.Context, batches []clicks.Batch) (int, error) {
 	if len(batches) == 0 {
 		return 0, nil
 	}
@@ -59,7 +59,7 @@ func (s *postgresClickSink) ApplyClicks(ctx context.Context, batches []clicks.Ba
 	}
 }
 
-func (s *postgresClickSink) apply(ctx context.Context, batches []clicks.Batch) (int, error) {
+func (s *PostgresClickSink) apply(ctx context.Context, batches []clicks.Batch) (int, error) {
 	ids := make([]string, 0, len(batches))
 	for _, b := range batches {
 		ids = append(ids, b.ID)
@@ -67,7 +67,7 @@ func (s *postgresClickSink) apply(ctx context.Context, batches []clicks.Batch) (
 	slices.Sort(ids)
 	// Read committed, whatever the database's default: the referrer cap
 	// relies on each statement seeing what was committed before it began.
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	tx, err := s.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return 0, fmt.Errorf("click transaction: %w", err)
 	}
@@ -121,20 +121,20 @@ func freshBatches(batches []clicks.Batch, fresh []string) []clicks.Batch {
 }
 
 // prune deletes old batch IDs, at most once an hour per sink.
-func (s *postgresClickSink) prune(ctx context.Context) {
+func (s *PostgresClickSink) prune(ctx context.Context) {
 	now := time.Now().Unix()
 	last := s.lastPrune.Load()
 	if now-last < 3600 || !s.lastPrune.CompareAndSwap(last, now) {
 		return
 	}
-	_, _ = s.pool.Exec(ctx, `DELETE FROM shortener_click_batches WHERE applied_at < now() - make_interval(secs => $1)`,
+	_, _ = s.Pool.Exec(ctx, `DELETE FROM shortener_click_batches WHERE applied_at < now() - make_interval(secs => $1)`,
 		clickBatchRetention.Seconds())
 }
 
 // Stats implements Sink.
-func (s *postgresClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (clicks.Stats, error) {
+func (s *PostgresClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (clicks.Stats, error) {
 	st := clicks.Stats{Code: code, Hourly: []link.HourlyClicks{}, Referrers: []clicks.ReferrerClicks{}}
-	rows, err := s.pool.Query(ctx, `SELECT hour, people, bots FROM shortener_link_clicks_hourly
+	rows, err := s.Pool.Query(ctx, `SELECT hour, people, bots FROM shortener_link_clicks_hourly
 		WHERE code = $1 AND hour >= $2 AND hour < $3 ORDER BY hour`, code, clicks.HourFloor(from), to)
 	if err != nil {
 		return st, fmt.Errorf("click stats: %w", err)
@@ -158,7 +158,7 @@ func (s *postgresClickSink) ClickStats(ctx context.Context, code string, from, t
 		return st, err
 	}
 	st.Total = st.People + st.Bots
-	rows, err = s.pool.Query(ctx, `SELECT host, sum(count)::bigint FROM shortener_link_referrers_daily
+	rows, err = s.Pool.Query(ctx, `SELECT host, sum(count)::bigint FROM shortener_link_referrers_daily
 		WHERE code = $1 AND day >= $2::date AND day < $3::date GROUP BY host ORDER BY 2 DESC, 1 LIMIT $4`,
 		code, firstDay.Format(time.DateOnly), endDay.Format(time.DateOnly), clicks.TopReferrers)
 	if err != nil {
@@ -180,8 +180,8 @@ func (s *postgresClickSink) ClickStats(ctx context.Context, code string, from, t
 }
 
 // readDaily adds the daily rollups of the days in [first, end) to st.
-func (s *postgresClickSink) readDaily(ctx context.Context, st *clicks.Stats, first, end time.Time) error {
-	rows, err := s.pool.Query(ctx, `SELECT day, people, bots, visitors FROM shortener_link_clicks_daily
+func (s *PostgresClickSink) readDaily(ctx context.Context, st *clicks.Stats, first, end time.Time) error {
+	rows, err := s.Pool.Query(ctx, `SELECT day, people, bots, visitors FROM shortener_link_clicks_daily
 		WHERE code = $1 AND day >= $2::date AND day < $3::date ORDER BY day`,
 		st.Code, first.Format(time.DateOnly), end.Format(time.DateOnly))
 	if err != nil {
@@ -237,14 +237,14 @@ func insertHourly(ctx context.Context, tx pgx.Tx, agg clicks.ClickAggregate) err
 }
 
 // ClickTotal implements Sink: the all-time total, one row.
-func (s *postgresClickSink) ClickTotal(ctx context.Context, code string) (int64, error) {
+func (s *PostgresClickSink) ClickTotal(ctx context.Context, code string) (int64, error) {
 	t, err := s.totals(ctx, code)
 	return t.Total, err
 }
 
-func (s *postgresClickSink) totals(ctx context.Context, code string) (clicks.Totals, error) {
+func (s *PostgresClickSink) totals(ctx context.Context, code string) (clicks.Totals, error) {
 	var t clicks.Totals
-	err := s.pool.QueryRow(ctx, `SELECT people, bots, imported FROM shortener_link_click_totals WHERE code = $1`, code).Scan(&t.People, &t.Bots, &t.Imported)
+	err := s.Pool.QueryRow(ctx, `SELECT people, bots, imported FROM shortener_link_click_totals WHERE code = $1`, code).Scan(&t.People, &t.Bots, &t.Imported)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return t, fmt.Errorf("click total: %w", err)
 	}
@@ -252,24 +252,24 @@ func (s *postgresClickSink) totals(ctx context.Context, code string) (clicks.Tot
 	return t, nil
 }
 
-var _ clicks.Sink = (*postgresClickSink)(nil)
+var _ clicks.Sink = (*PostgresClickSink)(nil)
 
 // pgDate formats a UTC day (unix seconds) as a date parameter.
 func pgDate(day int64) string { return time.Unix(day, 0).UTC().Format(time.DateOnly) }
 
 // VisitorSalt implements VisitorSalter on the table of
 // migrations/013_visitor_salts.up.sql.
-func (s *postgresClickSink) VisitorSalt(ctx context.Context, day time.Time) ([]byte, error) {
+func (s *PostgresClickSink) VisitorSalt(ctx context.Context, day time.Time) ([]byte, error) {
 	d := clicks.DayFloor(day).Format(time.DateOnly)
-	if _, err := s.pool.Exec(ctx, `DELETE FROM shortener_visitor_salts WHERE day < $1::date`, d); err != nil {
+	if _, err := s.Pool.Exec(ctx, `DELETE FROM shortener_visitor_salts WHERE day < $1::date`, d); err != nil {
 		return nil, fmt.Errorf("deleting old visitor salts: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO shortener_visitor_salts (day, salt) VALUES ($1::date, $2)
+	if _, err := s.Pool.Exec(ctx, `INSERT INTO shortener_visitor_salts (day, salt) VALUES ($1::date, $2)
 		ON CONFLICT (day) DO NOTHING`, d, clicks.NewVisitorSalt()); err != nil {
 		return nil, fmt.Errorf("creating the visitor salt: %w", err)
 	}
 	var salt []byte
-	if err := s.pool.QueryRow(ctx, `SELECT salt FROM shortener_visitor_salts WHERE day = $1::date`, d).Scan(&salt); err != nil {
+	if err := s.Pool.QueryRow(ctx, `SELECT salt FROM shortener_visitor_salts WHERE day = $1::date`, d).Scan(&salt); err != nil {
 		return nil, fmt.Errorf("reading the visitor salt: %w", err)
 	}
 	return salt, nil
@@ -320,4 +320,4 @@ func countVisitorsPG(ctx context.Context, tx pgx.Tx, agg clicks.ClickAggregate) 
 	return nil
 }
 
-var _ clicks.VisitorSalter = (*postgresClickSink)(nil)
+var _ clicks.VisitorSalter = (*PostgresClickSink)(nil)

@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"context"
@@ -49,10 +49,10 @@ var postgresPruneSteps = [...]struct {
 
 // PruneClicks implements ClickPruner: the salts of days before cut.Today,
 // then up to limit rows in all, by the steps of postgresPruneSteps.
-func (s *postgresClickSink) PruneClicks(ctx context.Context, cut clicks.ClickCutoffs, limit int) (int, bool, error) {
+func (s *PostgresClickSink) PruneClicks(ctx context.Context, cut clicks.ClickCutoffs, limit int) (int, bool, error) {
 	daily, hourly := cut.Daily.UTC(), cut.Hourly.UTC()
 	if !cut.Today.IsZero() {
-		if _, err := s.pool.Exec(ctx, `DELETE FROM shortener_visitor_salts WHERE day < $1::date`, pgCutoff(cut.Today.UTC())); err != nil {
+		if _, err := s.Pool.Exec(ctx, `DELETE FROM shortener_visitor_salts WHERE day < $1::date`, pgCutoff(cut.Today.UTC())); err != nil {
 			return 0, false, fmt.Errorf("deleting old visitor salts: %w", err)
 		}
 	}
@@ -63,13 +63,13 @@ func (s *postgresClickSink) PruneClicks(ctx context.Context, cut clicks.ClickCut
 		}
 		var n int64
 		if step.daily {
-			tag, err := s.pool.Exec(ctx, step.sql, pgCutoff(daily), limit-deleted)
+			tag, err := s.Pool.Exec(ctx, step.sql, pgCutoff(daily), limit-deleted)
 			if err != nil {
 				return deleted, false, fmt.Errorf("pruning clicks: %w", err)
 			}
 			n = tag.RowsAffected()
 		} else if hourly.After(daily) {
-			if err := s.pool.QueryRow(ctx, step.sql, hourly, limit-deleted, daily).Scan(&n); err != nil {
+			if err := s.Pool.QueryRow(ctx, step.sql, hourly, limit-deleted, daily).Scan(&n); err != nil {
 				return deleted, false, fmt.Errorf("rolling up hourly clicks: %w", err)
 			}
 		}
@@ -82,4 +82,4 @@ func (s *postgresClickSink) PruneClicks(ctx context.Context, cut clicks.ClickCut
 // and date columns: the UTC midnight as "2006-01-02T00:00:00Z".
 func pgCutoff(t time.Time) string { return t.Format(time.RFC3339) }
 
-var _ clicks.ClickPruner = (*postgresClickSink)(nil)
+var _ clicks.ClickPruner = (*PostgresClickSink)(nil)

@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // ClickBreakdown implements Sink on the daily dimension and referrer
 // rollups: for a link on their primary keys (led by code), across links
 // on their (dim, day) and day indexes.
-func (s *postgresClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]clicks.BreakdownEntry, error) {
+func (s *PostgresClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]clicks.BreakdownEntry, error) {
 	first, end := clicks.DayRange(from, to)
 	args := []any{first.Format(time.DateOnly), end.Format(time.DateOnly), limit}
 	table, col, where := "shortener_link_referrers_daily", "host", "day >= $1::date AND day < $2::date"
@@ -25,7 +25,7 @@ func (s *postgresClickSink) ClickBreakdown(ctx context.Context, code, dim string
 		args = append(args, code)
 		where += fmt.Sprintf(" AND code = $%d", len(args))
 	}
-	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT %[1]s, sum(count)::bigint FROM %[2]s WHERE %[3]s
+	rows, err := s.Pool.Query(ctx, fmt.Sprintf(`SELECT %[1]s, sum(count)::bigint FROM %[2]s WHERE %[3]s
 		GROUP BY 1 ORDER BY 2 DESC, %[1]s COLLATE "C" LIMIT $3`, col, table, where), args...)
 	if err != nil {
 		return nil, fmt.Errorf("click breakdown: %w", err)

@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"bytes"
@@ -14,19 +14,19 @@ import (
 
 // ClickBreakdown implements Sink: one cursor over the days in
 // [first, end) of the link's referrer or dimension bucket, or across
-// links of bucketDayDims (keys of code "", by day first).
-func (s *embeddedClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]clicks.BreakdownEntry, error) {
+// links of BucketDayDims (keys of code "", by day first).
+func (s *EmbeddedClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]clicks.BreakdownEntry, error) {
 	first, end := clicks.DayRange(from, to)
 	bucket, sub := bucketClicksDims, []byte(dim+"\x00")
 	switch {
 	case code == "":
-		bucket = bucketDayDims
+		bucket = BucketDayDims
 	case dim == clicks.DimReferrer:
 		bucket, sub = bucketClicksReferrers, nil
 	}
 	prefix := append([]byte(code), 0)
 	sums := map[string]int64{}
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.Db.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucket).Cursor()
 		for k, v := c.Seek(clickKey(code, first.Unix(), "")); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			if int64(binary.BigEndian.Uint64(k[len(prefix):len(prefix)+8])) >= end.Unix() {
@@ -45,13 +45,13 @@ func (s *embeddedClickSink) ClickBreakdown(ctx context.Context, code, dim string
 }
 
 // Overview implements Sink: one cursor over the days in
-// [first, end) of bucketDayLinks.
-func (s *embeddedClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (clicks.Overview, error) {
+// [first, end) of BucketDayLinks.
+func (s *EmbeddedClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (clicks.Overview, error) {
 	first, end := clicks.DayRange(from, to)
 	o := clicks.Overview{From: first, To: end}
 	links := map[string]int64{}
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bucketDayLinks).Cursor()
+	err := s.Db.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(BucketDayLinks).Cursor()
 		for k, v := c.Seek(clickKey("", first.Unix(), "")); len(k) >= 9 && k[0] == 0; k, v = c.Next() {
 			if int64(binary.BigEndian.Uint64(k[1:9])) >= end.Unix() {
 				break

@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"context"
@@ -21,14 +21,14 @@ import (
 // instance. bbolt locks the file, so only one EmbeddedStore per path may be
 // open at a time, in any process; the handler shares one per path.
 type EmbeddedStore struct {
-	db   *bolt.DB
+	Db   *bolt.DB
 	path string
 }
 
 // Buckets and keys of the file.
 var (
-	embeddedLinks  = []byte("links") // code → embeddedRecord (JSON)
-	embeddedOrder  = []byte("order") // creation sequence number, 8 bytes big-endian → code
+	EmbeddedLinks  = []byte("links") // code → embeddedRecord (JSON)
+	EmbeddedOrder  = []byte("order") // creation sequence number, 8 bytes big-endian → code
 	embeddedMeta   = []byte("meta")
 	embeddedNextID = []byte("next_id") // in meta: the next free ID, 8 bytes big-endian
 )
@@ -105,10 +105,10 @@ func (rec embeddedRecord) link(code string) link.Link {
 // directory (0700) if needed. If another process or store holds the file,
 // it fails after 2s.
 func OpenEmbedded(path string) (*EmbeddedStore, error) {
-	return openEmbedded(path, embeddedOpenTimeout)
+	return OpenEmbeddedTimeout(path, embeddedOpenTimeout)
 }
 
-func openEmbedded(path string, timeout time.Duration) (*EmbeddedStore, error) {
+func OpenEmbeddedTimeout(path string, timeout time.Duration) (*EmbeddedStore, error) {
 	if path == "" {
 		return nil, errors.New("opening embedded store: empty path")
 	}
@@ -123,10 +123,10 @@ func openEmbedded(path string, timeout time.Duration) (*EmbeddedStore, error) {
 		return nil, fmt.Errorf("opening embedded store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		if _, err := tx.CreateBucketIfNotExists(embeddedLinks); err != nil {
+		if _, err := tx.CreateBucketIfNotExists(EmbeddedLinks); err != nil {
 			return err
 		}
-		if _, err := tx.CreateBucketIfNotExists(embeddedOrder); err != nil {
+		if _, err := tx.CreateBucketIfNotExists(EmbeddedOrder); err != nil {
 			return err
 		}
 		if err := ensureCreatedIndex(tx); err != nil {
@@ -139,7 +139,7 @@ func openEmbedded(path string, timeout time.Duration) (*EmbeddedStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("opening embedded store %s: %w", path, err)
 	}
-	return &EmbeddedStore{db: db, path: path}, nil
+	return &EmbeddedStore{Db: db, path: path}, nil
 }
 
 // Get implements Store.
@@ -148,9 +148,9 @@ func (s *EmbeddedStore) Get(ctx context.Context, code string) (link.Link, error)
 		return link.Link{}, err
 	}
 	var rec embeddedRecord
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.Db.View(func(tx *bolt.Tx) error {
 		var err error
-		rec, err = readRecord(tx.Bucket(embeddedLinks), code) // copies the bytes valid only in tx
+		rec, err = readRecord(tx.Bucket(EmbeddedLinks), code) // copies the bytes valid only in tx
 		return err
 	})
 	if err != nil {
@@ -164,7 +164,7 @@ func (s *EmbeddedStore) Get(ctx context.Context, code string) (link.Link, error)
 
 // Create implements Store. A zero CreatedAt is stored as now.
 func (s *EmbeddedStore) Create(ctx context.Context, l link.Link) error {
-	if err := checkNewLink(l); err != nil {
+	if err := CheckNewLink(l); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -182,15 +182,15 @@ func (s *EmbeddedStore) Create(ctx context.Context, l link.Link) error {
 	// A taken code is answered from a read transaction; only a free one
 	// joins a write batch (one fsync for many concurrent Creates). The
 	// batch function checks again: it is the one that counts.
-	err = s.db.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(embeddedLinks).Get(key) != nil {
+	err = s.Db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(EmbeddedLinks).Get(key) != nil {
 			return link.ErrCodeTaken
 		}
 		return nil
 	})
 	if err == nil {
-		err = s.db.Batch(func(tx *bolt.Tx) error {
-			b := tx.Bucket(embeddedLinks)
+		err = s.Db.Batch(func(tx *bolt.Tx) error {
+			b := tx.Bucket(EmbeddedLinks)
 			if b.Get(key) != nil {
 				return link.ErrCodeTaken
 			}
@@ -202,7 +202,7 @@ func (s *EmbeddedStore) Create(ctx context.Context, l link.Link) error {
 			}
 			// The number is part of this transaction: a rolled-back
 			// create leaves no gap.
-			o := tx.Bucket(embeddedOrder)
+			o := tx.Bucket(EmbeddedOrder)
 			seq, err := o.NextSequence()
 			if err != nil {
 				return err
@@ -243,8 +243,8 @@ func (s *EmbeddedStore) Revoke(ctx context.Context, code string, at time.Time) e
 		return errors.New("revoking link: zero time")
 	}
 	key := []byte(code)
-	err := s.db.Batch(func(tx *bolt.Tx) error {
-		b := tx.Bucket(embeddedLinks)
+	err := s.Db.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(EmbeddedLinks)
 		rec, err := readRecord(b, code)
 		if err != nil {
 			return err
@@ -285,8 +285,8 @@ func (s *EmbeddedStore) TakeServe(ctx context.Context, code string) (int64, bool
 		ok   bool
 		key  = []byte(code)
 	)
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(embeddedLinks)
+	err := s.Db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(EmbeddedLinks)
 		rec, err := readRecord(b, code)
 		if err != nil {
 			return err
@@ -329,7 +329,7 @@ func (s *EmbeddedStore) NextBlock(ctx context.Context, size int64) (int64, error
 	var first int64
 	// Batch may run the function more than once (if another in the batch
 	// fails); only the committed run's first survives.
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.Db.Batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(embeddedMeta)
 		next := int64(1)
 		if v := b.Get(embeddedNextID); v != nil {
@@ -361,8 +361,8 @@ func (s *EmbeddedStore) ScanCodes(ctx context.Context, after string, limit int) 
 		return nil, err
 	}
 	var codes []string
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(embeddedLinks).Cursor()
+	err := s.Db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(EmbeddedLinks).Cursor()
 		k, _ := c.Seek([]byte(after))
 		if k != nil && string(k) == after {
 			k, _ = c.Next()
@@ -388,8 +388,8 @@ func (s *EmbeddedStore) CodesSince(ctx context.Context, after int64, limit int) 
 		after = 0
 	}
 	var codes []link.SeqCode
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(embeddedOrder).Cursor()
+	err := s.Db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(EmbeddedOrder).Cursor()
 		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(codes) < limit; k, v = c.Next() {
 			if len(k) != 8 {
 				return fmt.Errorf("corrupt order key (%d bytes)", len(k))
@@ -410,8 +410,8 @@ func (s *EmbeddedStore) LastSeq(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	var last int64
-	err := s.db.View(func(tx *bolt.Tx) error {
-		last = int64(tx.Bucket(embeddedOrder).Sequence())
+	err := s.Db.View(func(tx *bolt.Tx) error {
+		last = int64(tx.Bucket(EmbeddedOrder).Sequence())
 		return nil
 	})
 	return last, err
@@ -425,11 +425,11 @@ func seqKey(seq int64) []byte {
 
 // Close closes the file and releases its lock.
 func (s *EmbeddedStore) Close() error {
-	return s.db.Close()
+	return s.Db.Close()
 }
 
-// checkNewLink refuses links no store should hold.
-func checkNewLink(l link.Link) error {
+// CheckNewLink refuses links no store should hold.
+func CheckNewLink(l link.Link) error {
 	if l.Code == "" {
 		return errors.New("creating link: empty code")
 	}

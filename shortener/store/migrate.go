@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"context"
@@ -23,22 +23,22 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migrationLockKey is the pg_advisory_lock key held while migrating: the
+// MigrationLockKey is the pg_advisory_lock key held while migrating: the
 // bytes "edgekit" + 's' (shortener). Advisory locks are per database, so
 // instances on different schemas of one database merely take turns.
-const migrationLockKey int64 = 0x65646765_6b697473
+const MigrationLockKey int64 = 0x65646765_6b697473
 
 type migration struct {
-	version int
-	name    string
-	sql     string
+	Version int
+	Name    string
+	Sql     string
 }
 
 var migrationName = regexp.MustCompile(`^([0-9]+)_([a-z0-9_]+)\.up\.sql$`)
 
-// loadMigrations returns the embedded migrations by version, numbered from
+// LoadMigrations returns the embedded migrations by version, numbered from
 // 1 without gaps.
-func loadMigrations() ([]migration, error) {
+func LoadMigrations() ([]migration, error) {
 	entries, err := fs.Glob(migrationFiles, "migrations/*.sql")
 	if err != nil {
 		return nil, err
@@ -57,12 +57,12 @@ func loadMigrations() ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, migration{version: v, name: m[2], sql: string(b)})
+		ms = append(ms, migration{Version: v, Name: m[2], Sql: string(b)})
 	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
 	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %03d_%s: want version %d (versions must run 1, 2, 3, ...)", m.version, m.name, i+1)
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("migration %03d_%s: want version %d (versions must run 1, 2, 3, ...)", m.Version, m.Name, i+1)
 		}
 	}
 	return ms, nil
@@ -73,7 +73,7 @@ func loadMigrations() ([]migration, error) {
 // once and wait for one another. The wait, like each migration statement,
 // is bounded by ctx and by the pool's statement_timeout.
 func migrate(ctx context.Context, pool *pgxpool.Pool) (err error) {
-	ms, err := loadMigrations()
+	ms, err := LoadMigrations()
 	if err != nil {
 		return fmt.Errorf("loading migrations: %w", err)
 	}
@@ -82,7 +82,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) (err error) {
 		return fmt.Errorf("connecting: %w", err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLockKey); err != nil {
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, MigrationLockKey); err != nil {
 		// Given up by ctx, the session may still be waiting for the lock
 		// (or have just got it): cancel the wait and end the session
 		// rather than pool it with the lock held or pending.
@@ -97,7 +97,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) (err error) {
 		// closed (ending its session frees the lock), not returned to the pool.
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, uerr := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, migrationLockKey); uerr != nil {
+		if _, uerr := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, MigrationLockKey); uerr != nil {
 			_ = conn.Conn().Close(uctx)
 			if err == nil {
 				err = fmt.Errorf("releasing the migration lock: %w", uerr)
@@ -125,11 +125,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) (err error) {
 		applied[int(v)] = true
 	}
 	for _, m := range ms {
-		if applied[m.version] {
+		if applied[m.Version] {
 			continue
 		}
 		if err := applyMigration(ctx, conn.Conn(), m); err != nil {
-			return fmt.Errorf("migration %03d_%s: %w", m.version, m.name, err)
+			return fmt.Errorf("migration %03d_%s: %w", m.Version, m.Name, err)
 		}
 	}
 	return nil
@@ -143,10 +143,10 @@ func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {
 	defer tx.Rollback(ctx)
 	// Without arguments, Exec uses the simple protocol: a file may hold
 	// several statements.
-	if _, err := tx.Exec(ctx, m.sql); err != nil {
+	if _, err := tx.Exec(ctx, m.Sql); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO shortener_schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO shortener_schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)

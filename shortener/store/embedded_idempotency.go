@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"bytes"
@@ -20,11 +20,11 @@ var (
 	// embeddedReuse indexes the links with generated codes by long URL:
 	// sha256(long URL)[:16] + code → empty.
 	embeddedReuse = []byte("reuse")
-	// embeddedIdem: len(scope) (1 byte) + scope + key → embeddedIdemRecord.
-	embeddedIdem = []byte("idem")
-	// embeddedIdemAge orders idem records for pruning: created (8 bytes,
+	// EmbeddedIdem: len(scope) (1 byte) + scope + key → embeddedIdemRecord.
+	EmbeddedIdem = []byte("idem")
+	// EmbeddedIdemAge orders idem records for pruning: created (8 bytes,
 	// Unix microseconds, big-endian) + the idem key → empty.
-	embeddedIdemAge = []byte("idem_age")
+	EmbeddedIdemAge = []byte("idem_age")
 )
 
 // embeddedIdemRecord is a recorded answer.
@@ -45,7 +45,7 @@ func (s *EmbeddedStore) CreateTx(ctx context.Context, claim *link.IdemClaim, now
 	if err := ctx.Err(); err != nil {
 		return link.IdemAnswer{}, false, err
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.Db.Update(func(tx *bolt.Tx) error {
 		ans, replayed = link.IdemAnswer{}, false
 		if claim != nil {
 			if err := pruneEmbeddedIdem(tx, now); err != nil {
@@ -93,7 +93,7 @@ func (s *EmbeddedStore) IdemLookup(ctx context.Context, scope, key string, now t
 	if err := ctx.Err(); err != nil {
 		return digest, ans, false, err
 	}
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.Db.View(func(tx *bolt.Tx) error {
 		rec, ok, err := getEmbeddedIdem(tx, scope, key, now)
 		if err != nil || !ok {
 			return err
@@ -118,7 +118,7 @@ func embeddedIdemKey(scope, key string) []byte {
 // getEmbeddedIdem returns the live record of scope and key.
 func getEmbeddedIdem(tx *bolt.Tx, scope, key string, now time.Time) (embeddedIdemRecord, bool, error) {
 	var rec embeddedIdemRecord
-	b := tx.Bucket(embeddedIdem)
+	b := tx.Bucket(EmbeddedIdem)
 	if b == nil || len(scope) > 255 {
 		return rec, false, nil
 	}
@@ -140,11 +140,11 @@ func putEmbeddedIdem(tx *bolt.Tx, c *link.IdemClaim, ans link.IdemAnswer, now ti
 	if len(c.Scope) > 255 {
 		return fmt.Errorf("idempotency scope of %d bytes", len(c.Scope))
 	}
-	b, err := tx.CreateBucketIfNotExists(embeddedIdem)
+	b, err := tx.CreateBucketIfNotExists(EmbeddedIdem)
 	if err != nil {
 		return err
 	}
-	age, err := tx.CreateBucketIfNotExists(embeddedIdemAge)
+	age, err := tx.CreateBucketIfNotExists(EmbeddedIdemAge)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func putEmbeddedIdem(tx *bolt.Tx, c *link.IdemClaim, ans link.IdemAnswer, now ti
 // pruneEmbeddedIdem deletes up to IdemPruneBatch expired records, oldest
 // first.
 func pruneEmbeddedIdem(tx *bolt.Tx, now time.Time) error {
-	age, b := tx.Bucket(embeddedIdemAge), tx.Bucket(embeddedIdem)
+	age, b := tx.Bucket(EmbeddedIdemAge), tx.Bucket(EmbeddedIdem)
 	if age == nil || b == nil {
 		return nil
 	}
@@ -219,9 +219,9 @@ type embeddedLinkTx struct{ tx *bolt.Tx }
 // Insert implements LinkTx.
 func (t embeddedLinkTx) Insert(ctx context.Context, links []link.Link) ([]bool, error) {
 	stored := make([]bool, len(links))
-	b, o := t.tx.Bucket(embeddedLinks), t.tx.Bucket(embeddedOrder)
+	b, o := t.tx.Bucket(EmbeddedLinks), t.tx.Bucket(EmbeddedOrder)
 	for i, l := range links {
-		if err := checkNewLink(l); err != nil {
+		if err := CheckNewLink(l); err != nil {
 			return nil, err
 		}
 		if l.CreatedAt.IsZero() {
@@ -264,7 +264,7 @@ func (t embeddedLinkTx) Reusable(ctx context.Context, links []link.Link, now tim
 	if idx == nil {
 		return out, nil
 	}
-	b := t.tx.Bucket(embeddedLinks)
+	b := t.tx.Bucket(EmbeddedLinks)
 	for i, want := range links {
 		prefix := reuseIndexKey(want.LongURL, "")
 		c := idx.Cursor()

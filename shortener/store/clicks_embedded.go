@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"bytes"
@@ -18,35 +18,35 @@ var (
 	bucketClicksHourly    = []byte("clicks_hourly")       // code 0 hour(8) → people(8) bots(8)
 	bucketClicksReferrers = []byte("clicks_referrers")    // code 0 day(8) host → count(8)
 	bucketClickBatches    = []byte("click_batches")       // batch ID → applied unix seconds(8)
-	bucketClickTotals     = []byte("click_totals")        // code → people(8) bots(8), never pruned
-	bucketReferrerDays    = []byte("click_referrer_days") // code 0 day(8) → named hosts(8)
+	BucketClickTotals     = []byte("click_totals")        // code → people(8) bots(8), never pruned
+	BucketReferrerDays    = []byte("click_referrer_days") // code 0 day(8) → named hosts(8)
 )
 
-// embeddedClickSink keeps click counters in buckets of the embedded store's
+// EmbeddedClickSink keeps click counters in buckets of the embedded store's
 // bbolt file.
-type embeddedClickSink struct {
-	db        *bbolt.DB
+type EmbeddedClickSink struct {
+	Db        *bbolt.DB
 	referrers int       // named referrer hosts (and values of each dimension) per link per day
 	lastPrune time.Time // guarded by bbolt's single writer
 	pruning   embeddedPrunePosition
 }
 
-// newEmbeddedClickSink returns the sink in db's buckets; referrers <= 0
+// NewEmbeddedClickSink returns the sink in db's buckets; referrers <= 0
 // stands for DefaultClicksReferrers.
-func newEmbeddedClickSink(db *bbolt.DB, referrers int) (*embeddedClickSink, error) {
+func NewEmbeddedClickSink(db *bbolt.DB, referrers int) (*EmbeddedClickSink, error) {
 	if referrers <= 0 {
 		referrers = clicks.DefaultClicksReferrers
 	}
 	if err := db.Update(createClickBuckets); err != nil {
 		return nil, fmt.Errorf("click buckets: %w", err)
 	}
-	return &embeddedClickSink{db: db, referrers: referrers}, nil
+	return &EmbeddedClickSink{Db: db, referrers: referrers}, nil
 }
 
 // createClickBuckets creates the buckets of the click counters that are
 // missing.
 func createClickBuckets(tx *bbolt.Tx) error {
-	for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, clicks.BucketClicksDaily, bucketVisitorSalts,
+	for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, clicks.BucketClicksDaily, BucketVisitorSalts,
 		bucketClicksDims, bucketDimDays} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
@@ -62,8 +62,8 @@ func createClickBuckets(tx *bbolt.Tx) error {
 // referrer day counts, filled from the rollups on first use (a file of an
 // older version), in the transaction that creates them.
 func createClickBoundBuckets(tx *bbolt.Tx) error {
-	if tx.Bucket(bucketClickTotals) == nil {
-		totals, err := tx.CreateBucket(bucketClickTotals)
+	if tx.Bucket(BucketClickTotals) == nil {
+		totals, err := tx.CreateBucket(BucketClickTotals)
 		if err != nil {
 			return err
 		}
@@ -89,8 +89,8 @@ func createClickBoundBuckets(tx *bbolt.Tx) error {
 			}
 		}
 	}
-	if tx.Bucket(bucketReferrerDays) == nil {
-		days, err := tx.CreateBucket(bucketReferrerDays)
+	if tx.Bucket(BucketReferrerDays) == nil {
+		days, err := tx.CreateBucket(BucketReferrerDays)
 		if err != nil {
 			return err
 		}
@@ -132,12 +132,12 @@ func clickKey(code string, t int64, host string) []byte {
 }
 
 // ApplyClicks implements Sink in one bbolt transaction.
-func (s *embeddedClickSink) ApplyClicks(ctx context.Context, batches []clicks.Batch) (int, error) {
+func (s *EmbeddedClickSink) ApplyClicks(ctx context.Context, batches []clicks.Batch) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	var applied int
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.Db.Update(func(tx *bbolt.Tx) error {
 		ids := tx.Bucket(bucketClickBatches)
 		now := time.Now()
 		stamp := binary.BigEndian.AppendUint64(nil, uint64(now.Unix()))
@@ -193,11 +193,11 @@ func (s *embeddedClickSink) ApplyClicks(ctx context.Context, batches []clicks.Ba
 }
 
 // Stats implements Sink.
-func (s *embeddedClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (clicks.Stats, error) {
+func (s *EmbeddedClickSink) ClickStats(ctx context.Context, code string, from, to time.Time) (clicks.Stats, error) {
 	st := clicks.Stats{Code: code, Hourly: []link.HourlyClicks{}, Referrers: []clicks.ReferrerClicks{}}
 	prefix := append([]byte(code), 0)
 	firstDay, endDay := clicks.DayRange(from, to)
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.Db.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketClicksHourly).Cursor()
 		for k, v := c.Seek(clickKey(code, clicks.HourFloor(from).Unix(), "")); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			hour := int64(binary.BigEndian.Uint64(k[len(prefix):]))
@@ -273,9 +273,9 @@ func addHourlyBolt(tx *bbolt.Tx, agg clicks.ClickAggregate) error {
 }
 
 // ClickTotal implements Sink: the all-time total.
-func (s *embeddedClickSink) ClickTotal(ctx context.Context, code string) (int64, error) {
+func (s *EmbeddedClickSink) ClickTotal(ctx context.Context, code string) (int64, error) {
 	var t clicks.Totals
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.Db.View(func(tx *bbolt.Tx) error {
 		t = readClickTotals(tx, code)
 		return nil
 	})
@@ -287,7 +287,7 @@ func (s *embeddedClickSink) ClickTotal(ctx context.Context, code string) (int64,
 
 func readClickTotals(tx *bbolt.Tx, code string) clicks.Totals {
 	var t clicks.Totals
-	if v := tx.Bucket(bucketClickTotals).Get([]byte(code)); len(v) == 16 {
+	if v := tx.Bucket(BucketClickTotals).Get([]byte(code)); len(v) == 16 {
 		t.People, t.Bots = int64(binary.BigEndian.Uint64(v[:8])), int64(binary.BigEndian.Uint64(v[8:]))
 	}
 	t.Imported = readBaseline(tx.Bucket(embeddedBaselines), code)
@@ -305,7 +305,7 @@ func addClickTotals(tx *bbolt.Tx, agg clicks.ClickAggregate) error {
 		sums[k.Code][0] += v[0]
 		sums[k.Code][1] += v[1]
 	}
-	totals := tx.Bucket(bucketClickTotals)
+	totals := tx.Bucket(BucketClickTotals)
 	for code, inc := range sums {
 		var v [16]byte
 		if old := totals.Get([]byte(code)); len(old) == 16 {
@@ -320,20 +320,20 @@ func addClickTotals(tx *bbolt.Tx, agg clicks.ClickAggregate) error {
 	return nil
 }
 
-var _ clicks.Sink = (*embeddedClickSink)(nil)
+var _ clicks.Sink = (*EmbeddedClickSink)(nil)
 
-// bucketVisitorSalts holds the embedded daily salts: day(8) → salt.
-var bucketVisitorSalts = []byte("visitor_salts")
+// BucketVisitorSalts holds the embedded daily salts: day(8) → salt.
+var BucketVisitorSalts = []byte("visitor_salts")
 
 // VisitorSalt implements VisitorSalter in the embedded store's bucket.
-func (s *embeddedClickSink) VisitorSalt(ctx context.Context, day time.Time) ([]byte, error) {
+func (s *EmbeddedClickSink) VisitorSalt(ctx context.Context, day time.Time) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	key := binary.BigEndian.AppendUint64(nil, uint64(clicks.DayFloor(day).Unix()))
 	var salt []byte
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketVisitorSalts)
+	err := s.Db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(BucketVisitorSalts)
 		if err := deleteSaltsBefore(b, key); err != nil {
 			return err
 		}
@@ -384,4 +384,4 @@ func countVisitorsBolt(tx *bbolt.Tx, agg clicks.ClickAggregate) error {
 	return nil
 }
 
-var _ clicks.VisitorSalter = (*embeddedClickSink)(nil)
+var _ clicks.VisitorSalter = (*EmbeddedClickSink)(nil)

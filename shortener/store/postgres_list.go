@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"context"
@@ -55,7 +55,7 @@ func (s *PostgresStore) ListLinks(ctx context.Context, q link.ListQuery) (link.L
 
 // queryLinks runs a statement selecting listedColumns.
 func (s *PostgresStore) queryLinks(ctx context.Context, sql string, args []any) ([]link.ListedLink, error) {
-	rows, err := s.pool.Query(ctx, sql, args...)
+	rows, err := s.Pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing links: %w", err)
 	}

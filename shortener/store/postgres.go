@@ -1,4 +1,10 @@
-package shortener
+// Package store holds the shortener's two link stores, PostgreSQL (with
+// its migrations, applied under an advisory lock) and embedded (one bbolt
+// file), each with its click sink (rollups, dimensions, visitor sketches,
+// retention), idempotency records, imports and shared secrets. Both
+// implement the contracts of package link and package clicks. It imports
+// nothing of Caddy or zap.
+package store
 
 import (
 	"context"
@@ -17,13 +23,13 @@ import (
 // PostgresStore keeps links in PostgreSQL, in the tables of the
 // connection's search_path. Several Caddy instances may share one database.
 type PostgresStore struct {
-	pool *pgxpool.Pool
+	Pool *pgxpool.Pool
 	// idemPruned is when expired idempotency records were last pruned
 	// (Unix nanoseconds; postgres_idempotency.go).
 	idemPruned atomic.Int64
-	// searchWalk, when set (by tests), replaces the steps of searchWalks
+	// SearchWalk, when set (by tests), replaces the steps of searchWalks
 	// by two of this many links.
-	searchWalk int
+	SearchWalk int
 }
 
 // OpenPostgres applies the pending migrations and returns a store on pool.
@@ -36,12 +42,12 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (*PostgresStore, erro
 	if err := migrate(ctx, pool); err != nil {
 		return nil, fmt.Errorf("opening postgres store: %w", err)
 	}
-	return &PostgresStore{pool: pool}, nil
+	return &PostgresStore{Pool: pool}, nil
 }
 
 // Get implements Store.
 func (s *PostgresStore) Get(ctx context.Context, code string) (link.Link, error) {
-	l, err := scanLink(s.pool.QueryRow(ctx, `SELECT `+linkColumns+` FROM shortener_links WHERE code = $1`, code), code)
+	l, err := scanLink(s.Pool.QueryRow(ctx, `SELECT `+linkColumns+` FROM shortener_links WHERE code = $1`, code), code)
 	if err != nil && !errors.Is(err, link.ErrNotFound) {
 		return link.Link{}, fmt.Errorf("getting link: %w", err)
 	}
@@ -91,7 +97,7 @@ func (ls *linkScan) finish(l *link.Link) {
 // taken code (a 0-row insert) never raises and never overwrites. A zero
 // CreatedAt is stored as now.
 func (s *PostgresStore) Create(ctx context.Context, l link.Link) error {
-	if err := checkNewLink(l); err != nil {
+	if err := CheckNewLink(l); err != nil {
 		return err
 	}
 	if l.CreatedAt.IsZero() {
@@ -101,7 +107,7 @@ func (s *PostgresStore) Create(ctx context.Context, l link.Link) error {
 	if tags == nil {
 		tags = []string{} // NOT NULL: no tags is the empty array
 	}
-	tag, err := s.pool.Exec(ctx,
+	tag, err := s.Pool.Exec(ctx,
 		`INSERT INTO shortener_links (code, long_url, created_at, expires_at, revoked_at, title, tags, notes,
 		                              redirect_status, valid_from, max_clicks, forward_query, clicks_served, custom)
 		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
@@ -127,7 +133,7 @@ func (s *PostgresStore) Revoke(ctx context.Context, code string, at time.Time) e
 	if at.IsZero() {
 		return errors.New("revoking link: zero time")
 	}
-	tag, err := s.pool.Exec(ctx,
+	tag, err := s.Pool.Exec(ctx,
 		`UPDATE shortener_links
 		 SET revoked_at = COALESCE(revoked_at, $2), version = version + (revoked_at IS NULL)::int
 		 WHERE code = $1`,
@@ -157,7 +163,7 @@ func (s *PostgresStore) NextBlock(ctx context.Context, size int64) (int64, error
 		return 0, fmt.Errorf("reserving IDs: block size %d, want at least 1", size)
 	}
 	var first int64
-	err := s.pool.QueryRow(ctx,
+	err := s.Pool.QueryRow(ctx,
 		`UPDATE shortener_id_blocks SET next_id = next_id + $1 RETURNING next_id - $1`,
 		size).Scan(&first)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -171,7 +177,7 @@ func (s *PostgresStore) NextBlock(ctx context.Context, size int64) (int64, error
 
 // ScanCodes implements CodeLister: a range scan of the primary key.
 func (s *PostgresStore) ScanCodes(ctx context.Context, after string, limit int) ([]string, error) {
-	rows, err := s.pool.Query(ctx,
+	rows, err := s.Pool.Query(ctx,
 		`SELECT code FROM shortener_links WHERE code > $1 ORDER BY code LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing codes: %w", err)
@@ -187,7 +193,7 @@ func (s *PostgresStore) ScanCodes(ctx context.Context, after string, limit int) 
 // (migration 004); seq comes from a sequence, so a row inserted by any
 // writer gets one.
 func (s *PostgresStore) CodesSince(ctx context.Context, after int64, limit int) ([]link.SeqCode, error) {
-	rows, err := s.pool.Query(ctx,
+	rows, err := s.Pool.Query(ctx,
 		`SELECT seq, code FROM shortener_links WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing new codes: %w", err)
@@ -206,7 +212,7 @@ func (s *PostgresStore) CodesSince(ctx context.Context, after int64, limit int) 
 // LastSeq implements CodeLister (one probe of the seq index).
 func (s *PostgresStore) LastSeq(ctx context.Context) (int64, error) {
 	var last int64
-	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM shortener_links`).Scan(&last); err != nil {
+	if err := s.Pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM shortener_links`).Scan(&last); err != nil {
 		return 0, fmt.Errorf("reading the last sequence number: %w", err)
 	}
 	return last, nil
@@ -221,7 +227,7 @@ func (s *PostgresStore) LastSeq(ctx context.Context) (int64, error) {
 func (s *PostgresStore) TakeServe(ctx context.Context, code string) (int64, bool, error) {
 	var left *int64
 	var maxClicks int64
-	err := s.pool.QueryRow(ctx,
+	err := s.Pool.QueryRow(ctx,
 		`WITH taken AS (
 		     UPDATE shortener_links SET clicks_served = clicks_served + 1
 		     WHERE code = $1 AND clicks_served < max_clicks

@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"context"
@@ -20,16 +20,16 @@ const pgRangeClicks = `WITH c AS (
 `
 
 // Overview implements Sink: two statements on the date indexes.
-func (s *postgresClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (clicks.Overview, error) {
+func (s *PostgresClickSink) ClickOverview(ctx context.Context, from, to time.Time, limit int) (clicks.Overview, error) {
 	first, end := clicks.DayRange(from, to)
 	o := clicks.Overview{From: first, To: end}
 	args := []any{first, end, first.Format(time.DateOnly), end.Format(time.DateOnly)}
-	if err := s.pool.QueryRow(ctx, pgRangeClicks+`SELECT coalesce(sum(people), 0)::bigint, coalesce(sum(bots), 0)::bigint FROM c`,
+	if err := s.Pool.QueryRow(ctx, pgRangeClicks+`SELECT coalesce(sum(people), 0)::bigint, coalesce(sum(bots), 0)::bigint FROM c`,
 		args...).Scan(&o.People, &o.Bots); err != nil {
 		return o, fmt.Errorf("click overview: %w", err)
 	}
 	o.Total = o.People + o.Bots
-	rows, err := s.pool.Query(ctx, pgRangeClicks+`SELECT code, sum(people + bots)::bigint FROM c
+	rows, err := s.Pool.Query(ctx, pgRangeClicks+`SELECT code, sum(people + bots)::bigint FROM c
 		GROUP BY code ORDER BY 2 DESC, code COLLATE "C" LIMIT $5`, append(args, limit)...)
 	if err != nil {
 		return o, fmt.Errorf("click overview: %w", err)

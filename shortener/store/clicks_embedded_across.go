@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"encoding/binary"
@@ -13,9 +13,9 @@ import (
 // range of days with one cursor and retention prunes them as the rest.
 
 // addDayLinks adds the batch's clicks to each link's day in
-// bucketDayLinks.
+// BucketDayLinks.
 func addDayLinks(tx *bbolt.Tx, agg clicks.ClickAggregate) error {
-	days := tx.Bucket(bucketDayLinks)
+	days := tx.Bucket(BucketDayLinks)
 	for _, k := range agg.SortedHours() {
 		inc := agg.Hourly[k]
 		if err := addPair(days, clickKey("", k.Hour-clicks.Mod(k.Hour, 86400), k.Code), uint64(inc[0]), uint64(inc[1])); err != nil {
@@ -25,12 +25,12 @@ func addDayLinks(tx *bbolt.Tx, agg clicks.ClickAggregate) error {
 	return nil
 }
 
-// createAcrossBuckets creates bucketDayLinks and bucketDayDims, filled on
+// createAcrossBuckets creates BucketDayLinks and BucketDayDims, filled on
 // first use (a file of an older version) from the hourly and daily
 // rollups and the referrer rows, in the transaction that creates them.
 func createAcrossBuckets(tx *bbolt.Tx) error {
-	if tx.Bucket(bucketDayLinks) == nil {
-		days, err := tx.CreateBucket(bucketDayLinks)
+	if tx.Bucket(BucketDayLinks) == nil {
+		days, err := tx.CreateBucket(BucketDayLinks)
 		if err != nil {
 			return err
 		}
@@ -48,8 +48,8 @@ func createAcrossBuckets(tx *bbolt.Tx) error {
 			}
 		}
 	}
-	if tx.Bucket(bucketDayDims) == nil {
-		dims, err := tx.CreateBucket(bucketDayDims)
+	if tx.Bucket(BucketDayDims) == nil {
+		dims, err := tx.CreateBucket(BucketDayDims)
 		if err != nil {
 			return err
 		}

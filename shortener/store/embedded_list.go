@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func ensureCreatedIndex(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	return tx.Bucket(embeddedLinks).ForEach(func(k, v []byte) error {
+	return tx.Bucket(EmbeddedLinks).ForEach(func(k, v []byte) error {
 		var rec embeddedRecord
 		if err := json.Unmarshal(v, &rec); err != nil {
 			return fmt.Errorf("link %q: %w", k, err)
@@ -62,7 +62,7 @@ func (s *EmbeddedStore) ListLinks(ctx context.Context, q link.ListQuery) (link.L
 		return link.ListPage{}, err
 	}
 	var links []link.ListedLink
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.Db.View(func(tx *bolt.Tx) error {
 		if q.ByClicks() {
 			links, err = listByClicks(ctx, tx, q, cur)
 		} else {
@@ -99,9 +99,9 @@ func listByCreated(ctx context.Context, tx *bolt.Tx, q link.ListQuery, cur *link
 			k, _ = next()
 		}
 	}
-	links := tx.Bucket(embeddedLinks)
+	links := tx.Bucket(EmbeddedLinks)
 	totals := listTotalsOf(tx)
-	m := newLinkMatcher(q)
+	m := NewLinkMatcher(q)
 	var out []link.ListedLink
 	for n := 0; k != nil && len(out) <= q.Limit; k, _ = next() {
 		if n++; n%1024 == 0 && ctx.Err() != nil {
@@ -112,7 +112,7 @@ func listByCreated(ctx context.Context, tx *bolt.Tx, q link.ListQuery, cur *link
 		if err != nil {
 			return nil, err
 		}
-		if ok && m.match(l.Link) {
+		if ok && m.Match(l.Link) {
 			out = append(out, l)
 		}
 	}
@@ -123,7 +123,7 @@ func listByCreated(ctx context.Context, tx *bolt.Tx, q link.ListQuery, cur *link
 // returns the first limit+1 by click total and code.
 func listByClicks(ctx context.Context, tx *bolt.Tx, q link.ListQuery, cur *link.Cursor) ([]link.ListedLink, error) {
 	totals := listTotalsOf(tx)
-	m := newLinkMatcher(q)
+	m := NewLinkMatcher(q)
 	order := func(a, b link.ListedLink) int {
 		c := cmp.Or(cmp.Compare(a.Clicks, b.Clicks), strings.Compare(a.Code, b.Code))
 		if q.Descending() {
@@ -133,12 +133,12 @@ func listByClicks(ctx context.Context, tx *bolt.Tx, q link.ListQuery, cur *link.
 	}
 	var out []link.ListedLink
 	n := 0
-	err := tx.Bucket(embeddedLinks).ForEach(func(k, _ []byte) error {
+	err := tx.Bucket(EmbeddedLinks).ForEach(func(k, _ []byte) error {
 		if n++; n%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		l, ok, err := readListed(tx.Bucket(embeddedLinks), totals, string(k))
-		if err != nil || !ok || !m.match(l.Link) {
+		l, ok, err := readListed(tx.Bucket(EmbeddedLinks), totals, string(k))
+		if err != nil || !ok || !m.Match(l.Link) {
 			return err
 		}
 		if cur != nil && order(l, link.ListedLink{Link: link.Link{Code: cur.Code}, Clicks: cur.Key}) <= 0 {
@@ -159,7 +159,7 @@ func listByClicks(ctx context.Context, tx *bolt.Tx, q link.ListQuery, cur *link.
 type listTotals struct{ counted, imported *bolt.Bucket }
 
 func listTotalsOf(tx *bolt.Tx) listTotals {
-	return listTotals{tx.Bucket(bucketClickTotals), tx.Bucket(embeddedBaselines)}
+	return listTotals{tx.Bucket(BucketClickTotals), tx.Bucket(embeddedBaselines)}
 }
 
 // readListed reads a link and its click total; false if it is missing.
@@ -189,11 +189,11 @@ type linkMatcher struct {
 	lower string
 }
 
-func newLinkMatcher(q link.ListQuery) linkMatcher {
+func NewLinkMatcher(q link.ListQuery) linkMatcher {
 	return linkMatcher{q: q, lower: strings.ToLower(q.Q)}
 }
 
-func (m linkMatcher) match(l link.Link) bool {
+func (m linkMatcher) Match(l link.Link) bool {
 	if m.q.Status != link.StatusAll && link.Status(l, m.q.Now) != m.q.Status {
 		return false
 	}

@@ -1,4 +1,4 @@
-package shortener
+package store
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // until the other commits; the code then reports false, and a Stored after
 // it sees the committed link.
 func (s *PostgresStore) ImportTx(ctx context.Context, commit bool, fn func(context.Context, link.ImportTx) error) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.Pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("beginning import: %w", err)
 	}
