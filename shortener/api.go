@@ -45,24 +45,6 @@ type linkRequest struct {
 	Reuse bool `json:"reuse,omitempty"`
 }
 
-// linkResponse is a link as the API shows it.
-type linkResponse struct {
-	Code      string     `json:"code"`
-	ShortURL  string     `json:"short_url"`
-	LongURL   string     `json:"long_url"`
-	CreatedAt time.Time  `json:"created_at"`
-	ExpiresAt *time.Time `json:"expires_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
-	// Title, Tags and Notes are null when the link has none.
-	Title *string  `json:"title"`
-	Tags  []string `json:"tags"`
-	Notes *string  `json:"notes"`
-	link.RuleResponse
-	// Clicks is the link's all-time click total, in GET answers only;
-	// absent when click counting is off or its counters cannot be read.
-	Clicks *int64 `json:"clicks,omitempty"`
-}
-
 type apiError struct {
 	status int
 	msg    string
@@ -182,8 +164,8 @@ func (h *Handler) shortURL(r *http.Request, code string) string {
 	return scheme + "://" + r.Host + "/" + code
 }
 
-func (h *Handler) response(r *http.Request, l link.Link) linkResponse {
-	out := linkResponse{Code: l.Code, ShortURL: h.shortURL(r, l.Code), LongURL: l.LongURL, CreatedAt: l.CreatedAt.UTC()}
+func (h *Handler) response(r *http.Request, l link.Link) link.Response {
+	out := link.Response{Code: l.Code, ShortURL: h.shortURL(r, l.Code), LongURL: l.LongURL, CreatedAt: l.CreatedAt.UTC()}
 	out.ExpiresAt, out.RevokedAt = link.UTCOrNil(l.ExpiresAt), link.UTCOrNil(l.RevokedAt)
 	out.Title, out.Notes = link.TextOrNil(l.Title), link.TextOrNil(l.Notes)
 	out.Tags = link.TagsOrNil(l.Tags)

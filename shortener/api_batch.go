@@ -39,7 +39,7 @@ type batchRequest struct {
 // with the link, or a 4xx/5xx status with the error.
 type batchResult struct {
 	Status int           `json:"status"`
-	Link   *linkResponse `json:"link,omitempty"`
+	Link   *link.Response `json:"link,omitempty"`
 	Error  string        `json:"error,omitempty"`
 }
 
@@ -172,7 +172,7 @@ func (h *Handler) answerTx(ctx context.Context, w http.ResponseWriter, r *http.R
 }
 
 // itemAnswer is one item's status and link or error.
-func (h *Handler) itemAnswer(r *http.Request, it *createItem) (int, *linkResponse, error) {
+func (h *Handler) itemAnswer(r *http.Request, it *createItem) (int, *link.Response, error) {
 	if it.refused != nil {
 		var ae apiError
 		if errors.As(it.refused, &ae) {

@@ -6,13 +6,15 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 type batchAnswer struct {
 	Results []struct {
-		Status int           `json:"status"`
-		Link   *linkResponse `json:"link"`
-		Error  string        `json:"error"`
+		Status int            `json:"status"`
+		Link   *link.Response `json:"link"`
+		Error  string         `json:"error"`
 	} `json:"results"`
 }
 

@@ -17,7 +17,7 @@ import (
 // patchResponse is the answer to PATCH <api>/links/<code>: the link as
 // edited, and a warning when browsers may keep the old destination.
 type patchResponse struct {
-	linkResponse
+	link.Response
 	// Warning is set when the edit changed the long URL of a link served
 	// with a permanent redirect (301 or 308): browsers cache those, and
 	// visitors who followed the link before may keep going to the old one.
@@ -77,7 +77,7 @@ func (h *Handler) apiPatch(w http.ResponseWriter, r *http.Request, code string) 
 		h.logger.Warn("publishing edited link to redis", zap.Error(err))
 		return apiErr(http.StatusServiceUnavailable, "link changed in the store, but the shared cache could not be updated; retry the PATCH")
 	}
-	out := patchResponse{linkResponse: h.response(r, l)}
+	out := patchResponse{Response: h.response(r, l)}
 	if urlChanged && h.permanent(l) {
 		out.Warning = permanentWarning
 	}

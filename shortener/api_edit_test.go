@@ -34,13 +34,13 @@ type testingAnswer struct {
 	Header http.Header
 }
 
-func getLink(t testing.TB, h *Handler, code string) (linkResponse, string) {
+func getLink(t testing.TB, h *Handler, code string) (link.Response, string) {
 	t.Helper()
 	w := serve(t, h, "GET", "/api/links/"+code, "", auth()...)
 	if w.Code != http.StatusOK {
 		t.Fatalf("GET %s = %d %s", code, w.Code, w.Body)
 	}
-	var out linkResponse
+	var out link.Response
 	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestAPIPatchMergeSemantics(t *testing.T) {
 }
 
 // fieldsOf is the editable fields of an answer as compact JSON.
-func fieldsOf(t *testing.T, l linkResponse) map[string]string {
+func fieldsOf(t *testing.T, l link.Response) map[string]string {
 	t.Helper()
 	b, err := json.Marshal(l)
 	if err != nil {
@@ -156,7 +156,7 @@ func TestAPIPatchConditions(t *testing.T) {
 	if w.Code != http.StatusCreated || w.Header().Get("ETag") != `"1"` {
 		t.Fatalf("POST = %d ETag %q, want 201 \"1\"", w.Code, w.Header().Get("ETag"))
 	}
-	var out linkResponse
+	var out link.Response
 	_ = json.Unmarshal(w.Body.Bytes(), &out)
 	code := out.Code
 	if w := serve(t, h, "HEAD", "/api/links/"+code, "", auth()...); w.Header().Get("ETag") != `"1"` {

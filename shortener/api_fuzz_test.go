@@ -73,7 +73,7 @@ func FuzzAPICreate(f *testing.F) {
 			checkRefused(t, s, before, body, w.Code, w.Body.Bytes())
 			return
 		}
-		var out linkResponse
+		var out link.Response
 		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func checkRefused(t *testing.T, s *memStore, before int, body string, status int
 
 // checkMetadataStored: a created link's title, tags and notes are within
 // bounds, and the answer and the store hold them as the request sent them.
-func checkMetadataStored(t *testing.T, s *memStore, body string, out linkResponse) {
+func checkMetadataStored(t *testing.T, s *memStore, body string, out link.Response) {
 	t.Helper()
 	var req linkRequest
 	if err := json.Unmarshal([]byte(body), &req); err != nil {
@@ -138,7 +138,7 @@ func checkMetadataStored(t *testing.T, s *memStore, body string, out linkRespons
 
 // checkRulesStored: a created link's rules are within bounds, stored as
 // the request sent them, and answered as stored.
-func checkRulesStored(t *testing.T, s *memStore, body string, out linkResponse) {
+func checkRulesStored(t *testing.T, s *memStore, body string, out link.Response) {
 	t.Helper()
 	var req linkRequest
 	if err := json.Unmarshal([]byte(body), &req); err != nil {
@@ -173,7 +173,7 @@ func checkRulesStored(t *testing.T, s *memStore, body string, out linkResponse) 
 
 // redirectWanted is the status of a link's first redirect from its rules:
 // 404 before valid_from, else its redirect_status or the handler's 302.
-func redirectWanted(out linkResponse) int {
+func redirectWanted(out link.Response) int {
 	switch {
 	case out.ValidFrom != nil && time.Now().Before(*out.ValidFrom):
 		return http.StatusNotFound

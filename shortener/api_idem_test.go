@@ -38,7 +38,7 @@ func TestAPIIdempotencyReplay(t *testing.T) {
 			if first.Code != http.StatusCreated || first.Header().Get("Idempotent-Replayed") != "" {
 				t.Fatalf("first POST = %d %s (replayed %q), want 201", first.Code, first.Body, first.Header().Get("Idempotent-Replayed"))
 			}
-			var l linkResponse
+			var l link.Response
 			if err := json.Unmarshal(first.Body.Bytes(), &l); err != nil || l.Code == "" || l.LongURL != "https://example.com/idem" {
 				t.Fatalf("first answer %s: %v", first.Body, err)
 			}

@@ -12,7 +12,7 @@ import (
 
 // listResponse is the answer of GET <api>/links.
 type listResponse struct {
-	Links []linkResponse `json:"links"`
+	Links []link.Response `json:"links"`
 	// NextCursor continues the listing; null on the last page.
 	NextCursor *string `json:"next_cursor"`
 }
@@ -47,7 +47,7 @@ func (h *Handler) apiList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return h.storeErr(err)
 	}
-	out := listResponse{Links: make([]linkResponse, 0, len(page.Links))}
+	out := listResponse{Links: make([]link.Response, 0, len(page.Links))}
 	for _, l := range page.Links {
 		out.Links = append(out.Links, h.listedResponse(r, l))
 	}
@@ -60,7 +60,7 @@ func (h *Handler) apiList(w http.ResponseWriter, r *http.Request) error {
 
 // listedResponse is a listed link as GET <api>/links/<code> shows it,
 // clicks included when clicks are counted.
-func (h *Handler) listedResponse(r *http.Request, l link.ListedLink) linkResponse {
+func (h *Handler) listedResponse(r *http.Request, l link.ListedLink) link.Response {
 	out := h.response(r, l.Link)
 	if h.clicks != nil {
 		n := l.Clicks

@@ -6,13 +6,15 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // postReuse sends a create and decodes the link answered with 200 or 201.
-func postReuse(t *testing.T, h *Handler, body string) (int, linkResponse) {
+func postReuse(t *testing.T, h *Handler, body string) (int, link.Response) {
 	t.Helper()
 	w := serve(t, h, "POST", "/api/links", body, auth()...)
-	var l linkResponse
+	var l link.Response
 	if w.Code == http.StatusOK || w.Code == http.StatusCreated {
 		if err := json.Unmarshal(w.Body.Bytes(), &l); err != nil {
 			t.Fatalf("decoding %s: %v", w.Body, err)
@@ -93,7 +95,7 @@ func testReuseConcurrent(t *testing.T, a, b *Handler) {
 	ws := concurrentPOSTs(t, []*Handler{a, b}, 50, "http://sho.rt/api/links", `{"long_url":"https://example.com/many","reuse":true}`, auth()...)
 	created, code := 0, ""
 	for i, w := range ws {
-		var l linkResponse
+		var l link.Response
 		if err := json.Unmarshal(w.Body.Bytes(), &l); err != nil || (w.Code != 200 && w.Code != 201) {
 			t.Fatalf("answer #%d = %d %s", i, w.Code, w.Body)
 		}

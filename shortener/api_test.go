@@ -40,7 +40,7 @@ func TestAPICreateAndGet(t *testing.T) {
 	}
 
 	w := serve(t, h, "GET", "http://sho.rt/api/links/"+out.Code, "", auth()...)
-	var got linkResponse
+	var got link.Response
 	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &got) != nil || got.LongURL != out.LongURL || got.Code != out.Code {
 		t.Errorf("GET link = %d %s", w.Code, w.Body)
 	}
@@ -143,7 +143,7 @@ func TestAPIDelete(t *testing.T) {
 		t.Errorf("after delete = %d, want 410", w.Code)
 	}
 	w := serve(t, h, "GET", "/api/links/"+out.Code, "", auth()...)
-	var got linkResponse
+	var got link.Response
 	if w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &got) != nil || got.RevokedAt == nil {
 		t.Errorf("GET revoked = %d %s, want revoked_at", w.Code, w.Body)
 	}

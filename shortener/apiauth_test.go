@@ -29,8 +29,8 @@ func withReadKey(h *Handler) { h.APIReadKeys = []string{readKey} }
 func readKeyScenario(t *testing.T, h, other *Handler, linksTo func(long string) int) {
 	t.Helper()
 	long := fmt.Sprintf("https://example.com/readkey/%d", time.Now().UnixNano())
-	link := create(t, h, fmt.Sprintf(`{"long_url":%q}`, long))
-	path := "/api/links/" + link.Code
+	created := create(t, h, fmt.Sprintf(`{"long_url":%q}`, long))
+	path := "/api/links/" + created.Code
 
 	for _, tc := range []struct{ method, target string }{
 		{"GET", path}, {"HEAD", path}, {"GET", path + "/stats"},
@@ -39,10 +39,10 @@ func readKeyScenario(t *testing.T, h, other *Handler, linksTo func(long string) 
 			t.Errorf("read key: %s %s = %d %s, want 200", tc.method, tc.target, w.Code, w.Body)
 		}
 	}
-	var got linkResponse
+	var got link.Response
 	w := serve(t, h, "GET", path, "", readAuth()...)
 	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got.LongURL != long || got.RevokedAt != nil {
-		t.Errorf("read key: GET %s = %s (%v), want the live link to %s", path, w.Body, err, long)
+		t.Errorf("read key: GET %s = %s (%v), want the live created to %s", path, w.Body, err, long)
 	}
 
 	custom := fmt.Sprintf("ro%d", time.Now().UnixNano()%1e9)
@@ -72,8 +72,8 @@ func readKeyScenario(t *testing.T, h, other *Handler, linksTo func(long string) 
 		t.Errorf("custom code of a refused POST: GET = %d, want 404", w.Code)
 	}
 	for _, n := range []*Handler{h, other} {
-		if w := serve(t, n, "GET", "/"+link.Code, ""); w.Code != http.StatusFound || w.Header().Get("Location") != long {
-			t.Errorf("after the read key's DELETE: GET /%s = %d %q, want 302 to %s", link.Code, w.Code, w.Header().Get("Location"), long)
+		if w := serve(t, n, "GET", "/"+created.Code, ""); w.Code != http.StatusFound || w.Header().Get("Location") != long {
+			t.Errorf("after the read key's DELETE: GET /%s = %d %q, want 302 to %s", created.Code, w.Code, w.Header().Get("Location"), long)
 		}
 	}
 
@@ -90,9 +90,9 @@ func readKeyScenario(t *testing.T, h, other *Handler, linksTo func(long string) 
 	if w := serve(t, h, "DELETE", path, "", auth()...); w.Code != http.StatusNoContent {
 		t.Errorf("full key: DELETE = %d %s, want 204", w.Code, w.Body)
 	}
-	eventually(t, 5*time.Second, "the revoked link answers 410 on every instance", func() bool {
-		return serve(t, h, "GET", "/"+link.Code, "").Code == http.StatusGone &&
-			serve(t, other, "GET", "/"+link.Code, "").Code == http.StatusGone
+	eventually(t, 5*time.Second, "the revoked created answers 410 on every instance", func() bool {
+		return serve(t, h, "GET", "/"+created.Code, "").Code == http.StatusGone &&
+			serve(t, other, "GET", "/"+created.Code, "").Code == http.StatusGone
 	})
 }
 

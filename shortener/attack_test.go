@@ -18,6 +18,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // observe replaces h's logger with an observer of every level.
@@ -267,7 +269,7 @@ func TestAttackHeaderInjection(t *testing.T) {
 			t.Errorf("long_url %q: %d, want 400", long, w.Code)
 		}
 		if w.Code == http.StatusCreated {
-			var out linkResponse
+			var out link.Response
 			if err := jsonDecode(w.Body.Bytes(), &out); err != nil {
 				t.Fatal(err)
 			}
@@ -318,7 +320,7 @@ func TestAttackFarFutureExpiry(t *testing.T) {
 		if w.Code != http.StatusCreated {
 			t.Fatalf("expires_at %s: %d %s", at, w.Code, w.Body)
 		}
-		var out linkResponse
+		var out link.Response
 		if err := jsonDecode(w.Body.Bytes(), &out); err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // TestChaosSentinelFailover: two instances share PostgreSQL and a Redis
@@ -41,7 +42,7 @@ func TestChaosSentinelFailover(t *testing.T) {
 	check := func(stage string) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
-		var out linkResponse
+		var out link.Response
 		for {
 			w := serve(t, a, "POST", "/api/links", `{"long_url":"https://example.com/`+stage+`"}`, auth()...)
 			if w.Code == http.StatusCreated {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // chaosShortener provisions a handler on the postgres store at dsn with the
@@ -155,7 +156,7 @@ func TestChaosPostgresStopped(t *testing.T) {
 				w := serve(t, h, "POST", "/api/links", body, auth()...)
 				o.end, o.status, o.contentType, o.body = time.Now(), w.Code, w.Header().Get("Content-Type"), w.Body.Bytes()
 				if w.Code == http.StatusCreated {
-					var out linkResponse
+					var out link.Response
 					if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || out.LongURL != o.long {
 						t.Errorf("201 body %s", w.Body)
 					}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // TestE2EClicks loads a Caddyfile with click settings into a real Caddy
@@ -82,7 +83,7 @@ http://localhost:%[2]d {
 	if status != 201 {
 		t.Fatalf("create = %d %s", status, body)
 	}
-	var link linkResponse
+	var link link.Response
 	if err := json.Unmarshal([]byte(body), &link); err != nil {
 		t.Fatal(err)
 	}

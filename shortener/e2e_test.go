@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddytest"
 
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // TestE2E loads a link-domain Caddyfile (PostgreSQL, Redis, API key from the
@@ -89,7 +90,7 @@ http://localhost:%[2]d {
 	if resp.StatusCode != 201 {
 		t.Fatalf("create = %d %s", resp.StatusCode, body)
 	}
-	var out linkResponse
+	var out link.Response
 	if err := json.Unmarshal([]byte(body), &out); err != nil {
 		t.Fatal(err)
 	}

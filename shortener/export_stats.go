@@ -32,7 +32,7 @@ func (h *Handler) exportRows(withStats bool) (clicks.RowReader, error) {
 
 // exportedLink is an NDJSON line of an export with stats.
 type exportedLink struct {
-	linkResponse
+	link.Response
 	Hourly []exportedHour `json:"hourly"`
 }
 
@@ -57,7 +57,7 @@ func (h *Handler) writeWithStats(r *http.Request, enc *json.Encoder, rows clicks
 		return err
 	}
 	for _, l := range links {
-		line := exportedLink{linkResponse: h.listedResponse(r, l), Hourly: []exportedHour{}}
+		line := exportedLink{Response: h.listedResponse(r, l), Hourly: []exportedHour{}}
 		for _, row := range byCode[l.Code] {
 			line.Hourly = append(line.Hourly, exportedHour(row))
 		}

@@ -8,13 +8,15 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 func TestAPIExport(t *testing.T) {
 	for name, open := range listStores {
 		t.Run(name, func(t *testing.T) {
 			h := newHandler(t, open(t), withReadKey)
-			var want []linkResponse
+			var want []link.Response
 			for _, body := range []string{
 				`{"long_url":"https://example.com/a","title":"=HYPERLINK(\"http://evil\")","tags":["x","y:z"],"notes":"@SUM(1)\n'quoted"}`,
 				`{"long_url":"https://example.com/b","code":"-starts-with-dash","title":"+1 ' quote"}`,
@@ -27,10 +29,10 @@ func TestAPIExport(t *testing.T) {
 				t.Errorf("GET /export = %d, want the redirect", w.Code)
 			}
 			ndjson := exportBody(t, h, "ndjson", "application/x-ndjson")
-			var got []linkResponse
+			var got []link.Response
 			sc := bufio.NewScanner(bytes.NewReader(ndjson))
 			for sc.Scan() {
-				var l linkResponse
+				var l link.Response
 				if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 					t.Fatalf("line %q: %v", sc.Bytes(), err)
 				}

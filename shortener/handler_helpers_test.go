@@ -190,13 +190,13 @@ func serve(t testing.TB, h *Handler, method, target, body string, header ...stri
 func auth() []string { return []string{"Authorization", "Bearer " + testKey} }
 
 // create makes a link through the API and returns its code.
-func create(t testing.TB, h *Handler, body string) linkResponse {
+func create(t testing.TB, h *Handler, body string) link.Response {
 	t.Helper()
 	w := serve(t, h, "POST", "http://sho.rt/api/links", body, auth()...)
 	if w.Code != http.StatusCreated {
 		t.Fatalf("POST %s = %d %s, want 201", body, w.Code, w.Body)
 	}
-	var out linkResponse
+	var out link.Response
 	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
 		t.Fatalf("decoding %s: %v", w.Body, err)
 	}

@@ -149,7 +149,7 @@ func TestNodesConcurrentCreates(t *testing.T) {
 						t.Errorf("create %d = %d %s", i, w.Code, w.Body)
 						return
 					}
-					var out linkResponse
+					var out link.Response
 					_ = json.Unmarshal(w.Body.Bytes(), &out)
 					codes[i] = out.Code
 				})

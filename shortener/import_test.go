@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 type importAnswerT struct {
@@ -173,19 +174,19 @@ func TestImportMode(t *testing.T) {
 // checkImported reads the imported links back through the API.
 func checkImported(t *testing.T, h *Handler) {
 	t.Helper()
-	var l linkResponse
+	var l link.Response
 	getJSON(t, h, "/api/links/a", http.StatusOK, &l)
 	if l.CreatedAt != time.Date(2011, 3, 4, 5, 6, 7, 123456000, time.UTC) || l.Clicks == nil || *l.Clicks != 4711 ||
 		l.Title == nil || *l.Title != "old" || fmt.Sprint(l.Tags) != "[x y]" {
 		t.Errorf("GET a = %+v (clicks %v), want created 2011-03-04T05:06:07.123456Z, clicks 4711, title, tags", l, l.Clicks)
 	}
-	var rules linkResponse
+	var rules link.Response
 	getJSON(t, h, "/api/links/imp-rules", http.StatusOK, &rules)
 	if rules.RemainingClicks == nil || *rules.RemainingClicks != 4 || rules.RedirectStatus == nil || *rules.RedirectStatus != 301 {
 		t.Errorf("imp-rules = %+v, want 4 remaining clicks and 301", rules.RuleResponse)
 	}
 	var page struct {
-		Links []linkResponse `json:"links"`
+		Links []link.Response `json:"links"`
 	}
 	getJSON(t, h, "/api/links?sort=-clicks&status=all&limit=2", http.StatusOK, &page)
 	if len(page.Links) != 2 || page.Links[0].Code != "a" || page.Links[1].Code != "Old_Code-9" {

@@ -14,6 +14,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // TestMaxClicksBound: a link with max_clicks 100 under 500 concurrent GETs
@@ -97,7 +98,7 @@ func checkMaxClicks(t *testing.T, a, b *Handler) {
 		t.Errorf("stored ClicksServed = %d, %v, want 100", l.ClicksServed, err)
 	}
 	w := serve(t, a, "GET", "/api/links/limited", "", auth()...)
-	var got linkResponse
+	var got link.Response
 	if w.Code != http.StatusOK || decodeJSON(w.Body.Bytes(), &got) != nil || got.RemainingClicks == nil || *got.RemainingClicks != 0 {
 		t.Errorf("GET api = %d %s, want remaining_clicks 0", w.Code, w.Body)
 	}

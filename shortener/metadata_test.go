@@ -54,7 +54,7 @@ func TestAPIMetadata(t *testing.T) {
 			}
 			assertMetadata(t, "create", out, req)
 			w := serve(t, h, "GET", "/api/links/flyer-1", "", auth()...)
-			var got linkResponse
+			var got link.Response
 			if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &got) != nil {
 				t.Fatalf("GET = %d %s", w.Code, w.Body)
 			}
@@ -83,7 +83,7 @@ func TestAPIMetadata(t *testing.T) {
 }
 
 // assertMetadata compares the metadata of an answer with the request's.
-func assertMetadata(t *testing.T, what string, out linkResponse, req linkRequest) {
+func assertMetadata(t *testing.T, what string, out link.Response, req linkRequest) {
 	t.Helper()
 	var title, notes string
 	if out.Title != nil {
@@ -166,7 +166,7 @@ func TestAPIMetadataBounds(t *testing.T) {
 					}
 					continue
 				}
-				var out linkResponse
+				var out link.Response
 				if w.Code != http.StatusCreated || json.Unmarshal(w.Body.Bytes(), &out) != nil {
 					t.Errorf("%s: %d %s, want 201", tc.name, w.Code, w.Body)
 					continue

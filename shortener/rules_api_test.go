@@ -30,7 +30,7 @@ func TestAPIRulesCreate(t *testing.T) {
 			out := create(t, h, `{"long_url":"https://example.com/r","code":"rules-1","redirect_status":307,`+
 				`"valid_from":"2030-01-02T03:04:05.123456789+02:00","expires_at":"2031-01-01T00:00:00Z","max_clicks":100,"forward_query":false}`)
 			w := serve(t, h, "GET", "/api/links/rules-1", "", auth()...)
-			var got linkResponse
+			var got link.Response
 			if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &got) != nil {
 				t.Fatalf("GET = %d %s", w.Code, w.Body)
 			}

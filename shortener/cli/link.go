@@ -3,26 +3,15 @@ package cli
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
-// Link is a link as the API answers it (GET <api>/links/<code>).
+// Link is a link as the API answers it (GET <api>/links/<code>): the
+// server's wire shape, and the warning a create may carry.
 type Link struct {
-	Code            string     `json:"code"`
-	ShortURL        string     `json:"short_url"`
-	LongURL         string     `json:"long_url"`
-	CreatedAt       time.Time  `json:"created_at"`
-	ExpiresAt       *time.Time `json:"expires_at"`
-	RevokedAt       *time.Time `json:"revoked_at,omitempty"`
-	Title           *string    `json:"title"`
-	Tags            []string   `json:"tags"`
-	Notes           *string    `json:"notes"`
-	RedirectStatus  *int       `json:"redirect_status,omitempty"`
-	ValidFrom       *time.Time `json:"valid_from,omitempty"`
-	MaxClicks       *int64     `json:"max_clicks,omitempty"`
-	ForwardQuery    *bool      `json:"forward_query,omitempty"`
-	RemainingClicks *int64     `json:"remaining_clicks,omitempty"`
-	Clicks          *int64     `json:"clicks,omitempty"`
-	Warning         string     `json:"warning,omitempty"`
+	link.Response
+	Warning string `json:"warning,omitempty"`
 }
 
 // rawLink is a link with the JSON it was read from, printed as is by --json.
