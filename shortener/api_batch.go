@@ -38,9 +38,9 @@ type batchRequest struct {
 // batchResult is one item's answer: status 201 (created) or 200 (reused)
 // with the link, or a 4xx/5xx status with the error.
 type batchResult struct {
-	Status int           `json:"status"`
+	Status int            `json:"status"`
 	Link   *link.Response `json:"link,omitempty"`
-	Error  string        `json:"error,omitempty"`
+	Error  string         `json:"error,omitempty"`
 }
 
 // apiBatch answers POST <api>/links/batch.
