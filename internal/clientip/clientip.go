@@ -22,6 +22,9 @@ func Addr(r *http.Request) netip.Addr {
 		}
 		return netip.Addr{}
 	}
+	if r.RemoteAddr == "" { // a failed parse allocates its error: skip the obvious case
+		return netip.Addr{}
+	}
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		return ap.Addr().Unmap().WithZone("")
 	}
