@@ -25,26 +25,6 @@ const maxBody = 16 << 10
 // the length grows by one.
 const maxCodeAttempts = 5
 
-// linkRequest is the body of POST <api>/links.
-type linkRequest struct {
-	LongURL   string `json:"long_url"`
-	Code      string `json:"code,omitempty"`
-	Codes     string `json:"codes,omitempty"`
-	ExpiresAt string `json:"expires_at,omitempty"`
-	// Title is a name for people: at most 200 characters, on one line
-	// (no control characters, no bidi controls).
-	Title string `json:"title,omitempty"`
-	// Tags: at most 20, each 1 to 50 of A-Z a-z 0-9 _ . : -, each once
-	// (case-sensitive).
-	Tags []string `json:"tags,omitempty"`
-	// Notes: at most 2,000 characters; line breaks and tabs allowed.
-	Notes string `json:"notes,omitempty"`
-	link.RuleRequest
-	// Reuse: without a custom code, answer an existing link instead of
-	// creating one when one matches (reuse.go).
-	Reuse bool `json:"reuse,omitempty"`
-}
-
 type apiError struct {
 	status int
 	msg    string
@@ -264,8 +244,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 }
 
 // decodeLinkRequest decodes the body of POST <api>/links.
-func decodeLinkRequest(body []byte) (linkRequest, error) {
-	var req linkRequest
+func decodeLinkRequest(body []byte) (link.CreateRequest, error) {
+	var req link.CreateRequest
 	if err := strictjson.Decode(body, &req); err != nil {
 		return req, apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
 	}
@@ -277,7 +257,7 @@ func decodeLinkRequest(body []byte) (linkRequest, error) {
 
 // newLink judges a create request: the link to store (without its code)
 // and the code mode, or a 400.
-func (h *Handler) newLink(r *http.Request, req linkRequest) (link.Link, string, error) {
+func (h *Handler) newLink(r *http.Request, req link.CreateRequest) (link.Link, string, error) {
 	long, err := h.policy.Check(req.LongURL, h.selfHosts(r)...)
 	if err != nil {
 		return link.Link{}, "", apiErr(http.StatusBadRequest, "%v", err)

@@ -35,14 +35,6 @@ type batchRequest struct {
 	Links  []json.RawMessage `json:"links"`
 }
 
-// batchResult is one item's answer: status 201 (created) or 200 (reused)
-// with the link, or a 4xx/5xx status with the error.
-type batchResult struct {
-	Status int            `json:"status"`
-	Link   *link.Response `json:"link,omitempty"`
-	Error  string         `json:"error,omitempty"`
-}
-
 // apiBatch answers POST <api>/links/batch.
 func (h *Handler) apiBatch(w http.ResponseWriter, r *http.Request) error {
 	key, err := idemKey(r)
@@ -66,11 +58,11 @@ func (h *Handler) apiBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	return h.answerTx(ctx, w, r, claim, items, func(items []*createItem) link.IdemAnswer {
 		out := struct {
-			Results []batchResult `json:"results"`
-		}{make([]batchResult, len(items))}
+			Results []link.BatchResult `json:"results"`
+		}{make([]link.BatchResult, len(items))}
 		for i, it := range items {
-			status, link, err := h.itemAnswer(r, it)
-			out.Results[i] = batchResult{Status: status, Link: link}
+			status, answered, err := h.itemAnswer(r, it)
+			out.Results[i] = link.BatchResult{Status: status, Link: answered}
 			if err != nil {
 				out.Results[i].Error = err.Error()
 			}
@@ -119,7 +111,7 @@ func (h *Handler) batchItems(r *http.Request, req batchRequest, decodeErr error)
 
 // apiCreateTx answers POST <api>/links with an Idempotency-Key or reuse:
 // req and decodeErr as decoded from the body.
-func (h *Handler) apiCreateTx(w http.ResponseWriter, r *http.Request, claim *link.IdemClaim, req linkRequest, decodeErr error) error {
+func (h *Handler) apiCreateTx(w http.ResponseWriter, r *http.Request, claim *link.IdemClaim, req link.CreateRequest, decodeErr error) error {
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
 	if decodeErr != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/link/linktest"
 )
 
 // bothStores runs f on a fresh embedded store and a fresh PostgreSQL store.
@@ -143,7 +144,7 @@ func fieldsOf(t *testing.T, l link.Response) map[string]string {
 	}
 	out := map[string]string{}
 	for _, f := range link.EditableFields {
-		out[f.Name] = compactJSON(t, all[f.Name])
+		out[f.Name] = linktest.CompactJSON(t, all[f.Name])
 	}
 	return out
 }
@@ -325,8 +326,8 @@ func TestAPIHistory(t *testing.T) {
 		if st != 200 || len(out.History) != 4 || out.NextCursor == nil {
 			t.Fatalf("history?limit=4 = %d %s", st, body)
 		}
-		if e := out.History[0]; e.Version != 7 || compactJSON(t, e.Changes["title"].From) != `"first"` ||
-			compactJSON(t, e.Changes["title"].To) != "null" || compactJSON(t, e.Changes["tags"].To) != `["t1"]` || len(e.Changes) != 2 {
+		if e := out.History[0]; e.Version != 7 || linktest.CompactJSON(t, e.Changes["title"].From) != `"first"` ||
+			linktest.CompactJSON(t, e.Changes["title"].To) != "null" || linktest.CompactJSON(t, e.Changes["tags"].To) != `["t1"]` || len(e.Changes) != 2 {
 			t.Errorf("newest entry = %+v", e)
 		}
 		fp := func(k string) string { d := keyDigest(k); return fmt.Sprintf("%x", d[:8]) }
@@ -346,7 +347,7 @@ func TestAPIHistory(t *testing.T) {
 		var dests []string
 		for _, e := range append(out.History, rest.History...) {
 			if to := e.Changes["long_url"].To; to != nil {
-				dests = append(dests, compactJSON(t, e.Changes["long_url"].From)+">"+compactJSON(t, to))
+				dests = append(dests, linktest.CompactJSON(t, e.Changes["long_url"].From)+">"+linktest.CompactJSON(t, to))
 			}
 		}
 		want := []string{}

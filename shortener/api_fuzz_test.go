@@ -12,6 +12,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/strictjson"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/link/linktest"
 )
 
 // FuzzAPICreate sends any body to POST /api/links: no panic, only the
@@ -102,7 +103,7 @@ func checkRefused(t *testing.T, s *memStore, before int, body string, status int
 	if n := s.len(); n != before {
 		t.Fatalf("body %q refused with %d, but the store went from %d to %d links", body, status, before, n)
 	}
-	var req linkRequest
+	var req link.CreateRequest
 	if status != http.StatusBadRequest || strictjson.Decode([]byte(body), &req) != nil {
 		return
 	}
@@ -122,7 +123,7 @@ func checkRefused(t *testing.T, s *memStore, before int, body string, status int
 // bounds, and the answer and the store hold them as the request sent them.
 func checkMetadataStored(t *testing.T, s *memStore, body string, out link.Response) {
 	t.Helper()
-	var req linkRequest
+	var req link.CreateRequest
 	if err := json.Unmarshal([]byte(body), &req); err != nil {
 		t.Fatalf("body %q was accepted but does not decode: %v", body, err)
 	}
@@ -140,7 +141,7 @@ func checkMetadataStored(t *testing.T, s *memStore, body string, out link.Respon
 // the request sent them, and answered as stored.
 func checkRulesStored(t *testing.T, s *memStore, body string, out link.Response) {
 	t.Helper()
-	var req linkRequest
+	var req link.CreateRequest
 	if err := json.Unmarshal([]byte(body), &req); err != nil {
 		t.Fatalf("body %q was accepted but does not decode: %v", body, err)
 	}
@@ -165,7 +166,7 @@ func checkRulesStored(t *testing.T, s *memStore, body string, out link.Response)
 		}
 		want.ValidFrom = v.UTC().Truncate(time.Microsecond)
 	}
-	assertRules(t, l, want)
+	linktest.AssertRules(t, l, want)
 	if got := mustJSON(out.RuleResponse); got != mustJSON(link.RulesResponse(l)) {
 		t.Fatalf("body %q: answered rules %s, stored %s", body, got, mustJSON(link.RulesResponse(l)))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -17,41 +16,15 @@ import (
 // api_key sent as a Bearer token may import (a dashboard session may
 // not: 403); "dry_run": true answers the same and writes nothing.
 
-// importResult is one item's answer.
-type importResult struct {
-	Code   string `json:"code,omitempty"`
-	Result string `json:"result"`
-	// Field names the field of a refused item ("" for the item as a
-	// whole).
-	Field *string `json:"field,omitempty"`
-	// Error says why an item was refused or what a conflict differs in.
-	Error string `json:"error,omitempty"`
-	// Existing is the stored link of a skipped or conflicting item, in the
-	// shape of an import item.
-	Existing *importedLink `json:"existing,omitempty"`
-}
-
-// importedLink is a stored link as an import item shows it.
-type importedLink struct {
-	LongURL   string     `json:"long_url"`
-	CreatedAt time.Time  `json:"created_at"`
-	ExpiresAt *time.Time `json:"expires_at"`
-	RevokedAt *time.Time `json:"revoked_at"`
-	Title     *string    `json:"title"`
-	Tags      []string   `json:"tags"`
-	Notes     *string    `json:"notes"`
-	Clicks    int64      `json:"clicks"`
-}
-
 // importAnswer is the body of a 200 to an import.
 type importAnswer struct {
-	Mode      string         `json:"mode"`
-	DryRun    bool           `json:"dry_run"`
-	Created   int            `json:"created"`
-	Skipped   int            `json:"skipped"`
-	Conflicts int            `json:"conflicts"`
-	Refused   int            `json:"refused"`
-	Results   []importResult `json:"results"`
+	Mode      string              `json:"mode"`
+	DryRun    bool                `json:"dry_run"`
+	Created   int                 `json:"created"`
+	Skipped   int                 `json:"skipped"`
+	Conflicts int                 `json:"conflicts"`
+	Refused   int                 `json:"refused"`
+	Results   []link.ImportResult `json:"results"`
 }
 
 // apiImport answers an import batch.
@@ -104,9 +77,9 @@ func (h *Handler) publishImported(ctx context.Context, entries []*importEntry) {
 
 // importAnswerOf renders the decided entries.
 func importAnswerOf(entries []*importEntry, dryRun bool) importAnswer {
-	out := importAnswer{Mode: batchImport, DryRun: dryRun, Results: make([]importResult, len(entries))}
+	out := importAnswer{Mode: batchImport, DryRun: dryRun, Results: make([]link.ImportResult, len(entries))}
 	for i, e := range entries {
-		res := importResult{Code: e.link.Code, Result: e.result, Error: e.reason}
+		res := link.ImportResult{Code: e.link.Code, Result: e.result, Error: e.reason}
 		switch e.result {
 		case importCreated:
 			out.Created++
@@ -132,8 +105,8 @@ func importAnswerOf(entries []*importEntry, dryRun bool) importAnswer {
 }
 
 // importedOf shows a stored link as an import item.
-func importedOf(s link.ImportLink) *importedLink {
-	return &importedLink{LongURL: s.LongURL, CreatedAt: s.CreatedAt.UTC(), Tags: link.TagsOrNil(s.Tags), Clicks: s.Baseline,
+func importedOf(s link.ImportLink) *link.ImportedLink {
+	return &link.ImportedLink{LongURL: s.LongURL, CreatedAt: s.CreatedAt.UTC(), Tags: link.TagsOrNil(s.Tags), Clicks: s.Baseline,
 		ExpiresAt: link.UTCOrNil(s.ExpiresAt), RevokedAt: link.UTCOrNil(s.RevokedAt), Title: link.TextOrNil(s.Title), Notes: link.TextOrNil(s.Notes)}
 }
 

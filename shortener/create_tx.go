@@ -33,7 +33,7 @@ var errRetrySequential = errors.New("sequential code taken")
 
 // prepareItem judges one create request; a refused item is answered
 // without reaching the store.
-func (h *Handler) prepareItem(r *http.Request, req linkRequest) *createItem {
+func (h *Handler) prepareItem(r *http.Request, req link.CreateRequest) *createItem {
 	l, mode, err := h.newLink(r, req)
 	if err != nil {
 		return &createItem{refused: err}

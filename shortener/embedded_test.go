@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/link/linktest"
 	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
@@ -25,10 +26,6 @@ func openTestEmbedded(t *testing.T) link.Store {
 		}
 	})
 	return s
-}
-
-func TestEmbeddedStore(t *testing.T) {
-	testStore(t, openTestEmbedded)
 }
 
 func TestEmbeddedCreatesFileAndDirectory(t *testing.T) {
@@ -82,7 +79,7 @@ func TestEmbeddedPersistsAcrossReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	want.RevokedAt = created.Add(time.Minute)
-	assertLink(t, got, want)
+	linktest.AssertLink(t, got, want)
 	if first, err := s.NextBlock(ctx, 1); err != nil || first != 501 {
 		t.Errorf("NextBlock after reopen = %d, %v, want 501", first, err)
 	}

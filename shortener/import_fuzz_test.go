@@ -57,7 +57,7 @@ func FuzzImportItem(f *testing.F) {
 		}
 		shown, err := json.Marshal(struct {
 			Code string `json:"code"`
-			*importedLink
+			*link.ImportedLink
 		}{l.Code, importedOf(l)})
 		if err != nil {
 			t.Fatal(err)

@@ -14,41 +14,6 @@ import (
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
-// importItem is one link of an import (POST <api>/links/batch with
-// "mode": "import"). A line of the NDJSON export is an import item.
-type importItem struct {
-	// Code: required; any code the redirect path serves (1 to 64 of
-	// A-Z a-z 0-9 _ -), other than the API's and the dashboard's path.
-	Code string `json:"code"`
-	// ShortURL is ignored: the short URL follows the code and the host.
-	ShortURL string `json:"short_url,omitempty"`
-	// LongURL: required, judged as a create judges it.
-	LongURL string `json:"long_url"`
-	// CreatedAt (RFC 3339) is kept as given: from 1990-01-01 to 5 minutes
-	// past now. Default: now.
-	CreatedAt string `json:"created_at,omitempty"`
-	// ExpiresAt (RFC 3339), after created_at; a past one imports the link
-	// expired.
-	ExpiresAt string `json:"expires_at,omitempty"`
-	// RevokedAt (RFC 3339) imports the link revoked at that time: from
-	// created_at to 5 minutes past now.
-	RevokedAt string `json:"revoked_at,omitempty"`
-	// Title, Tags and Notes: bounded as in a create.
-	Title string   `json:"title,omitempty"`
-	Tags  []string `json:"tags,omitempty"`
-	Notes string   `json:"notes,omitempty"`
-	// Clicks is the click total the link had elsewhere, kept as its
-	// baseline: 0 to 1,000,000,000,000. Default: 0.
-	Clicks *int64 `json:"clicks,omitempty"`
-	link.RuleRequest
-	// RemainingClicks, with max_clicks, keeps the redirects already served
-	// (max_clicks - remaining_clicks): 0 to max_clicks.
-	RemainingClicks *int64 `json:"remaining_clicks,omitempty"`
-	// Hourly are the link's click rollups (import_stats.go): at most
-	// 20,000 rows; clicks, when given, is at least their sum.
-	Hourly []importHour `json:"hourly,omitempty"`
-}
-
 // importRefusal is why an import item is refused, naming the field at
 // fault ("" for the item as a whole).
 type importRefusal struct {
@@ -86,8 +51,8 @@ var importFields = map[string]bool{"code": true, "short_url": true, "long_url": 
 	"max_clicks": true, "forward_query": true, "remaining_clicks": true, "hourly": true}
 
 // decodeImportItem decodes one item strictly.
-func decodeImportItem(raw []byte) (importItem, error) {
-	var it importItem
+func decodeImportItem(raw []byte) (link.ImportItem, error) {
+	var it link.ImportItem
 	switch field := link.InvalidUTF8Field(raw); {
 	case field == "":
 	case importFields[field]:
@@ -140,7 +105,7 @@ func unknownField(err error) (string, bool) {
 }
 
 // importLink judges a decoded item at now into the link to import.
-func (h *Handler) importLink(r *http.Request, it importItem, now time.Time) (link.ImportLink, error) {
+func (h *Handler) importLink(r *http.Request, it link.ImportItem, now time.Time) (link.ImportLink, error) {
 	if err := h.checkImportCode(it.Code); err != nil {
 		return link.ImportLink{}, err
 	}
@@ -154,10 +119,10 @@ func (h *Handler) importLink(r *http.Request, it importItem, now time.Time) (lin
 		}
 	}
 	l := link.ImportLink{Link: link.Link{Code: it.Code, LongURL: long, Title: it.Title, Tags: link.TagsOrNil(it.Tags), Notes: it.Notes, Custom: true}}
-	if err := it.importTimes(&l.Link, now); err != nil {
+	if err := importTimes(it, &l.Link, now); err != nil {
 		return link.ImportLink{}, err
 	}
-	if err := it.importRules(&l.Link); err != nil {
+	if err := importRules(it, &l.Link); err != nil {
 		return link.ImportLink{}, err
 	}
 	if it.Clicks != nil && (*it.Clicks < 0 || *it.Clicks > link.MaxBaseline) {
@@ -184,7 +149,7 @@ func (h *Handler) checkImportCode(code string) error {
 }
 
 // importTimes judges created_at, expires_at and revoked_at into l.
-func (it importItem) importTimes(l *link.Link, now time.Time) error {
+func importTimes(it link.ImportItem, l *link.Link, now time.Time) error {
 	latest := now.Add(importSkew)
 	var err error
 	l.CreatedAt = now.UTC().Truncate(time.Microsecond)
@@ -231,7 +196,7 @@ func importTime(field, v string, latest time.Time) (time.Time, error) {
 
 // importRules judges the rules and remaining_clicks into l, whose times
 // are set.
-func (it importItem) importRules(l *link.Link) error {
+func importRules(it link.ImportItem, l *link.Link) error {
 	if err := it.ApplyRules(l); err != nil {
 		return refusedBy(err)
 	}

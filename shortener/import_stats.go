@@ -18,18 +18,10 @@ import (
 // week of hours take under 600.
 const maxImportHours = 20000
 
-// importHour is one row of an item's hourly.
-type importHour struct {
-	// Hour (RFC 3339) is the start of a UTC hour.
-	Hour   string `json:"hour"`
-	People int64  `json:"people"`
-	Bots   int64  `json:"bots"`
-}
-
 // importHourly judges the rows into l (whose CreatedAt is set) and sets
 // its baseline: given is the item's clicks, nil when absent (then the sum
 // of the rows).
-func importHourly(rows []importHour, given *int64, l *link.ImportLink, now time.Time) error {
+func importHourly(rows []link.ImportHour, given *int64, l *link.ImportLink, now time.Time) error {
 	if len(rows) > maxImportHours {
 		return refuse("hourly", "hourly: %d rows given, at most %d are allowed", len(rows), maxImportHours)
 	}

@@ -24,11 +24,11 @@ type importAnswerT struct {
 	Conflicts int    `json:"conflicts"`
 	Refused   int    `json:"refused"`
 	Results   []struct {
-		Code     string        `json:"code"`
-		Result   string        `json:"result"`
-		Field    *string       `json:"field"`
-		Error    string        `json:"error"`
-		Existing *importedLink `json:"existing"`
+		Code     string             `json:"code"`
+		Result   string             `json:"result"`
+		Field    *string            `json:"field"`
+		Error    string             `json:"error"`
+		Existing *link.ImportedLink `json:"existing"`
 	} `json:"results"`
 }
 

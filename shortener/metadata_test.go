@@ -48,7 +48,7 @@ func TestAPIMetadata(t *testing.T) {
 			h, prefix := metaHandler(t, s)
 			body := `{"long_url":"https://example.com/flyer","code":"flyer-1","title":"Spring sale — «flyer» 日本","tags":["print","q2:2026"],"notes":"Printed 500.\nReprint in May."}`
 			out := create(t, h, body)
-			var req linkRequest
+			var req link.CreateRequest
 			if err := json.Unmarshal([]byte(body), &req); err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +83,7 @@ func TestAPIMetadata(t *testing.T) {
 }
 
 // assertMetadata compares the metadata of an answer with the request's.
-func assertMetadata(t *testing.T, what string, out link.Response, req linkRequest) {
+func assertMetadata(t *testing.T, what string, out link.Response, req link.CreateRequest) {
 	t.Helper()
 	var title, notes string
 	if out.Title != nil {
@@ -171,7 +171,7 @@ func TestAPIMetadataBounds(t *testing.T) {
 					t.Errorf("%s: %d %s, want 201", tc.name, w.Code, w.Body)
 					continue
 				}
-				var req linkRequest
+				var req link.CreateRequest
 				if err := json.Unmarshal([]byte(body), &req); err != nil {
 					t.Fatal(err)
 				}

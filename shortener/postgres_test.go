@@ -14,6 +14,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/link/linktest"
 	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
@@ -39,10 +40,6 @@ func openTestPostgres(t *testing.T) link.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-func TestPostgresStore(t *testing.T) {
-	testStore(t, openTestPostgres)
 }
 
 func TestMigrationFiles(t *testing.T) {
@@ -226,7 +223,7 @@ func TestPostgresServerDown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Get(before) after restart: %v", err)
 	}
-	assertLink(t, got, before)
+	linktest.AssertLink(t, got, before)
 	if l, err := s.Get(ctx, "during"); !errors.Is(err, link.ErrNotFound) {
 		t.Errorf("Get(during) after restart = %+v, %v, want ErrNotFound (nothing half-written)", l, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/link/linktest"
 	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
@@ -47,7 +48,7 @@ func TestAPIRulesCreate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			assertRules(t, l, link.Link{Code: "rules-1", RedirectStatus: 307, ValidFrom: want, MaxClicks: 100, ForwardQuery: &off})
+			linktest.AssertRules(t, l, link.Link{Code: "rules-1", RedirectStatus: 307, ValidFrom: want, MaxClicks: 100, ForwardQuery: &off})
 
 			w = serve(t, h, "POST", "/api/links", `{"long_url":"https://example.com/plain","redirect_status":null}`, auth()...)
 			var raw map[string]json.RawMessage
@@ -138,7 +139,7 @@ func TestRulesOldLinks(t *testing.T) {
 		if err != nil || l.LongURL != "https://example.com/old" {
 			t.Fatalf("Get(old1) = %+v, %v", l, err)
 		}
-		assertRules(t, l, link.Link{Code: "old1"})
+		linktest.AssertRules(t, l, link.Link{Code: "old1"})
 	}
 	t.Run("postgres", func(t *testing.T) {
 		pool := testPool(t, testenv.Postgres(t), pgpool.Settings{})

@@ -1,8 +1,8 @@
 // Command importgen writes n links as an NDJSON import file (the
-// export's format) for make bench's import step (scripts/bench_import.sh):
-// codes, destinations, creation times and click totals on every line,
-// titles and tags on a third, notes and expiries on a fifth, revocations
-// on every hundredth. The same n gives the same file.
+// export's format, a link.ImportItem per line) for make bench's import
+// step (scripts/bench_import.sh): codes, destinations, creation times and
+// click totals on every line, titles and tags on a third, notes and
+// expiries on a fifth, revocations on every hundredth. The same n gives the same file.
 package main
 
 import (
@@ -13,20 +13,9 @@ import (
 	"log"
 	"os"
 	"time"
-)
 
-// record is one line: the fields of a link answer the import reads.
-type record struct {
-	Code      string     `json:"code"`
-	LongURL   string     `json:"long_url"`
-	CreatedAt time.Time  `json:"created_at"`
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
-	Title     *string    `json:"title,omitempty"`
-	Tags      []string   `json:"tags,omitempty"`
-	Notes     *string    `json:"notes,omitempty"`
-	Clicks    int64      `json:"clicks"`
-}
+	"github.com/edgekit/caddy-edgekit/shortener/link"
+)
 
 func main() {
 	n := flag.Int("n", 1_000_000, "how many links (1 to 100,000,000)")
@@ -42,7 +31,7 @@ func main() {
 	w := bufio.NewWriterSize(f, 1<<20)
 	enc := json.NewEncoder(w)
 	for i := range *n {
-		if err := enc.Encode(link(i)); err != nil {
+		if err := enc.Encode(item(i)); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -54,26 +43,24 @@ func main() {
 	}
 }
 
-// link is the i-th record.
-func link(i int) record {
+// item is the i-th line.
+func item(i int) link.ImportItem {
 	created := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * 7 * time.Second)
-	r := record{
+	clicks := int64(i % 1_000)
+	it := link.ImportItem{
 		Code:      fmt.Sprintf("im%07d", i),
 		LongURL:   fmt.Sprintf("https://example.com/articles/%d/some-readable-slug?utm_source=bench&n=%d", i%50_000, i),
-		CreatedAt: created,
-		Clicks:    int64(i % 1_000),
+		CreatedAt: created.Format(time.RFC3339),
+		Clicks:    &clicks,
 	}
 	if i%3 == 0 {
-		title := fmt.Sprintf("Article %d: a title of ordinary length", i)
-		r.Title, r.Tags = &title, []string{"bench", fmt.Sprintf("t%d", i%40)}
+		it.Title, it.Tags = fmt.Sprintf("Article %d: a title of ordinary length", i), []string{"bench", fmt.Sprintf("t%d", i%40)}
 	}
 	if i%5 == 0 {
-		notes, exp := "imported by make bench", time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-		r.Notes, r.ExpiresAt = &notes, &exp
+		it.Notes, it.ExpiresAt = "imported by make bench", "2030-01-01T00:00:00Z"
 	}
 	if i%100 == 0 {
-		rev := created.Add(time.Hour)
-		r.RevokedAt = &rev
+		it.RevokedAt = created.Add(time.Hour).Format(time.RFC3339)
 	}
-	return r
+	return it
 }

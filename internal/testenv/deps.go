@@ -18,6 +18,19 @@ const modulePath = "github.com/edgekit/caddy-edgekit/"
 // library package's deps_test.go calls it.
 func LibraryDeps(t *testing.T, allowed ...string) {
 	t.Helper()
+	checkDeps(t, true, allowed)
+}
+
+// ModuleDeps fails the test when the package in the current directory
+// depends on a package of this module other than those in allowed; Caddy
+// and zap may be imported (the CLI registers Caddy commands).
+func ModuleDeps(t *testing.T, allowed ...string) {
+	t.Helper()
+	checkDeps(t, false, allowed)
+}
+
+func checkDeps(t *testing.T, library bool, allowed []string) {
+	t.Helper()
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
@@ -29,7 +42,7 @@ func LibraryDeps(t *testing.T, allowed ...string) {
 	self, deps := fields[0], fields[1:]
 	for _, pkg := range deps {
 		switch {
-		case strings.HasPrefix(pkg, "github.com/caddyserver/"), strings.HasPrefix(pkg, "go.uber.org/zap"):
+		case library && (strings.HasPrefix(pkg, "github.com/caddyserver/") || strings.HasPrefix(pkg, "go.uber.org/zap")):
 			t.Errorf("%s depends on %s", self, pkg)
 		case strings.HasPrefix(pkg, modulePath) && !slices.Contains(allowed, pkg):
 			t.Errorf("%s depends on %s, a package of this module it may not import", self, pkg)

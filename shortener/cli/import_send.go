@@ -3,10 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // Modes of sending an import.
@@ -15,54 +16,61 @@ const (
 	modeCreate = "create" // a server without it: the create mode, and a GET per taken code
 )
 
-// importItemJSON is a record as an item of POST <api>/links/batch with
-// "mode": "import" (an NDJSON export line is one too).
-type importItemJSON struct {
-	Code            string          `json:"code"`
-	LongURL         string          `json:"long_url"`
-	CreatedAt       *time.Time      `json:"created_at,omitempty"`
-	ExpiresAt       *time.Time      `json:"expires_at,omitempty"`
-	RevokedAt       *time.Time      `json:"revoked_at,omitempty"`
-	Title           *string         `json:"title,omitempty"`
-	Tags            []string        `json:"tags,omitempty"`
-	Notes           *string         `json:"notes,omitempty"`
-	Clicks          *int64          `json:"clicks,omitempty"`
-	RedirectStatus  *int            `json:"redirect_status,omitempty"`
-	ValidFrom       *time.Time      `json:"valid_from,omitempty"`
-	MaxClicks       *int64          `json:"max_clicks,omitempty"`
-	ForwardQuery    *bool           `json:"forward_query,omitempty"`
-	RemainingClicks *int64          `json:"remaining_clicks,omitempty"`
-	Hourly          json.RawMessage `json:"hourly,omitempty"`
-}
-
-// record is the item read from line.
-func (it importItemJSON) record(line int) Record {
-	return Record{
-		Line: line, Code: it.Code, LongURL: it.LongURL, Title: it.Title, Tags: it.Tags, Notes: it.Notes,
-		CreatedAt: it.CreatedAt, ExpiresAt: it.ExpiresAt, RevokedAt: it.RevokedAt, Clicks: it.Clicks,
-		RedirectStatus: it.RedirectStatus, ValidFrom: it.ValidFrom, MaxClicks: it.MaxClicks, ForwardQuery: it.ForwardQuery,
+// recordOf is the record of an import item read from line; a time that
+// is not RFC 3339 is a RecordError naming its field.
+func recordOf(it link.ImportItem, line int) (Record, error) {
+	rec := Record{
+		Line: line, Code: it.Code, LongURL: it.LongURL, Title: strPtr(it.Title), Tags: it.Tags, Notes: strPtr(it.Notes),
+		Clicks: it.Clicks, RedirectStatus: it.RedirectStatus, MaxClicks: it.MaxClicks, ForwardQuery: it.ForwardQuery,
 		RemainingClicks: it.RemainingClicks, Hourly: it.Hourly,
 	}
+	for _, f := range []struct {
+		name, v string
+		to      **time.Time
+	}{
+		{"created_at", it.CreatedAt, &rec.CreatedAt}, {"expires_at", it.ExpiresAt, &rec.ExpiresAt},
+		{"revoked_at", it.RevokedAt, &rec.RevokedAt}, {"valid_from", it.ValidFrom, &rec.ValidFrom},
+	} {
+		if f.v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, f.v)
+		if err != nil {
+			return Record{Line: line}, recordErr(line, it.Code, "%s: not an RFC 3339 time: %q", f.name, f.v)
+		}
+		*f.to = &t
+	}
+	return rec, nil
 }
 
 // importItem is r as an import item.
-func importItem(r *Record) importItemJSON {
-	return importItemJSON{
-		Code: r.Code, LongURL: r.LongURL, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
-		Title: r.Title, Tags: r.Tags, Notes: r.Notes, Clicks: r.Clicks, RedirectStatus: r.RedirectStatus,
-		ValidFrom: r.ValidFrom, MaxClicks: r.MaxClicks, ForwardQuery: r.ForwardQuery, RemainingClicks: r.RemainingClicks,
-		Hourly: r.Hourly,
+func importItem(r *Record) link.ImportItem {
+	return link.ImportItem{
+		Code: r.Code, LongURL: r.LongURL, CreatedAt: rfc3339(r.CreatedAt), ExpiresAt: rfc3339(r.ExpiresAt),
+		RevokedAt: rfc3339(r.RevokedAt), Title: deref(r.Title), Tags: r.Tags, Notes: deref(r.Notes), Clicks: r.Clicks,
+		RuleRequest: ruleRequest(r), RemainingClicks: r.RemainingClicks, Hourly: r.Hourly,
 	}
 }
 
-// importResult is one item's answer in import mode.
-type importResult struct {
-	Code     string `json:"code"`
-	Result   string `json:"result"`
-	Error    string `json:"error"`
-	Existing *struct {
-		LongURL string `json:"long_url"`
-	} `json:"existing"`
+// ruleRequest is the rules of r as a request carries them.
+func ruleRequest(r *Record) link.RuleRequest {
+	return link.RuleRequest{RedirectStatus: r.RedirectStatus, ValidFrom: rfc3339(r.ValidFrom), MaxClicks: r.MaxClicks, ForwardQuery: r.ForwardQuery}
+}
+
+// rfc3339 is t as the API reads a time, "" for nil.
+func rfc3339(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.Format(time.RFC3339Nano)
+}
+
+// deref is *s, "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // send imports one batch and answers an outcome per record, in order:
@@ -96,7 +104,7 @@ func (im *importer) sendImport(ctx context.Context, batch []pending) ([]outcome,
 	}
 	body.WriteString("]}")
 	var answer struct {
-		Results []importResult `json:"results"`
+		Results []link.ImportResult `json:"results"`
 	}
 	if err := im.postImportBatch(ctx, body.Bytes(), &answer); err != nil {
 		return nil, err
@@ -116,7 +124,7 @@ func (im *importer) sendImport(ctx context.Context, batch []pending) ([]outcome,
 }
 
 // settleImport turns one import result into its outcome.
-func (im *importer) settleImport(ctx context.Context, rec Record, r importResult) (outcome, error) {
+func (im *importer) settleImport(ctx context.Context, rec Record, r link.ImportResult) (outcome, error) {
 	o := outcome{Line: rec.Line, Code: rec.Code, Result: r.Result, Reason: r.Error}
 	switch r.Result {
 	case outCreated, outSkipped, outRefused:

@@ -6,35 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
-// createItem is a record as an item of POST <api>/links/batch.
-type createItemJSON struct {
-	Code           string     `json:"code"`
-	LongURL        string     `json:"long_url"`
-	Title          *string    `json:"title,omitempty"`
-	Tags           []string   `json:"tags,omitempty"`
-	Notes          *string    `json:"notes,omitempty"`
-	ExpiresAt      *time.Time `json:"expires_at,omitempty"`
-	RedirectStatus *int       `json:"redirect_status,omitempty"`
-	ValidFrom      *time.Time `json:"valid_from,omitempty"`
-	MaxClicks      *int64     `json:"max_clicks,omitempty"`
-	ForwardQuery   *bool      `json:"forward_query,omitempty"`
-}
-
-func createItem(r *Record) createItemJSON {
-	return createItemJSON{
-		Code: r.Code, LongURL: r.LongURL, Title: r.Title, Tags: r.Tags, Notes: r.Notes, ExpiresAt: r.ExpiresAt,
-		RedirectStatus: r.RedirectStatus, ValidFrom: r.ValidFrom, MaxClicks: r.MaxClicks, ForwardQuery: r.ForwardQuery,
+// createItem is r as an item of a batch create.
+func createItem(r *Record) link.CreateRequest {
+	return link.CreateRequest{
+		Code: r.Code, LongURL: r.LongURL, Title: deref(r.Title), Tags: r.Tags, Notes: deref(r.Notes),
+		ExpiresAt: rfc3339(r.ExpiresAt), RuleRequest: ruleRequest(r),
 	}
-}
-
-// batchResult is one item's answer of POST <api>/links/batch.
-type batchResult struct {
-	Status int    `json:"status"`
-	Link   *Link  `json:"link"`
-	Error  string `json:"error"`
 }
 
 // sendCreate imports one batch through a server without the import
@@ -43,7 +24,7 @@ type batchResult struct {
 // DELETE for a record that was revoked at its source. Creation times and
 // click totals are not kept (the summary notes it).
 func (im *importer) sendCreate(ctx context.Context, batch []pending) ([]outcome, error) {
-	results := make([]batchResult, len(batch))
+	results := make([]link.BatchResult, len(batch))
 	if !im.dryRun {
 		var err error
 		if results, err = im.postBatch(ctx, batch); err != nil {
@@ -64,7 +45,7 @@ func (im *importer) sendCreate(ctx context.Context, batch []pending) ([]outcome,
 // postBatch sends the items; a failure of the whole request ends the
 // import (records before this batch are in, this batch may be: run the
 // import again, the links created are skipped).
-func (im *importer) postBatch(ctx context.Context, batch []pending) ([]batchResult, error) {
+func (im *importer) postBatch(ctx context.Context, batch []pending) ([]link.BatchResult, error) {
 	var body bytes.Buffer
 	body.WriteString(`{"links":[`)
 	for i, p := range batch {
@@ -76,7 +57,7 @@ func (im *importer) postBatch(ctx context.Context, batch []pending) ([]batchResu
 	}
 	body.WriteString("]}")
 	var answer struct {
-		Results []batchResult `json:"results"`
+		Results []link.BatchResult `json:"results"`
 	}
 	if _, err := im.c.getJSON(ctx, http.MethodPost, "/links/batch", nil, body.Bytes(), nil, &answer); err != nil {
 		return nil, err
@@ -89,7 +70,7 @@ func (im *importer) postBatch(ctx context.Context, batch []pending) ([]batchResu
 
 // settle turns one item's answer into its outcome. In a dry run the
 // answer is empty and the stored link decides.
-func (im *importer) settle(ctx context.Context, rec Record, r batchResult) (outcome, error) {
+func (im *importer) settle(ctx context.Context, rec Record, r link.BatchResult) (outcome, error) {
 	o := outcome{Line: rec.Line, Code: rec.Code}
 	if rec.CreatedAt != nil {
 		im.dropped["created_at"] = true
@@ -97,7 +78,7 @@ func (im *importer) settle(ctx context.Context, rec Record, r batchResult) (outc
 	if rec.Clicks != nil && *rec.Clicks > 0 {
 		im.dropped["clicks"] = true
 	}
-	if len(rec.Hourly) > 0 && string(rec.Hourly) != "null" && string(rec.Hourly) != "[]" {
+	if len(rec.Hourly) > 0 {
 		im.dropped["hourly"] = true
 	}
 	switch {

@@ -1,12 +1,13 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // maxRecordBytes bounds one record of an import file (a CSV row, an
@@ -36,7 +37,7 @@ type Record struct {
 	RemainingClicks *int64
 	// Hourly is the click rollups of an export --with-stats, passed to the
 	// import mode as they are (NDJSON only).
-	Hourly json.RawMessage
+	Hourly []link.ImportHour
 }
 
 // Source reads the records of an import file one at a time, in constant

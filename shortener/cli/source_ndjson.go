@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // ndjsonSource reads an NDJSON export line by line; blank lines are
@@ -32,11 +34,11 @@ func (s *ndjsonSource) Next() (Record, error) {
 		}
 		// A line is an import item as it is (fields it does not name,
 		// short_url among them, are ignored).
-		var it importItemJSON
+		var it link.ImportItem
 		if err := json.Unmarshal(b, &it); err != nil {
 			return Record{Line: s.line}, recordErr(s.line, "", "not a link's JSON: %v", err)
 		}
-		return it.record(s.line), nil
+		return recordOf(it, s.line)
 	}
 }
 

@@ -1,4 +1,4 @@
-package shortener
+package linktest
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
-// testStore is the conformance suite every Store passes. open returns a
-// fresh, empty store that the test's cleanup closes.
-func testStore(t *testing.T, open func(t *testing.T) link.Store) {
+// runSuite runs every check, each on a fresh store.
+func runSuite(t *testing.T, h Harness) {
+	open := h.Open
 	// Times as the stores keep them: UTC, microseconds.
 	base := time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
 
@@ -96,7 +96,7 @@ func testStore(t *testing.T, open func(t *testing.T) link.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertLink(t, got, first)
+		AssertLink(t, got, first)
 	})
 
 	t.Run("Revoke", func(t *testing.T) {
@@ -118,7 +118,7 @@ func testStore(t *testing.T, open func(t *testing.T) link.Store) {
 			t.Fatal(err)
 		}
 		l.RevokedAt = at
-		assertLink(t, got, l)
+		AssertLink(t, got, l)
 		if !got.Gone(base) {
 			t.Errorf("revoked link: Gone = false, want true")
 		}
@@ -278,7 +278,7 @@ func testStore(t *testing.T, open func(t *testing.T) link.Store) {
 		testCodeLister(t, ctx, s, base)
 	})
 
-	t.Run("ListsLinks", func(t *testing.T) { s := open(t); testLinkLister(t, ctxFor(t), s, base) })
+	t.Run("ListsLinks", func(t *testing.T) { s := open(t); testLinkLister(t, ctxFor(t), h, s, base) })
 	testEdits(t, open, ctxFor, base)
 }
 
@@ -363,7 +363,7 @@ func testCodeLister(t *testing.T, ctx context.Context, s link.Store, base time.T
 	}
 }
 
-func assertLink(t *testing.T, got, want link.Link) {
+func AssertLink(t *testing.T, got, want link.Link) {
 	t.Helper()
 	if got.Code != want.Code || got.LongURL != want.LongURL ||
 		!got.CreatedAt.Equal(want.CreatedAt) || !got.ExpiresAt.Equal(want.ExpiresAt) || !got.RevokedAt.Equal(want.RevokedAt) ||
@@ -438,7 +438,7 @@ func createAndRead(t *testing.T, ctx context.Context, s link.Store, links []link
 		if got[i], err = s.Get(ctx, want.Code); err != nil {
 			t.Fatalf("Get(%q): %v", want.Code, err)
 		}
-		assertLink(t, got[i], want)
+		AssertLink(t, got[i], want)
 	}
 	return got
 }

@@ -1,4 +1,4 @@
-package shortener
+package linktest
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func testRulesRoundTrip(t *testing.T, ctx context.Context, s link.Store, base ti
 		{Code: "rules-none", LongURL: "https://example.com/n", CreatedAt: base},
 	}
 	for i, got := range createAndRead(t, ctx, s, links) {
-		assertRules(t, got, links[i])
+		AssertRules(t, got, links[i])
 	}
 	for name, l := range map[string]link.Link{
 		"status 200":           {RedirectStatus: 200},
@@ -51,8 +51,8 @@ func testRulesRoundTrip(t *testing.T, ctx context.Context, s link.Store, base ti
 	}
 }
 
-// assertRules compares the rules of got with want's.
-func assertRules(t *testing.T, got, want link.Link) {
+// AssertRules compares the rules of got with want's.
+func AssertRules(t *testing.T, got, want link.Link) {
 	t.Helper()
 	fq := func(b *bool) string {
 		if b == nil {

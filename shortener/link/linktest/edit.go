@@ -1,4 +1,4 @@
-package shortener
+package linktest
 
 import (
 	"bytes"
@@ -77,9 +77,9 @@ func testEditAndHistory(t *testing.T, ctx context.Context, s storeEditor, base t
 	}
 	want := link.Link{Code: "ed1", LongURL: "https://example.com/new", CreatedAt: base, ExpiresAt: exp,
 		Tags: []string{"b", "c"}, Notes: "n\nx", Version: 2}
-	assertLink(t, got, want)
+	AssertLink(t, got, want)
 	stored := mustGet(t, ctx, s, "ed1")
-	assertLink(t, stored, want)
+	AssertLink(t, stored, want)
 	if stored.Version != 2 || got.Version != 2 {
 		t.Errorf("version after an edit: answered %d, stored %d, want 2", got.Version, stored.Version)
 	}
@@ -110,7 +110,7 @@ func testEditAndHistory(t *testing.T, ctx context.Context, s storeEditor, base t
 	}
 	for f, w := range wantChanges {
 		c := e.Changes[f]
-		if compactJSON(t, c.From) != w[0] || compactJSON(t, c.To) != w[1] {
+		if CompactJSON(t, c.From) != w[0] || CompactJSON(t, c.To) != w[1] {
 			t.Errorf("changes[%s] = %s → %s, want %s → %s", f, c.From, c.To, w[0], w[1])
 		}
 	}
@@ -172,7 +172,7 @@ func testEditRefusals(t *testing.T, ctx context.Context, s storeEditor, base tim
 		case name == "apply" && !errors.Is(err, boom), err == nil:
 			t.Errorf("Edit(%s) = %v, want an error", name, err)
 		}
-		assertLink(t, mustGet(t, ctx, s, "ed2"), orig)
+		AssertLink(t, mustGet(t, ctx, s, "ed2"), orig)
 	}
 	if h, err := s.History(ctx, "ed2", 0, 10); err != nil || len(h) != 2 {
 		t.Errorf("History after refused edits = %d entries, %v, want the 2 that changed something", len(h), err)
@@ -209,7 +209,7 @@ func testHistoryPages(t *testing.T, ctx context.Context, s storeEditor, base tim
 				t.Errorf("entry of ab has key %q: another code's history", e.Key)
 			}
 			want := fmt.Sprintf(`"https://example.com/ab/%d"`, e.Version-1)
-			if got := compactJSON(t, e.Changes["long_url"].To); got != want {
+			if got := CompactJSON(t, e.Changes["long_url"].To); got != want {
 				t.Errorf("version %d long_url → %s, want %s", e.Version, got, want)
 			}
 		}
@@ -222,7 +222,7 @@ func testHistoryPages(t *testing.T, ctx context.Context, s storeEditor, base tim
 		t.Errorf("history versions over pages = %v, want [6 5 4 3 2] (newest first, each once)", versions)
 	}
 	first, err := s.History(ctx, "ab", 3, 10)
-	if err != nil || len(first) != 1 || compactJSON(t, first[0].Changes["long_url"].From) != `"https://example.com/0"` {
+	if err != nil || len(first) != 1 || CompactJSON(t, first[0].Changes["long_url"].From) != `"https://example.com/0"` {
 		t.Errorf("History(before 3) = %+v, %v: want the first edit, from the created destination", first, err)
 	}
 }
@@ -265,7 +265,9 @@ func testConcurrentIfMatch(t *testing.T, ctx context.Context, s storeEditor, bas
 	}
 }
 
-func compactJSON(t *testing.T, raw []byte) string {
+// CompactJSON is raw JSON without insignificant space, for comparing a
+// history entry's values.
+func CompactJSON(t *testing.T, raw []byte) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {

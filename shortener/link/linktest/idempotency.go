@@ -1,4 +1,4 @@
-package shortener
+package linktest
 
 import (
 	"context"
@@ -67,7 +67,7 @@ func testTxInsert(t *testing.T, ctx context.Context, s link.Store, ts link.TxSto
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertLink(t, got, links[i])
+		AssertLink(t, got, links[i])
 		if got.Custom != links[i].Custom {
 			t.Errorf("Get(%q).Custom = %v, want %v", links[i].Code, got.Custom, links[i].Custom)
 		}
