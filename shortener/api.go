@@ -68,6 +68,9 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 	if err != nil {
 		return err
 	}
+	if err := checkQuery(r.URL.RawQuery); err != nil {
+		return err
+	}
 	switch {
 	case rest == "/links":
 		switch r.Method {
@@ -78,8 +81,12 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 		}
 		w.Header().Set("Allow", "GET, HEAD, POST")
 		return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on %s", r.Method, "links")
-	case rest == "/links/export" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
-		return h.apiExport(w, r) // other methods: the link with code "export" (export.go)
+	case rest == "/links/export":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on %s", r.Method, "links/export")
+		}
+		return h.apiExport(w, r)
 	case rest == "/links/batch":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")

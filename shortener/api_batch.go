@@ -29,9 +29,9 @@ type batchRequest struct {
 	// Mode "import" imports the links (api_import.go); absent, it creates
 	// them.
 	Mode string `json:"mode,omitempty"`
-	// DryRun, with mode import, answers what the import would do and
-	// writes nothing.
-	DryRun bool              `json:"dry_run,omitempty"`
+	// DryRun, with mode import only, answers what the import would do
+	// and writes nothing.
+	DryRun *bool             `json:"dry_run,omitempty"`
 	Links  []json.RawMessage `json:"links"`
 }
 
@@ -83,8 +83,8 @@ func decodeBatch(body []byte) (batchRequest, error) {
 	switch {
 	case req.Mode != "" && req.Mode != batchImport:
 		return req, apiErr(http.StatusBadRequest, "mode must be import (or absent)")
-	case req.DryRun && req.Mode != batchImport:
-		return req, apiErr(http.StatusBadRequest, "dry_run: only with mode import")
+	case req.DryRun != nil && req.Mode != batchImport:
+		return req, apiErr(http.StatusBadRequest, "dry_run: only with mode import (a create batch has links only)")
 	case len(req.Links) == 0 || len(req.Links) > maxBatch:
 		return req, apiErr(http.StatusBadRequest, "links: %d given, 1 to %d are allowed", len(req.Links), maxBatch)
 	}

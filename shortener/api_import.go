@@ -39,7 +39,7 @@ func (h *Handler) apiImport(w http.ResponseWriter, r *http.Request, idem string,
 	if !ok {
 		return apiErr(http.StatusNotImplemented, "this link store cannot import")
 	}
-	now := h.now()
+	now, dryRun := h.now(), req.DryRun != nil && *req.DryRun
 	entries := make([]*importEntry, len(req.Links))
 	for i, raw := range req.Links {
 		l, err := h.judgeImportItem(r, raw, now)
@@ -47,17 +47,17 @@ func (h *Handler) apiImport(w http.ResponseWriter, r *http.Request, idem string,
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
-	if err := runImport(ctx, is, entries, req.DryRun); err != nil {
+	if err := runImport(ctx, is, entries, dryRun); err != nil {
 		var ae apiError
 		if errors.As(err, &ae) {
 			return err
 		}
 		return h.storeErr(err)
 	}
-	if !req.DryRun {
+	if !dryRun {
 		h.publishImported(ctx, entries)
 	}
-	writeJSON(w, http.StatusOK, importAnswerOf(entries, req.DryRun))
+	writeJSON(w, http.StatusOK, importAnswerOf(entries, dryRun))
 	return nil
 }
 

@@ -101,7 +101,7 @@ func TestAPIStatsBreakdownRefusals(t *testing.T) {
 	code := create(t, h, `{"long_url":"https://example.com/stats"}`).Code
 	for q, field := range map[string]string{
 		"group_by=planet": "group_by", "group_by=Country": "group_by", "group_by=country&group_by=os": "group_by",
-		"group_by=": "", "limit=0": "limit", "limit=1001": "limit", "limit=ten": "limit", "limit=1&limit=2": "limit",
+		"group_by=": "group_by", "utm_source=": "", "limit=0": "limit", "limit=1001": "limit", "limit=ten": "limit", "limit=1&limit=2": "limit",
 		"group_by=os&limit=-1": "limit", "limit=99999999999999999999": "limit",
 	} {
 		w := serve(t, h, "GET", "/api/links/"+code+"/stats?"+q, "", auth()...)

@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -50,13 +51,26 @@ func (h *Handler) prepareItem(r *http.Request, req link.CreateRequest) *createIt
 	return it
 }
 
+// reservedCode says why code may not name a new link: a fixed word of the
+// API or the first segment of the API's or the dashboard's path (compared
+// without case, as those paths may be typed); "" when it may.
+func (h *Handler) reservedCode(code string) string {
+	if link.IsAPIWord(code) {
+		return fmt.Sprintf("code '%s' is reserved: a word of the API's paths (%s)", code, strings.Join(link.APIWords[:], ", "))
+	}
+	if strings.EqualFold(code, h.reserved) || h.ui != nil && strings.EqualFold(code, h.ui.reserved) {
+		return fmt.Sprintf("code '%s' is reserved: the first segment of the API's or the dashboard's path", code)
+	}
+	return ""
+}
+
 // checkCustomCode judges a custom code.
 func (h *Handler) checkCustomCode(code string) error {
 	if err := link.ValidCustomCode(code); err != nil {
 		return apiErr(http.StatusBadRequest, "code: %v", err)
 	}
-	if strings.EqualFold(code, h.reserved) || h.ui != nil && strings.EqualFold(code, h.ui.reserved) {
-		return apiErr(http.StatusBadRequest, "code '%s' is reserved", code)
+	if reason := h.reservedCode(code); reason != "" {
+		return apiErr(http.StatusBadRequest, "%s", reason)
 	}
 	return nil
 }

@@ -20,13 +20,13 @@ func TestAPIExport(t *testing.T) {
 			for _, body := range []string{
 				`{"long_url":"https://example.com/a","title":"=HYPERLINK(\"http://evil\")","tags":["x","y:z"],"notes":"@SUM(1)\n'quoted"}`,
 				`{"long_url":"https://example.com/b","code":"-starts-with-dash","title":"+1 ' quote"}`,
-				`{"long_url":"https://example.com/c","code":"export","notes":"\tindent"}`,
+				`{"long_url":"https://example.com/c","code":"Export","notes":"\tindent"}`,
 			} {
 				want = append(want, create(t, h, body))
 			}
-			// The link "export" stays a link: it redirects and DELETE revokes it.
-			if w := serve(t, h, "GET", "/export", ""); w.Code != http.StatusFound {
-				t.Errorf("GET /export = %d, want the redirect", w.Code)
+			// Codes are case sensitive: "Export" is a link like any other.
+			if w := serve(t, h, "GET", "/Export", ""); w.Code != http.StatusFound {
+				t.Errorf("GET /Export = %d, want the redirect", w.Code)
 			}
 			ndjson := exportBody(t, h, "ndjson", "application/x-ndjson")
 			var got []link.Response
@@ -63,11 +63,11 @@ func TestAPIExport(t *testing.T) {
 					t.Errorf("csv row %d (undone) = %q, want the link %+v", i, row, w)
 				}
 			}
-			if w := serve(t, h, "DELETE", "/api/links/export", "", auth()...); w.Code != http.StatusNoContent {
-				t.Errorf("DELETE /api/links/export = %d, want 204 (the link)", w.Code)
+			if w := serve(t, h, "DELETE", "/api/links/Export", "", auth()...); w.Code != http.StatusNoContent {
+				t.Errorf("DELETE /api/links/Export = %d, want 204 (the link)", w.Code)
 			}
-			if w := serve(t, h, "GET", "/export", ""); w.Code != http.StatusGone {
-				t.Errorf("GET /export after DELETE = %d, want 410", w.Code)
+			if w := serve(t, h, "GET", "/Export", ""); w.Code != http.StatusGone {
+				t.Errorf("GET /Export after DELETE = %d, want 410", w.Code)
 			}
 		})
 	}

@@ -341,11 +341,11 @@ func TestClicksStatsAPIErrors(t *testing.T) {
 	}{
 		{"GET", "/api/links/" + code + "/stats?from=yesterday", auth(), 400, "from must be an RFC 3339 time"},
 		{"GET", "/api/links/" + code + "/stats?to=2026-13-01T00:00:00Z", auth(), 400, "to must be an RFC 3339 time"},
-		{"GET", "/api/links/" + code + "/stats?from=2026-11-02T00:00:00Z&from=2026-11-03T00:00:00Z", auth(), 400, "from given 2 times"},
+		{"GET", "/api/links/" + code + "/stats?from=2026-11-02T00:00:00Z&from=2026-11-03T00:00:00Z", auth(), 400, "from: given 2 times"},
 		{"GET", "/api/links/" + code + "/stats?from=2026-11-29T12:00:00Z&to=2026-11-29T11:00:00Z", auth(), 400, "from is after to"},
 		{"GET", "/api/links/" + code + "/stats?from=2024-01-01T00:00:00Z", auth(), 400, "longer than 366 days"},
 		{"GET", "/api/links/" + code + "/stats?granularity=year", auth(), 400, "granularity must be one of hour, day, week, month"},
-		{"GET", "/api/links/" + code + "/stats?granularity=day&granularity=hour", auth(), 400, "granularity given 2 times"},
+		{"GET", "/api/links/" + code + "/stats?granularity=day&granularity=hour", auth(), 400, "granularity: given 2 times"},
 		{"GET", "/api/links/" + code + "/stats?tz=Mars/Olympus", auth(), 400, `tz: unknown time zone "Mars/Olympus"`},
 		{"GET", "/api/links/" + code + "/stats?format=xml", auth(), 400, "format must be json or csv"},
 		{"GET", "/api/links/" + code + "/stats?tz=Local", auth(), 400, "tz must be an IANA time zone name"},

@@ -142,8 +142,8 @@ func (h *Handler) checkImportCode(code string) error {
 	if !link.ValidLookupCode(code) {
 		return refuse("code", "code must be 1 to %d of A-Z a-z 0-9 _ -", link.MaxCustomCodeLen)
 	}
-	if strings.EqualFold(code, h.reserved) || h.ui != nil && strings.EqualFold(code, h.ui.reserved) {
-		return refuse("code", "code '%s' is reserved", code)
+	if reason := h.reservedCode(code); reason != "" {
+		return refuse("code", "%s", reason)
 	}
 	return nil
 }

@@ -101,7 +101,8 @@ func TestQRCode(t *testing.T) {
 		{"size=1e3", "size must be"},
 		{"level=X", "level must be one of L, M, Q, H"},
 		{"level=l", "level must be one of"},
-		{"size=100&size=200", "size given 2 times"},
+		{"size=100&size=200", "size: given 2 times"},
+		{"level=", "level: empty"},
 	} {
 		w := serve(t, h, "GET", "/api/links/qrlink/qr?"+tc.query, "", auth()...)
 		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), tc.msg) {

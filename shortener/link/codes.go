@@ -38,10 +38,36 @@ func init() {
 	customChar['-'] = true
 }
 
+// APIWords are the fixed words of the API's paths (<api>/links,
+// <api>/links/export, <api>/links/batch, <api>/stats and a link's
+// /history, /stats and /qr): no link is created or imported with one as
+// its code, so that each API path has one meaning. Codes are case
+// sensitive, and so is this list.
+var APIWords = [...]string{"links", "export", "batch", "stats", "history", "qr"}
+
+// IsAPIWord reports whether code is one of APIWords.
+func IsAPIWord(code string) bool {
+	for _, w := range APIWords {
+		if code == w {
+			return true
+		}
+	}
+	return false
+}
+
 // RandomCode returns n characters drawn uniformly from Base62 with
-// crypto/rand. Random bytes of 248 or more are rejected so that every
-// character is equally likely (248 = 4*62).
+// crypto/rand, never one of APIWords. Random bytes of 248 or more are
+// rejected so that every character is equally likely (248 = 4*62).
 func RandomCode(n int) (string, error) {
+	for {
+		code, err := randomBase62(n)
+		if err != nil || !IsAPIWord(code) {
+			return code, err
+		}
+	}
+}
+
+func randomBase62(n int) (string, error) {
 	if n < 1 {
 		return "", fmt.Errorf("code length %d: must be at least 1", n)
 	}
