@@ -105,9 +105,14 @@ func toAny(ss []string) []any {
 // A server that refuses functions (an ACL without FCALL, or without
 // FUNCTION LOAD while the library is missing; Redis 6 answers both
 // "unknown command") gets the script: every decision is answered, the
-// first one included, and the runner stays on the script.
+// first one included, and the runner stays on the script. The server is
+// the test's own: deleting the library on a shared one races every other
+// test process loading it again.
 func TestDecideFunctionRefusedFallsBackToScript(t *testing.T) {
-	admin, prefix := testenv.Redis(t)
+	srv := testenv.StartRedis(t)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { admin.Close() })
+	prefix := "fn-" + testenv.RandomID(6)
 	for _, tc := range []struct {
 		name   string
 		deny   []string
