@@ -58,8 +58,9 @@ func (h *Handler) apiBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	return h.answerTx(ctx, w, r, claim, items, func(items []*createItem) link.IdemAnswer {
 		out := struct {
+			Mode    string             `json:"mode"` // the answers' discriminator, "import" in an import's
 			Results []link.BatchResult `json:"results"`
-		}{make([]link.BatchResult, len(items))}
+		}{"create", make([]link.BatchResult, len(items))}
 		for i, it := range items {
 			status, answered, err := h.itemAnswer(r, it)
 			out.Results[i] = link.BatchResult{Status: status, Link: answered}

@@ -13,7 +13,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
-func errorOf(t *testing.T, body []byte) string {
+func errorOf(t testing.TB, body []byte) string {
 	t.Helper()
 	var e map[string]string
 	if err := json.Unmarshal(body, &e); err != nil || e["error"] == "" {
