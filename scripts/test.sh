@@ -27,6 +27,10 @@ staticcheck() {
 step "go mod tidy" tidy
 step "go vet" go vet ./...
 step staticcheck staticcheck
+# The API document, linted by an independent linter (Redocly CLI, every
+# warning an error); the document's agreement with the server is checked
+# by the shortener's tests (openapi_check_test.go).
+step "openapi lint" bash scripts/openapi_lint.sh
 # The dashboard's browser tests (TestUIBrowser) need Chromium and
 # playwright-core: installed when missing; under CI=true failing to get
 # them fails the run, elsewhere those tests skip and say why.

@@ -27,260 +27,263 @@ func runSuite(t *testing.T, h Harness) {
 		return ctx
 	}
 
-	t.Run("Missing", func(t *testing.T) {
-		s, ctx := open(t), ctxFor(t)
-		if l, err := s.Get(ctx, "nope123"); !errors.Is(err, link.ErrNotFound) {
-			t.Errorf("Get(missing) = %+v, %v, want ErrNotFound", l, err)
-		}
-		if err := s.Revoke(ctx, "nope123", base); !errors.Is(err, link.ErrNotFound) {
-			t.Errorf("Revoke(missing) = %v, want ErrNotFound", err)
-		}
-		if _, err := s.Get(ctx, "nope123"); !errors.Is(err, link.ErrNotFound) {
-			t.Errorf("Get after Revoke(missing) = %v, want ErrNotFound (Revoke must not create)", err)
-		}
-	})
-
-	t.Run("RoundTrip", func(t *testing.T) {
-		s, ctx := open(t), ctxFor(t)
-		links := []link.Link{
-			{Code: "abc1234", LongURL: "https://example.com/a?b=c&d=e#f", CreatedAt: base},
-			{Code: "with-expiry_1", LongURL: "https://exämple.org/päth/ü?q=%20x", CreatedAt: base, ExpiresAt: base.Add(90 * time.Minute)},
-			{Code: "born-revoked", LongURL: "http://example.net/", CreatedAt: base, RevokedAt: base.Add(time.Second)},
-			{Code: "ABC1234", LongURL: "https://example.com/upper", CreatedAt: base.Add(time.Microsecond)},
-		}
-		createAndRead(t, ctx, s, links)
-		// Codes are case sensitive.
-		if _, err := s.Get(ctx, "aBc1234"); !errors.Is(err, link.ErrNotFound) {
-			t.Errorf("Get(%q) = %v, want ErrNotFound", "aBc1234", err)
-		}
-	})
-
-	t.Run("CreatedAtDefaultsToNow", func(t *testing.T) {
-		s, ctx := open(t), ctxFor(t)
-		before := time.Now().Add(-time.Second)
-		if err := s.Create(ctx, link.Link{Code: "nodate", LongURL: "https://example.com/"}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.Get(ctx, "nodate")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.CreatedAt.Before(before) || got.CreatedAt.After(time.Now().Add(time.Second)) {
-			t.Errorf("CreatedAt = %v, want about now", got.CreatedAt)
-		}
-	})
-
-	t.Run("RefusesEmpty", func(t *testing.T) {
-		s, ctx := open(t), ctxFor(t)
-		for _, l := range []link.Link{{LongURL: "https://example.com/"}, {Code: "nourl"}} {
-			if err := s.Create(ctx, l); err == nil || errors.Is(err, link.ErrCodeTaken) {
-				t.Errorf("Create(%+v) = %v, want an error", l, err)
-			}
-		}
-		if _, err := s.Get(ctx, "nourl"); !errors.Is(err, link.ErrNotFound) {
-			t.Errorf("Get(nourl) = %v, want ErrNotFound", err)
-		}
-	})
-
-	t.Run("Conflict", func(t *testing.T) {
-		s, ctx := open(t), ctxFor(t)
-		first := link.Link{Code: "taken", LongURL: "https://example.com/first", CreatedAt: base}
-		if err := s.Create(ctx, first); err != nil {
-			t.Fatal(err)
-		}
-		second := link.Link{Code: "taken", LongURL: "https://example.com/second", CreatedAt: base.Add(time.Hour), ExpiresAt: base.Add(2 * time.Hour)}
-		if err := s.Create(ctx, second); !errors.Is(err, link.ErrCodeTaken) {
-			t.Fatalf("Create(taken code) = %v, want ErrCodeTaken", err)
-		}
-		got, err := s.Get(ctx, "taken")
-		if err != nil {
-			t.Fatal(err)
-		}
-		AssertLink(t, got, first)
-	})
-
-	t.Run("Revoke", func(t *testing.T) {
-		s, ctx := open(t), ctxFor(t)
-		l := link.Link{Code: "revokeme", LongURL: "https://example.com/r", CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
-		if err := s.Create(ctx, l); err != nil {
-			t.Fatal(err)
-		}
-		at := base.Add(10 * time.Minute)
-		if err := s.Revoke(ctx, "revokeme", at); err != nil {
-			t.Fatalf("Revoke: %v", err)
-		}
-		// A second revocation succeeds and keeps the first time.
-		if err := s.Revoke(ctx, "revokeme", at.Add(time.Minute)); err != nil {
-			t.Fatalf("second Revoke: %v", err)
-		}
-		got, err := s.Get(ctx, "revokeme")
-		if err != nil {
-			t.Fatal(err)
-		}
-		l.RevokedAt = at
-		AssertLink(t, got, l)
-		if !got.Gone(base) {
-			t.Errorf("revoked link: Gone = false, want true")
-		}
-		// A revoked code stays taken.
-		err = s.Create(ctx, link.Link{Code: "revokeme", LongURL: "https://example.com/new", CreatedAt: base})
-		if !errors.Is(err, link.ErrCodeTaken) {
-			t.Errorf("Create(revoked code) = %v, want ErrCodeTaken", err)
-		}
-		if got, _ := s.Get(ctx, "revokeme"); got.LongURL != l.LongURL {
-			t.Errorf("after Create(revoked code): LongURL = %q, want %q", got.LongURL, l.LongURL)
-		}
-	})
-
-	t.Run("ConcurrentDistinctCreates", func(t *testing.T) {
-		s, ctx := open(t), ctxFor(t)
-		const n = 1000
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				errs[i] = s.Create(ctx, link.Link{Code: fmt.Sprintf("c%04d", i), LongURL: fmt.Sprintf("https://example.com/%d", i), CreatedAt: base})
-			})
-		}
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("Create(c%04d): %v", i, err)
-			}
-		}
-		for i := range n {
-			code := fmt.Sprintf("c%04d", i)
-			got, err := s.Get(ctx, code)
-			if err != nil {
-				t.Fatalf("Get(%q): %v", code, err)
-			}
-			if want := fmt.Sprintf("https://example.com/%d", i); got.LongURL != want {
-				t.Fatalf("Get(%q).LongURL = %q, want %q", code, got.LongURL, want)
-			}
-		}
-	})
-
-	t.Run("ConcurrentSameCode", func(t *testing.T) {
-		s, ctx := open(t), ctxFor(t)
-		const n = 200
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				errs[i] = s.Create(ctx, link.Link{Code: "race", LongURL: fmt.Sprintf("https://example.com/%d", i), CreatedAt: base})
-			})
-		}
-		close(start)
-		wg.Wait()
-		winner := -1
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				if winner >= 0 {
-					t.Fatalf("Create succeeded for both %d and %d", winner, i)
-				}
-				winner = i
-			case !errors.Is(err, link.ErrCodeTaken):
-				t.Fatalf("Create #%d: %v, want nil or ErrCodeTaken", i, err)
-			}
-		}
-		if winner < 0 {
-			t.Fatal("no Create succeeded")
-		}
-		got, err := s.Get(ctx, "race")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := fmt.Sprintf("https://example.com/%d", winner); got.LongURL != want {
-			t.Errorf("stored LongURL = %q, want the winner's %q", got.LongURL, want)
-		}
-	})
-
-	t.Run("NextBlock", func(t *testing.T) {
-		s, ctx := open(t), ctxFor(t)
-		first, err := s.NextBlock(ctx, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if first != 1 {
-			t.Errorf("first NextBlock(10) = %d, want 1", first)
-		}
-		if next, err := s.NextBlock(ctx, 1); err != nil || next != 11 {
-			t.Errorf("NextBlock(1) = %d, %v, want 11", next, err)
-		}
-		for _, size := range []int64{0, -5} {
-			if got, err := s.NextBlock(ctx, size); err == nil {
-				t.Errorf("NextBlock(%d) = %d, want an error", size, got)
-			}
-		}
-		if next, err := s.NextBlock(ctx, 1); err != nil || next != 12 {
-			t.Errorf("NextBlock(1) after refused sizes = %d, %v, want 12", next, err)
-		}
-	})
-
-	t.Run("ConcurrentNextBlock", func(t *testing.T) {
-		s, ctx := open(t), ctxFor(t)
-		type block struct{ first, size int64 }
-		sizes := []int64{1, 7, 1000, 64, 3}
-		const workers, each = 100, 4
-		var (
-			mu     sync.Mutex
-			blocks []block
-			wg     sync.WaitGroup
-		)
-		for w := range workers {
-			wg.Go(func() {
-				for i := range each {
-					size := sizes[(w+i)%len(sizes)]
-					first, err := s.NextBlock(ctx, size)
-					if err != nil {
-						t.Errorf("NextBlock(%d): %v", size, err)
-						return
-					}
-					mu.Lock()
-					blocks = append(blocks, block{first, size})
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		if t.Failed() {
-			return
-		}
-		sort.Slice(blocks, func(i, j int) bool { return blocks[i].first < blocks[j].first })
-		// The blocks tile [1, total] exactly: no overlap, and (nothing
-		// failed) no gap.
-		next := int64(1)
-		for _, b := range blocks {
-			if b.first != next {
-				t.Fatalf("block [%d, %d) follows ID %d: want it to start at %d", b.first, b.first+b.size, next-1, next)
-			}
-			next += b.size
-		}
-		if len(blocks) != workers*each {
-			t.Errorf("%d blocks, want %d", len(blocks), workers*each)
-		}
-	})
-
-	t.Run("Metadata", func(t *testing.T) {
-		s, ctx := open(t), ctxFor(t)
-		testMetadataRoundTrip(t, ctx, s, base)
-	})
-
+	for _, c := range coreChecks {
+		t.Run(c.name, func(t *testing.T) { c.check(t, ctxFor(t), open(t), base) })
+	}
 	t.Run("Rules", func(t *testing.T) { s := open(t); testRulesRoundTrip(t, ctxFor(t), s, base) })
 	t.Run("link.ServeCounter", func(t *testing.T) { s := open(t); testServeCounter(t, ctxFor(t), s, base) })
 	t.Run("Transactions", func(t *testing.T) { testTxStore(t, ctxFor(t), open(t), base) })
-
-	t.Run("ListsCodes", func(t *testing.T) {
-		s, ctx := open(t), ctxFor(t)
-		testCodeLister(t, ctx, s, base)
-	})
-
 	t.Run("ListsLinks", func(t *testing.T) { s := open(t); testLinkLister(t, ctxFor(t), h, s, base) })
 	testEdits(t, open, ctxFor, base)
 }
+
+// coreChecks are the checks of Store itself, each on a fresh store.
+var coreChecks = []struct {
+	name  string
+	check func(t *testing.T, ctx context.Context, s link.Store, base time.Time)
+}{
+	{"Missing", testMissing},
+	{"RoundTrip", testRoundTrip},
+	{"CreatedAtDefaultsToNow", testCreatedAtDefaultsToNow},
+	{"RefusesEmpty", testRefusesEmpty},
+	{"Conflict", testConflict},
+	{"Revoke", testRevoke},
+	{"ConcurrentDistinctCreates", testConcurrentDistinctCreates},
+	{"ConcurrentSameCode", testConcurrentSameCode},
+	{"NextBlock", testNextBlock},
+	{"ConcurrentNextBlock", testConcurrentNextBlock},
+	{"Metadata", testMetadataRoundTrip},
+	{"ListsCodes", testCodeLister},
+}
+
+func testMissing(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
+	if l, err := s.Get(ctx, "nope123"); !errors.Is(err, link.ErrNotFound) {
+		t.Errorf("Get(missing) = %+v, %v, want ErrNotFound", l, err)
+	}
+	if err := s.Revoke(ctx, "nope123", base); !errors.Is(err, link.ErrNotFound) {
+		t.Errorf("Revoke(missing) = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Get(ctx, "nope123"); !errors.Is(err, link.ErrNotFound) {
+		t.Errorf("Get after Revoke(missing) = %v, want ErrNotFound (Revoke must not create)", err)
+	}
+}
+
+func testRoundTrip(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
+	links := []link.Link{
+		{Code: "abc1234", LongURL: "https://example.com/a?b=c&d=e#f", CreatedAt: base},
+		{Code: "with-expiry_1", LongURL: "https://exämple.org/päth/ü?q=%20x", CreatedAt: base, ExpiresAt: base.Add(90 * time.Minute)},
+		{Code: "born-revoked", LongURL: "http://example.net/", CreatedAt: base, RevokedAt: base.Add(time.Second)},
+		{Code: "ABC1234", LongURL: "https://example.com/upper", CreatedAt: base.Add(time.Microsecond)},
+	}
+	createAndRead(t, ctx, s, links)
+	// Codes are case sensitive.
+	if _, err := s.Get(ctx, "aBc1234"); !errors.Is(err, link.ErrNotFound) {
+		t.Errorf("Get(%q) = %v, want ErrNotFound", "aBc1234", err)
+	}
+}
+
+func testCreatedAtDefaultsToNow(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
+	before := time.Now().Add(-time.Second)
+	if err := s.Create(ctx, link.Link{Code: "nodate", LongURL: "https://example.com/"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "nodate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.CreatedAt.Before(before) || got.CreatedAt.After(time.Now().Add(time.Second)) {
+		t.Errorf("CreatedAt = %v, want about now", got.CreatedAt)
+	}
+}
+
+func testRefusesEmpty(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
+	for _, l := range []link.Link{{LongURL: "https://example.com/"}, {Code: "nourl"}} {
+		if err := s.Create(ctx, l); err == nil || errors.Is(err, link.ErrCodeTaken) {
+			t.Errorf("Create(%+v) = %v, want an error", l, err)
+		}
+	}
+	if _, err := s.Get(ctx, "nourl"); !errors.Is(err, link.ErrNotFound) {
+		t.Errorf("Get(nourl) = %v, want ErrNotFound", err)
+	}
+}
+
+func testConflict(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
+	first := link.Link{Code: "taken", LongURL: "https://example.com/first", CreatedAt: base}
+	if err := s.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	second := link.Link{Code: "taken", LongURL: "https://example.com/second", CreatedAt: base.Add(time.Hour), ExpiresAt: base.Add(2 * time.Hour)}
+	if err := s.Create(ctx, second); !errors.Is(err, link.ErrCodeTaken) {
+		t.Fatalf("Create(taken code) = %v, want ErrCodeTaken", err)
+	}
+	got, err := s.Get(ctx, "taken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	AssertLink(t, got, first)
+}
+
+func testRevoke(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
+	l := link.Link{Code: "revokeme", LongURL: "https://example.com/r", CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
+	if err := s.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	at := base.Add(10 * time.Minute)
+	if err := s.Revoke(ctx, "revokeme", at); err != nil {
+		t.Fatalf("Revoke: %v", err)
+	}
+	// A second revocation succeeds and keeps the first time.
+	if err := s.Revoke(ctx, "revokeme", at.Add(time.Minute)); err != nil {
+		t.Fatalf("second Revoke: %v", err)
+	}
+	got, err := s.Get(ctx, "revokeme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.RevokedAt = at
+	AssertLink(t, got, l)
+	if !got.Gone(base) {
+		t.Errorf("revoked link: Gone = false, want true")
+	}
+	// A revoked code stays taken.
+	err = s.Create(ctx, link.Link{Code: "revokeme", LongURL: "https://example.com/new", CreatedAt: base})
+	if !errors.Is(err, link.ErrCodeTaken) {
+		t.Errorf("Create(revoked code) = %v, want ErrCodeTaken", err)
+	}
+	if got, _ := s.Get(ctx, "revokeme"); got.LongURL != l.LongURL {
+		t.Errorf("after Create(revoked code): LongURL = %q, want %q", got.LongURL, l.LongURL)
+	}
+}
+
+func testConcurrentDistinctCreates(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
+	const n = 1000
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = s.Create(ctx, link.Link{Code: fmt.Sprintf("c%04d", i), LongURL: fmt.Sprintf("https://example.com/%d", i), CreatedAt: base})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Create(c%04d): %v", i, err)
+		}
+	}
+	for i := range n {
+		code := fmt.Sprintf("c%04d", i)
+		got, err := s.Get(ctx, code)
+		if err != nil {
+			t.Fatalf("Get(%q): %v", code, err)
+		}
+		if want := fmt.Sprintf("https://example.com/%d", i); got.LongURL != want {
+			t.Fatalf("Get(%q).LongURL = %q, want %q", code, got.LongURL, want)
+		}
+	}
+}
+
+func testConcurrentSameCode(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
+	const n = 200
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = s.Create(ctx, link.Link{Code: "race", LongURL: fmt.Sprintf("https://example.com/%d", i), CreatedAt: base})
+		})
+	}
+	close(start)
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if winner >= 0 {
+				t.Fatalf("Create succeeded for both %d and %d", winner, i)
+			}
+			winner = i
+		case !errors.Is(err, link.ErrCodeTaken):
+			t.Fatalf("Create #%d: %v, want nil or ErrCodeTaken", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no Create succeeded")
+	}
+	got, err := s.Get(ctx, "race")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("https://example.com/%d", winner); got.LongURL != want {
+		t.Errorf("stored LongURL = %q, want the winner's %q", got.LongURL, want)
+	}
+}
+
+func testNextBlock(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
+	first, err := s.NextBlock(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first != 1 {
+		t.Errorf("first NextBlock(10) = %d, want 1", first)
+	}
+	if next, err := s.NextBlock(ctx, 1); err != nil || next != 11 {
+		t.Errorf("NextBlock(1) = %d, %v, want 11", next, err)
+	}
+	for _, size := range []int64{0, -5} {
+		if got, err := s.NextBlock(ctx, size); err == nil {
+			t.Errorf("NextBlock(%d) = %d, want an error", size, got)
+		}
+	}
+	if next, err := s.NextBlock(ctx, 1); err != nil || next != 12 {
+		t.Errorf("NextBlock(1) after refused sizes = %d, %v, want 12", next, err)
+	}
+}
+
+func testConcurrentNextBlock(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
+	type block struct{ first, size int64 }
+	sizes := []int64{1, 7, 1000, 64, 3}
+	const workers, each = 100, 4
+	var (
+		mu     sync.Mutex
+		blocks []block
+		wg     sync.WaitGroup
+	)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				size := sizes[(w+i)%len(sizes)]
+				first, err := s.NextBlock(ctx, size)
+				if err != nil {
+					t.Errorf("NextBlock(%d): %v", size, err)
+					return
+				}
+				mu.Lock()
+				blocks = append(blocks, block{first, size})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	sort.Slice(blocks, func(i, j int) bool { return blocks[i].first < blocks[j].first })
+	// The blocks tile [1, total] exactly: no overlap, and (nothing
+	// failed) no gap.
+	next := int64(1)
+	for _, b := range blocks {
+		if b.first != next {
+			t.Fatalf("block [%d, %d) follows ID %d: want it to start at %d", b.first, b.first+b.size, next-1, next)
+		}
+		next += b.size
+	}
+	if len(blocks) != workers*each {
+		t.Errorf("%d blocks, want %d", len(blocks), workers*each)
+	}
+}
+
+
 
 // testCodeLister checks CodeLister on an empty store s: the full listing
 // in byte order page by page, the creation order, and LastSeq.
