@@ -283,8 +283,6 @@ func testConcurrentNextBlock(t *testing.T, ctx context.Context, s link.Store, ba
 	}
 }
 
-
-
 // testCodeLister checks CodeLister on an empty store s: the full listing
 // in byte order page by page, the creation order, and LastSeq.
 func testCodeLister(t *testing.T, ctx context.Context, s link.Store, base time.Time) {
