@@ -130,6 +130,9 @@ func newHandler(t testing.TB, s link.Store, configure func(*Handler)) *Handler {
 	if configure != nil {
 		configure(h)
 	}
+	if h.dataDir == "" {
+		h.dataDir = t.TempDir() // the dashboard's generated secret
+	}
 	h.store = s
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	if err := h.Provision(ctx); err != nil {

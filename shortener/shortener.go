@@ -170,6 +170,23 @@ type Handler struct {
 	// Default: `1h` (or ui_session_max_age when shorter).
 	UISessionIdle caddy.Duration `json:"ui_session_idle,omitempty"`
 
+	// The secret that signs the dashboard's session cookies (HKDF-SHA-256
+	// keys), 32 bytes or more, never kept in the link store; placeholders
+	// (`{env.*}`, `{file.*}`) expanded at provision. Instances serving one
+	// site share it. Default: none (see ui_secret_file).
+	UISecret string `json:"ui_secret,omitempty"`
+
+	// A file holding the secret instead (without its trailing line break).
+	// Default: with neither, a random secret created once in Caddy's data
+	// directory (`edgekit/shortener_ui_session.key`, mode 0600).
+	UISecretFile string `json:"ui_secret_file,omitempty"`
+
+	// The secret before a rotation: it verifies the cookies of the sessions
+	// it began (re-issued under the new one at their next use), never signs.
+	// Remove it ui_session_max_age after the rotation. Placeholders as
+	// ui_secret; one that expands to nothing means none.
+	UIPreviousSecret string `json:"ui_previous_secret,omitempty"`
+
 	// Adds `X-Shortener-Source: local|redis|store` to redirects and 404s
 	// (opt-in, for debugging caches).
 	SourceHeader bool `json:"source_header,omitempty"`
@@ -281,6 +298,7 @@ type Handler struct {
 	baseURL      *url.URL
 	reserved     string // first segment of the API path: not a custom code
 	ui           *uiConfig
+	dataDir      string // tests: Caddy's data directory for the ui's generated secret
 	openAPI      []byte // openapi.json with the API mount as its server
 	blocks       *blockAllocator
 	clicks       *clicks.Recorder // nil: clicks are not counted
@@ -339,7 +357,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.cache.useStore(h.store, h.logger)
 	if h.UI != "" {
-		h.provisionUI(ctx)
+		if err := h.provisionUI(ctx, repl); err != nil {
+			return err
+		}
 	}
 	if err := h.startCodeFilter(ctx); err != nil {
 		return err
@@ -440,6 +460,7 @@ func (h *Handler) Cleanup() error {
 	if h.cache != nil {
 		h.cache.close()
 	}
+	unregisterUI(h)
 	if h.rdb != nil {
 		errs = append(errs, h.rdb.Release())
 		h.rdb = nil

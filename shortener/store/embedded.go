@@ -132,8 +132,10 @@ func OpenEmbeddedTimeout(path string, timeout time.Duration) (*EmbeddedStore, er
 		if err := ensureCreatedIndex(tx); err != nil {
 			return err
 		}
-		_, err := tx.CreateBucketIfNotExists(embeddedMeta)
-		return err
+		if _, err := tx.CreateBucketIfNotExists(embeddedMeta); err != nil {
+			return err
+		}
+		return initSessions(tx)
 	})
 	if err != nil {
 		db.Close()

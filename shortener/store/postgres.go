@@ -1,7 +1,7 @@
 // Package store holds the shortener's two link stores, PostgreSQL (with
 // its migrations, applied under an advisory lock) and embedded (one bbolt
 // file), each with its click sink (rollups, dimensions, visitor sketches,
-// retention), idempotency records, imports and shared secrets. Both
+// retention), idempotency records, imports and dashboard sessions. Both
 // implement the contracts of package link and package clicks. It imports
 // nothing of Caddy or zap.
 package store
