@@ -19,10 +19,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/internal/usagepool"
 )
 
@@ -59,6 +57,13 @@ type Config struct {
 	// Connections per node. Default: go-redis's default (10 per CPU).
 	PoolSize int `json:"pool_size,omitempty"`
 
+	// Idle connections kept open per node, dialled in the background: at
+	// start, when connections drop, and by the rate limiter before it lets
+	// requests back in after an outage, so a burst of requests finds them
+	// ready instead of dialling. 1 to 1000, and at most `pool_size` when
+	// set. Default: `2`.
+	MinIdleConns int `json:"min_idle_conns,omitempty"`
+
 	// Timeouts of one connection. Defaults: `1s` to dial, `500ms` to read and write.
 	DialTimeout  caddy.Duration `json:"dial_timeout,omitempty"`
 	ReadTimeout  caddy.Duration `json:"read_timeout,omitempty"`
@@ -71,6 +76,7 @@ type Config struct {
 // Default connection timeouts: short, because both modules sit on the
 // request path and have their own per-call deadlines on top.
 const (
+	DefaultMinIdleConns = 2
 	DefaultDialTimeout  = time.Second
 	DefaultReadTimeout  = 500 * time.Millisecond
 	DefaultWriteTimeout = 500 * time.Millisecond
@@ -119,10 +125,30 @@ func (c Config) checkShape() error {
 	if c.PoolSize < 0 {
 		return fmt.Errorf("redis: invalid pool_size '%d': must be a non-negative integer", c.PoolSize)
 	}
+	if c.MinIdleConns < 0 || c.MinIdleConns > maxMinIdleConns {
+		return fmt.Errorf("redis: invalid min_idle_conns '%d': must be 1 to %d", c.MinIdleConns, maxMinIdleConns)
+	}
+	if c.PoolSize > 0 && c.MinIdleConns > c.PoolSize {
+		return fmt.Errorf("redis: invalid min_idle_conns '%d': must be at most pool_size (%d)", c.MinIdleConns, c.PoolSize)
+	}
 	if c.DB != 0 && c.isCluster() {
 		return errors.New("redis: db must be 0 with Redis Cluster")
 	}
 	return nil
+}
+
+// maxMinIdleConns bounds min_idle_conns.
+const maxMinIdleConns = 1000
+
+// IdleConns is min_idle_conns or its default.
+func (c Config) IdleConns() int {
+	if c.MinIdleConns > 0 {
+		return c.MinIdleConns
+	}
+	if c.PoolSize > 0 {
+		return min(DefaultMinIdleConns, c.PoolSize)
+	}
+	return DefaultMinIdleConns
 }
 
 func (c Config) isCluster() bool {
@@ -138,6 +164,7 @@ func (c Config) Options() (*redis.UniversalOptions, error) {
 		Password:     c.Password,
 		DB:           c.DB,
 		PoolSize:     c.PoolSize,
+		MinIdleConns: c.IdleConns(),
 		DialTimeout:  durationOr(c.DialTimeout, DefaultDialTimeout),
 		ReadTimeout:  durationOr(c.ReadTimeout, DefaultReadTimeout),
 		WriteTimeout: durationOr(c.WriteTimeout, DefaultWriteTimeout),
@@ -147,6 +174,10 @@ func (c Config) Options() (*redis.UniversalOptions, error) {
 		// A decision must fail fast so the caller's failure mode applies;
 		// retries would multiply the deadline.
 		MaxRetries: 1,
+		// A refused dial is reported at once, not after four more tries
+		// 100ms apart: the caller's deadline would end first, and the
+		// rate limiter tells a dial that failed from a decision that did.
+		DialerRetries: 1,
 	}
 	if c.URL != "" {
 		u, err := url.Parse(c.URL)
@@ -279,127 +310,6 @@ func (c Config) Describe() string {
 	default:
 		return strings.Join(c.Addresses, ",")
 	}
-}
-
-// UnmarshalCaddyfile reads the `redis` subdirective at the dispenser's
-// current token, in either form:
-//
-//	redis <url>
-//	redis {
-//	    url           <url>
-//	    addresses     <host:port...>
-//	    master_name   <name>
-//	    cluster
-//	    username      <user>
-//	    password      <password>
-//	    db            <n>
-//	    tls
-//	    pool_size     <n>
-//	    dial_timeout  <duration>
-//	    read_timeout  <duration>
-//	    write_timeout <duration>
-//	    key_prefix    <prefix>
-//	}
-func (c *Config) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	if d.NextArg() {
-		c.URL = d.Val()
-		if d.NextArg() {
-			return d.ArgErr()
-		}
-		if d.NextBlock(d.Nesting()) {
-			return d.Err("redis takes either a url argument or a block, not both")
-		}
-		return nil
-	}
-	if err := configBlock.Parse(d, c); err != nil {
-		return err
-	}
-	return cfparse.At(d, c.checkShape())
-}
-
-// configBlock is the subdirectives of `redis { ... }`.
-var configBlock = cfparse.Block[Config]{
-	Kind: "redis subdirective",
-	Subdirectives: cfparse.Table[Config]{
-		"url":           func(c *Config, d *caddyfile.Dispenser) error { return stringArg(d, &c.URL) },
-		"addresses":     (*Config).unmarshalAddresses,
-		"master_name":   func(c *Config, d *caddyfile.Dispenser) error { return stringArg(d, &c.MasterName) },
-		"cluster":       func(c *Config, d *caddyfile.Dispenser) error { return flag(d, &c.Cluster) },
-		"username":      func(c *Config, d *caddyfile.Dispenser) error { return stringArg(d, &c.Username) },
-		"password":      func(c *Config, d *caddyfile.Dispenser) error { return stringArg(d, &c.Password) },
-		"db":            func(c *Config, d *caddyfile.Dispenser) error { return intArg(d, &c.DB) },
-		"tls":           func(c *Config, d *caddyfile.Dispenser) error { return flag(d, &c.TLS) },
-		"pool_size":     func(c *Config, d *caddyfile.Dispenser) error { return intArg(d, &c.PoolSize) },
-		"dial_timeout":  func(c *Config, d *caddyfile.Dispenser) error { return durationArg(d, &c.DialTimeout) },
-		"read_timeout":  func(c *Config, d *caddyfile.Dispenser) error { return durationArg(d, &c.ReadTimeout) },
-		"write_timeout": func(c *Config, d *caddyfile.Dispenser) error { return durationArg(d, &c.WriteTimeout) },
-		"key_prefix":    func(c *Config, d *caddyfile.Dispenser) error { return stringArg(d, &c.KeyPrefix) },
-	},
-}
-
-// unmarshalAddresses reads `addresses <host:port...>`.
-func (c *Config) unmarshalAddresses(d *caddyfile.Dispenser) error {
-	addrs, err := cfparse.Args(d)
-	if err != nil {
-		return err
-	}
-	c.Addresses = addrs
-	return nil
-}
-
-// stringArg reads the one argument of the current subdirective into dst.
-func stringArg(d *caddyfile.Dispenser, dst *string) error {
-	v, err := cfparse.OneArg(d)
-	if err != nil {
-		return err
-	}
-	*dst = v
-	return nil
-}
-
-// intArg reads the one argument of the current subdirective into dst as
-// an integer; its value is judged before any second argument.
-func intArg(d *caddyfile.Dispenser, dst *int) error {
-	name := d.Val()
-	if !d.NextArg() {
-		return d.ArgErr()
-	}
-	n, err := cfparse.Int(d, name, d.Val())
-	if err != nil {
-		return err
-	}
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	*dst = n
-	return nil
-}
-
-// durationArg reads the one argument of the current subdirective into dst
-// as a duration > 0; its value is judged before any second argument.
-func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
-	name := d.Val()
-	if !d.NextArg() {
-		return d.ArgErr()
-	}
-	dur, err := cfparse.PositiveDuration(d, name, d.Val())
-	if err != nil {
-		return err
-	}
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	*dst = caddy.Duration(dur)
-	return nil
-}
-
-// flag sets dst for the current subdirective, which takes no argument.
-func flag(d *caddyfile.Dispenser, dst *bool) error {
-	if err := cfparse.NoArgs(d); err != nil {
-		return err
-	}
-	*dst = true
-	return nil
 }
 
 // pool shares clients across handlers and config reloads: a new config that

@@ -27,13 +27,14 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			password {env.REDIS_PASSWORD}
 			tls
 			pool_size 50
+			min_idle_conns 4
 			dial_timeout 2s
 			read_timeout 100ms
 			write_timeout 100ms
 			key_prefix rl
 		}`, want: Config{
 			Addresses: []string{"10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000"},
-			Username:  "app", Password: "{env.REDIS_PASSWORD}", TLS: true, PoolSize: 50,
+			Username:  "app", Password: "{env.REDIS_PASSWORD}", TLS: true, PoolSize: 50, MinIdleConns: 4,
 			DialTimeout: caddy.Duration(2 * time.Second), ReadTimeout: caddy.Duration(100 * time.Millisecond),
 			WriteTimeout: caddy.Duration(100 * time.Millisecond), KeyPrefix: "rl",
 		}},
@@ -54,6 +55,9 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{name: "duplicate", input: "redis {\nurl redis://x\nurl redis://y\n}", wantErr: "duplicate redis subdirective 'url'"},
 		{name: "bad db", input: "redis {\nurl redis://x\ndb -1\n}", wantErr: "invalid db '-1'"},
 		{name: "bad pool", input: "redis {\nurl redis://x\npool_size many\n}", wantErr: "invalid pool_size 'many'"},
+		{name: "min idle zero", input: "redis {\nurl redis://x\nmin_idle_conns 0\n}", wantErr: "invalid min_idle_conns '0': must be 1 to 1000, at Testfile:3"},
+		{name: "min idle past bound", input: "redis {\nurl redis://x\nmin_idle_conns 1001\n}", wantErr: "invalid min_idle_conns '1001': must be 1 to 1000"},
+		{name: "min idle past pool", input: "redis {\nurl redis://x\npool_size 4\nmin_idle_conns 5\n}", wantErr: "invalid min_idle_conns '5': must be at most pool_size (4)"},
 		{name: "bad timeout", input: "redis {\nurl redis://x\nread_timeout soon\n}", wantErr: "invalid read_timeout 'soon'"},
 		{name: "tls arg", input: "redis {\nurl redis://x\ntls yes\n}", wantErr: "wrong argument count"},
 		{name: "addresses none", input: "redis {\naddresses\n}", wantErr: "wrong argument count"},

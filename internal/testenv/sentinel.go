@@ -427,6 +427,15 @@ func (c *Cluster) KillMaster(key string) {
 	}
 }
 
+// RestartNode starts a killed node again and waits until the cluster is
+// healthy with it (a killed master comes back as a replica of the node
+// promoted in its place).
+func (c *Cluster) RestartNode(n *RedisNode) {
+	c.t.Helper()
+	n.start()
+	c.waitHealthy(30 * time.Second)
+}
+
 // okWithout: every live node but dead reports cluster_state:ok.
 func (c *Cluster) okWithout(dead *RedisNode) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
