@@ -127,7 +127,7 @@ func (s *RedisStore) DecideWithin(ctx context.Context, timeout time.Duration, as
 	}
 	now, vals, err := s.co.decideAsks(ctx, timeout, asks, ps)
 	if err != nil {
-		return nil, fmt.Errorf("ratelimit script: %w", err)
+		return nil, fmt.Errorf("ratelimit script: %w", notReady(err))
 	}
 	return decodeResults(now, vals, len(asks))
 }
@@ -251,7 +251,7 @@ func (s *RedisStore) decide(ctx context.Context, timeout time.Duration, asks []A
 	keys, args := scriptArgs(asks, ps)
 	now, vals, err := s.eval(ctx, timeout, keys, args)
 	if err != nil {
-		return nil, 0, fmt.Errorf("ratelimit script: %w", err)
+		return nil, 0, fmt.Errorf("ratelimit script: %w", notReady(err))
 	}
 	res, err := decodeResults(now, vals, len(asks))
 	return res, now, err

@@ -132,6 +132,21 @@ func (r *scriptRunner) load(ctx context.Context) bool {
 	return false
 }
 
+// prepare makes the server (every master of a Cluster) hold the library,
+// or the script when it refuses functions, so that the next call runs
+// at once: after a restart or a failover the server has neither.
+func (r *scriptRunner) prepare(ctx context.Context) error {
+	if r.mode.Load() == runFunction && r.load(ctx) {
+		return nil
+	}
+	if cc, ok := r.c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return decideScript.Load(ctx, c).Err()
+		})
+	}
+	return decideScript.Load(ctx, r.c).Err()
+}
+
 // unanswered reports whether the function call that ended with err has
 // to be made as the script: the server refused functions, or the library
 // could not be loaded.
