@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -69,13 +70,28 @@ type breaker struct {
 	mu        sync.Mutex
 	openUntil time.Time
 	probing   bool
+
+	// rec, when the store can say it is ready again (Redis), replaces the
+	// probe by a request with a probe of the store's own (see recovery).
+	rec   *recovery
+	round *probeRound // the probe running
+	next  *probeRound // the requests waiting for the probe after it
+	// waits: requests wait for the probe's verdict, the store having
+	// refused connections (else they get their failure mode at once)
+	waits bool
 }
 
 // allow reports whether a request may call the store, and whether it is
-// the probe (which must end in success, failure or release).
-func (b *breaker) allow() (ok, probe bool) {
+// the probe (which must end in success, failure or release). With a
+// recovery, an open breaker makes the request wait for the verdict of a
+// probe that starts after it arrived (see recovery.go); it is never the
+// probe itself.
+func (b *breaker) allow(ctx context.Context) (ok, probe bool) {
 	if !b.open.Load() {
 		return true, false
+	}
+	if b.rec != nil {
+		return b.await(ctx), false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -125,13 +141,18 @@ func (b *breaker) success(probe bool) {
 		return
 	}
 	b.mu.Lock()
+	b.closeLocked()
+	b.mu.Unlock()
+}
+
+// closeLocked closes the breaker with a clean slate; b.mu is held.
+func (b *breaker) closeLocked() {
 	b.open.Store(false)
 	b.probing = false
 	for i := range b.seconds { // a fresh start: old failures do not count
 		b.seconds[i].ok.Store(0)
 		b.seconds[i].fail.Store(0)
 	}
-	b.mu.Unlock()
 }
 
 // failure records a store call that failed; it opens the breaker when the
@@ -154,6 +175,7 @@ func (b *breaker) failure(probe bool) {
 		b.open.Store(true)
 		b.openUntil = now.Add(breakerCooldown)
 		b.probing = false
+		b.waits = false
 	}
 	b.mu.Unlock()
 }

@@ -55,7 +55,7 @@ func TestBreakerFailureRatio(t *testing.T) {
 	}
 	// A successful probe closes it with a clean slate.
 	c.Add(breakerCooldown)
-	if ok, probe := b.allow(); !ok || !probe {
+	if ok, probe := b.allow(context.Background()); !ok || !probe {
 		t.Fatalf("after the cooldown: allow = %v, probe = %v; want the probe", ok, probe)
 	}
 	b.success(true)

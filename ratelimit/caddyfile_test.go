@@ -388,6 +388,7 @@ func TestCaddyfileAdaptGolden(t *testing.T) {
 		redis {
 			url {env.REDIS_URL}
 			key_prefix edge
+			min_idle_conns 4
 		}
 		timeout 20ms
 		instances 3

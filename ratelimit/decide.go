@@ -384,7 +384,7 @@ func (h *Handler) callStore(parent context.Context, asks []limiter.Ask, start ti
 		}
 		return results, nil
 	}
-	ok, probe := h.breaker.allow()
+	ok, probe := h.breaker.allow(parent)
 	if !ok {
 		return nil, errBreakerOpen
 	}
@@ -406,10 +406,17 @@ func (h *Handler) callStore(parent context.Context, asks []limiter.Ask, start ti
 		// A client that went away is not a store failure, nor an Ask
 		// the store refused to decide, nor a decision this process was
 		// too loaded to send.
-		if parent.Err() == nil && !errors.Is(err, limiter.ErrInvalidAsk) && !errors.Is(err, limiter.ErrOverloaded) {
+		switch {
+		case errors.Is(err, limiter.ErrNotReady) && h.breaker.rec != nil:
+			// No connection: dialling is not deciding. No failure is
+			// counted; the requests after it wait for the store to be
+			// ready (see recovery.go).
+			metrics.storeErrors.Inc()
+			h.breaker.notReady()
+		case parent.Err() == nil && !errors.Is(err, limiter.ErrInvalidAsk) && !errors.Is(err, limiter.ErrOverloaded):
 			metrics.storeErrors.Inc()
 			h.breaker.failure(probe)
-		} else {
+		default:
 			h.breaker.release(probe) // no verdict on the store
 		}
 		return nil, fmt.Errorf("rate limit store: %w", err)

@@ -26,8 +26,8 @@ func TestFloodAcceptance(t *testing.T) {
 	}
 	next := new(statusHandler)
 	// A running Caddy: each instance has decided before, concurrently, so
-	// its connections are up and the script is cached (a cold pool under
-	// a crowd is a known limit: see docs/failure-modes.md).
+	// its connections are up and the script is cached (recovery from a
+	// cold pool is TestChaosRecoveryRedisRestart's).
 	warm := concurrently(t, 60, func(i int) int {
 		return do(hs[i%len(hs)], next, get("/", "X-API-Key", "warm-"+testenv.RandomID(6))).status
 	})

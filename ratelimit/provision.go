@@ -116,7 +116,11 @@ func (h *Handler) provisionStore(ctx caddy.Context) (deny bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("redis %s: %w", cfg.Describe(), err)
 	}
-	h.store = limiter.NewRedisStore(h.client.UniversalClient)
+	store := limiter.NewRedisStore(h.client.UniversalClient)
+	h.store = store
+	h.breaker.rec = &recovery{store: store, conns: cfg.IdleConns(),
+		dial: time.Duration(cmp.Or(cfg.DialTimeout, caddy.Duration(redispool.DefaultDialTimeout))),
+		read: time.Duration(cmp.Or(cfg.ReadTimeout, caddy.Duration(redispool.DefaultReadTimeout)))}
 	// On a cluster, zones in several slots are charged and refunded
 	// separately: a refusal may then be due to another request's passing
 	// charge, which must not be remembered (see denyCache).

@@ -52,7 +52,11 @@ type Handler struct {
 	// same algorithm at `events/instances`. A zone's `on_error` overrides
 	// it. When at least 5 store calls failed over the current and the
 	// previous second and they are at least half of the calls, the store is
-	// skipped for 1s, then probed again. Default: `open`.
+	// skipped for 1s, then probed again; a probe that finds the store
+	// answering dials the redis block's `min_idle_conns` before requests
+	// return to it. A decision that found no connection (a refused dial)
+	// is not counted: the requests after it wait for such a probe.
+	// Default: `open`.
 	OnError string `json:"on_error,omitempty"`
 
 	// How many Caddy instances share the quotas: the `local` fallback gives
