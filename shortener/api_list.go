@@ -69,27 +69,16 @@ func (h *Handler) listedResponse(r *http.Request, l link.ListedLink) link.Respon
 	return out
 }
 
-// parseListQuery judges the query string of GET <api>/links. Each bad
-// parameter is a 400 naming it: a value out of bounds, or a parameter
-// given twice. An empty value stands for the default. Parameters it does
-// not know are ignored, as Shlink and Dub do (clients add cache busters
-// and tracking parameters).
+// parseListQuery judges the query string of GET <api>/links, which
+// checkQuery passed (each parameter once, none empty). Each bad value is
+// a 400 naming its parameter. Parameters it does not know are ignored, as
+// Shlink and Dub do (clients add cache busters and tracking parameters).
 func parseListQuery(raw string) (link.ListQuery, error) {
 	vals, err := url.ParseQuery(raw)
 	if err != nil {
 		return link.ListQuery{}, apiErr(http.StatusBadRequest, "query string: %v", err)
 	}
 	var q link.ListQuery
-	get := func(name string) (string, error) {
-		v := vals[name]
-		if len(v) > 1 {
-			return "", apiErr(http.StatusBadRequest, "%s: given %d times, at most once is allowed", name, len(v))
-		}
-		if len(v) == 0 {
-			return "", nil
-		}
-		return v[0], nil
-	}
 	for _, p := range []struct {
 		name  string
 		check func(string) error
@@ -101,10 +90,7 @@ func parseListQuery(raw string) (link.ListQuery, error) {
 		{"limit", func(v string) (err error) { q.Limit, err = parseListLimit(v); return err }},
 		{"cursor", func(v string) error { q.Cursor = v; return nil }},
 	} {
-		v, err := get(p.name)
-		if err != nil {
-			return link.ListQuery{}, err
-		}
+		v := vals.Get(p.name) // once, and "" only when absent: checkQuery
 		if v == "" {
 			continue
 		}

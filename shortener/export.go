@@ -99,18 +99,14 @@ func (h *Handler) cutExport(err error) error {
 
 // parseExportQuery judges format (ndjson or csv, default ndjson), status
 // (as in a listing, default all) and with_stats (0 or 1, default 0; 1 only
-// with ndjson); other parameters are ignored.
+// with ndjson), each once and not empty (checkQuery); other parameters
+// are ignored.
 func parseExportQuery(raw string) (format, status string, withStats bool, err error) {
 	vals, err := url.ParseQuery(raw)
 	if err != nil {
 		return "", "", false, apiErr(http.StatusBadRequest, "query string: %v", err)
 	}
 	format, status = "ndjson", link.StatusAll
-	for _, name := range []string{"format", "status", "with_stats"} {
-		if len(vals[name]) > 1 {
-			return "", "", false, apiErr(http.StatusBadRequest, "%s: given %d times, at most once is allowed", name, len(vals[name]))
-		}
-	}
 	switch v := vals.Get("format"); v {
 	case "":
 	case "ndjson", "csv":

@@ -159,7 +159,8 @@ var nextHandler = caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Requ
 })
 
 // serve runs one request through h like Caddy would, turning a returned
-// caddyhttp.HandlerError into its status.
+// caddyhttp.HandlerError into its status. header is name, value pairs,
+// each setting its header; a name ending in "+" adds a value instead.
 func serve(t testing.TB, h *Handler, method, target, body string, header ...string) *httptest.ResponseRecorder {
 	t.Helper()
 	var rb io.Reader
@@ -171,7 +172,11 @@ func serve(t testing.TB, h *Handler, method, target, body string, header ...stri
 	}
 	r := httptest.NewRequest(method, target, rb)
 	for i := 0; i+1 < len(header); i += 2 {
-		r.Header.Set(header[i], header[i+1])
+		if name, ok := strings.CutSuffix(header[i], "+"); ok {
+			r.Header.Add(name, header[i+1]) // "Name+": one more value, not a replacement
+		} else {
+			r.Header.Set(header[i], header[i+1])
+		}
 	}
 	repl := caddy.NewReplacer()
 	r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl))
