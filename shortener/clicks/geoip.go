@@ -23,6 +23,7 @@ var geoProbes = [...]netip.Addr{netip.MustParseAddr("1.1.1.1"), netip.MustParseA
 // cannot change or fault (as a memory map would) what a lookup reads.
 type GeoDB struct {
 	R      *maxminddb.Reader
+	data   []byte      // the file's bytes, which R reads (never changed)
 	info   os.FileInfo // the file as it was stated before it was read
 	Ipinfo bool        // records of IPinfo's shape (ipinfoRecord)
 	cache  map[uintptr]geoValues
@@ -73,11 +74,18 @@ func openGeoDB(path string) (*GeoDB, error) {
 	if len(data) > maxGeoIPBytes {
 		return nil, fmt.Errorf("larger than %d bytes", maxGeoIPBytes)
 	}
+	return openGeoBytes(data, info)
+}
+
+// openGeoBytes opens and checks a GeoIP file's bytes (info: the file
+// they were read from). Readers of the same bytes share them: each has
+// its own decoded-record cache and is closed on its own.
+func openGeoBytes(data []byte, info os.FileInfo) (*GeoDB, error) {
 	r, err := maxminddb.OpenBytes(data)
 	if err != nil {
 		return nil, fmt.Errorf("not a MaxMind DB file: %w", err)
 	}
-	db := &GeoDB{R: r, info: info, Ipinfo: strings.HasPrefix(strings.ToLower(r.Metadata.DatabaseType), "ipinfo")}
+	db := &GeoDB{R: r, data: data, info: info, Ipinfo: strings.HasPrefix(strings.ToLower(r.Metadata.DatabaseType), "ipinfo")}
 	if err := db.check(); err != nil {
 		db.close()
 		return nil, err

@@ -28,18 +28,49 @@ type GeoIP struct {
 	Done   chan struct{}         // closed when the watcher has stopped
 }
 
-// OpenGeoIP loads the GeoIP file at path; an error names the path.
+// OpenGeoIP loads the GeoIP file at path; an error names the path. When
+// the file cannot be read or fails the check while another GeoIP of the
+// same path is open in the process (a config reload: the old config still
+// runs), the last good file read there is used instead and the failure is
+// logged at warn: a reload never fails on a GeoIP file gone bad. With no
+// good file ever read there (the first load), the error is returned.
 func OpenGeoIP(path string, poll time.Duration, logger *slog.Logger) (*GeoIP, error) {
-	db, err := openGeoDB(path)
-	if err != nil {
-		return nil, fmt.Errorf("clicks_geoip %q: %w", path, err)
-	}
 	if poll <= 0 {
 		poll = DefaultGeoIPPoll
 	}
-	g := &GeoIP{path: path, poll: poll, logger: logger, Cur: db, seen: db.info, Done: make(chan struct{})}
-	g.loaded(db, "GeoIP database loaded")
+	g := &GeoIP{path: path, poll: poll, logger: logger, Done: make(chan struct{})}
+	seen, _ := os.Stat(path) // before the read: a change after it is tried again
+	db, err := openGeoDB(path)
+	if err == nil {
+		lastGoodGeo.use(path, db)
+		g.Cur, g.seen = db, db.info
+		g.loaded(db, "GeoIP database loaded")
+		return g, nil
+	}
+	if g.Cur = g.lastGood(); g.Cur == nil {
+		return nil, fmt.Errorf("clicks_geoip %q: %w", path, err)
+	}
+	g.seen, g.failed = seen, err.Error()
+	g.Bad.Add(1)
+	typ, built := g.Cur.describe()
+	logger.Warn("GeoIP database not loaded; the last good one stays", slog.String("path", path), slog.Any("error", err),
+		slog.String("type", typ), slog.String("built", built.Format(time.RFC3339)), slog.Int64("bytes", int64(len(g.Cur.data))))
 	return g, nil
+}
+
+// lastGood opens the last good file read at g's path by a GeoIP still
+// open, taking a use of it; nil: there is none.
+func (g *GeoIP) lastGood() *GeoDB {
+	data, info, ok := lastGoodGeo.useLast(g.path)
+	if !ok {
+		return nil
+	}
+	db, err := openGeoBytes(data, info) // checked when it was read
+	if err != nil {
+		lastGoodGeo.release(g.path)
+		return nil
+	}
+	return db
 }
 
 // db returns the file to look up in, first swapping in (and closing the
@@ -94,6 +125,7 @@ func (g *GeoIP) Check() {
 		g.seen = db.info
 	}
 	g.failed = ""
+	lastGoodGeo.put(g.path, db)
 	if old := g.Next.Swap(db); old != nil {
 		old.close() // never taken by the writer
 	}
@@ -119,6 +151,13 @@ func (g *GeoIP) loaded(db *GeoDB, msg string) {
 // calls it as it ends.
 func (g *GeoIP) close() {
 	<-g.Done
+	g.closeFiles()
+}
+
+// closeFiles closes the files and gives back g's use of its path's last
+// good file.
+func (g *GeoIP) closeFiles() {
 	g.Cur.close()
 	g.Next.Swap(nil).close()
+	lastGoodGeo.release(g.path)
 }

@@ -78,7 +78,9 @@ type Config struct {
 	// each click's country, region and city; "": every country is
 	// UnknownDim. The file is read at start and again when it changes
 	// (stated every GeoIPPoll, default 10s), checked before it replaces
-	// the loaded one.
+	// the loaded one. A file that fails at start while another recorder
+	// of the process uses the path (a config reload) is logged and the
+	// last good file read there is used (OpenGeoIP).
 	GeoIP     string
 	GeoIPPoll time.Duration
 	// Registerer for the click metrics (caddy_shortener_clicks_*); nil:
@@ -166,7 +168,7 @@ func NewRecorder(cfg Config) (*Recorder, error) {
 	m, err := newClickMetrics(cfg.Registerer)
 	if err != nil {
 		if geo != nil {
-			geo.Cur.close()
+			geo.closeFiles()
 		}
 		return nil, err
 	}
