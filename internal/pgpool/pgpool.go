@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -93,22 +92,4 @@ func Ping(ctx context.Context, p *Pool, dsn string, timeout time.Duration) error
 		return fmt.Errorf("postgres %s: %s", Redact(dsn), redactErr(err, dsn))
 	}
 	return nil
-}
-
-// Redact hides the password of a URL or key=value DSN.
-func Redact(dsn string) string {
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		return "(unparsable dsn)"
-	}
-	c := cfg.ConnConfig
-	return fmt.Sprintf("%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
-}
-
-func redactErr(err error, dsn string) string {
-	msg := err.Error()
-	if cfg, perr := pgxpool.ParseConfig(dsn); perr == nil && cfg.ConnConfig.Password != "" {
-		msg = strings.ReplaceAll(msg, cfg.ConnConfig.Password, "xxxxx")
-	}
-	return strings.ReplaceAll(msg, dsn, Redact(dsn))
 }

@@ -14,13 +14,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/edgekit/caddy-edgekit/internal/redact"
 	"github.com/edgekit/caddy-edgekit/internal/usagepool"
 )
 
@@ -227,67 +227,6 @@ func durationOr(d caddy.Duration, def time.Duration) time.Duration {
 	return def
 }
 
-// Redact returns a URL with any password replaced by "xxxxx", for messages.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		if err != nil {
-			return "(unparsable url)"
-		}
-		return raw
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
-}
-
-// redactErr renders err with the raw secret-bearing string and its
-// password removed, in every form a message may quote them.
-func redactErr(err error, raw string) string {
-	msg := err.Error()
-	if raw == "" {
-		return msg
-	}
-	msg = replaceForms(msg, raw, Redact(raw))
-	if u, perr := url.Parse(raw); perr == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = replaceForms(msg, pw, "xxxxx")
-		}
-	}
-	return msg
-}
-
-// replaceForms replaces secret in msg as written and as Go quotes it
-// (strconv.Quote escapes `"`, `\` and control characters).
-func replaceForms(msg, secret, with string) string {
-	msg = strings.ReplaceAll(msg, secret, with)
-	quoted := strconv.Quote(secret)
-	return strings.ReplaceAll(msg, quoted[1:len(quoted)-1], with)
-}
-
-// parseFailure says why raw is not a URL without quoting any of it: the
-// reason is read off raw with its userinfo (everything between "://" and
-// the last "@") cut out, so nothing of a password can show.
-func parseFailure(raw string) string {
-	safe := raw
-	if i := strings.Index(raw, "://"); i >= 0 {
-		if at := strings.LastIndexByte(raw, '@'); at > i {
-			safe = raw[:i+3] + "xxxxx" + raw[at:]
-		}
-	}
-	_, err := url.Parse(safe)
-	var ue *url.Error
-	switch {
-	case err == nil:
-		return "invalid user name or password (not shown)"
-	case errors.As(err, &ue):
-		return ue.Err.Error() + " (the url is not shown: it may hold a password)"
-	default:
-		return "unparsable (the url is not shown: it may hold a password)"
-	}
-}
-
 // Key identifies a connection config in the pool: a digest, so the pool
 // never keeps the password in clear as a map key.
 func (c Config) Key() string {
@@ -371,11 +310,7 @@ func Ping(ctx context.Context, c redis.UniversalClient, cfg Config, timeout time
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
-		msg := err.Error()
-		if cfg.Password != "" {
-			msg = strings.ReplaceAll(msg, cfg.Password, "xxxxx")
-		}
-		return fmt.Errorf("redis %s: %s", cfg.Describe(), msg)
+		return fmt.Errorf("redis %s: %s", cfg.Describe(), redact.Forms(redactErr(err, cfg.URL), cfg.Password))
 	}
 	return nil
 }
