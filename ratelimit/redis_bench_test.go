@@ -111,6 +111,16 @@ func BenchmarkHandlerRedisRefused(b *testing.B) {
 	}, http.StatusTooManyRequests)
 }
 
+// BenchmarkHandlerRedisBanZone: a zone with a ban, allowed: each decision
+// carries the ban's parameters and its ban key.
+func BenchmarkHandlerRedisBanZone(b *testing.B) {
+	benchmarkRedisHandler(b, callVariants[:1], func() []*Zone {
+		z := zone("bench", 1_000_000_000, time.Second)
+		z.Ban, z.BanAfter = caddy.Duration(time.Minute), 3
+		return []*Zone{z}
+	}, http.StatusOK)
+}
+
 func BenchmarkHandlerRedisThreeZones(b *testing.B) {
 	benchmarkRedisHandler(b, callVariants, func() []*Zone {
 		return []*Zone{

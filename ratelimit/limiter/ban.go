@@ -2,9 +2,12 @@ package limiter
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -85,8 +88,58 @@ func (b banParams) scriptCode(code int) any {
 	if !b.counts() {
 		return code
 	}
-	return strings.Join([]string{strconv.Itoa(code), strconv.FormatInt(b.us/1000, 10),
+	k := banCodeKey{code, b}
+	if m := banCodes.Load(); m != nil {
+		if v, ok := (*m)[k]; ok {
+			return v
+		}
+	}
+	var v any = strings.Join([]string{strconv.Itoa(code), strconv.FormatInt(b.us/1000, 10),
 		strconv.FormatInt(b.after, 10), strconv.FormatInt(b.maxUs/1000, 10)}, " ")
+	keepBanCode(k, v)
+	return v
+}
+
+// banCodes holds the script codes of the bans seen, each built and boxed
+// once: a zone's ban is the same on every request, and building its code
+// per decision cost two allocations (as many as its ban key, which the
+// script is given in KEYS, now costs). Copy on write: decisions read it
+// without a lock. At most maxBanCodes codes (plans may give many bans);
+// others are built per decision.
+var (
+	banCodes   atomic.Pointer[map[banCodeKey]any]
+	banCodesMu sync.Mutex
+)
+
+const maxBanCodes = 256
+
+// banCodeKey is what a script code is made of.
+type banCodeKey struct {
+	code int
+	ban  banParams
+}
+
+// keepBanCode adds v, the script code of k, to banCodes if there is room.
+func keepBanCode(k banCodeKey, v any) {
+	banCodesMu.Lock()
+	defer banCodesMu.Unlock()
+	old := banCodes.Load()
+	if old != nil && len(*old) >= maxBanCodes {
+		return
+	}
+	m := make(map[banCodeKey]any, 1+lenOfMap(old))
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	m[k] = v
+	banCodes.Store(&m)
+}
+
+func lenOfMap(m *map[banCodeKey]any) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
 }
 
 // BanKey is the key holding the ban state of the store key key, in the
@@ -94,8 +147,8 @@ func (b banParams) scriptCode(code int) any {
 // any other becomes the hash tag ("{<key>}:ban"). Store keys hold a '}'
 // only in a hash tag, unless key_prefix has one: such a key also gets
 // "<key>:ban", which on a Cluster may lie in another slot (the decision
-// then fails like any cross-slot call). The Redis script names it by the
-// same rule.
+// then fails like any cross-slot call). The Redis script is given it in
+// KEYS, right after the key, and builds no key itself.
 func BanKey(key string) string {
 	if strings.IndexByte(key, '}') >= 0 {
 		return key + ":ban"

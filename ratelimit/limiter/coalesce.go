@@ -71,7 +71,7 @@ type scriptCall struct {
 	queued  time.Time     // when the call joined the queue
 	sent    atomic.Int64  // callQueued, callAbandoned or the send time
 	timer   *time.Timer   // the caller's backstop while it waits
-	keys    []string      // the request's keys
+	keys    []string      // the request's keys (with ban keys: see scriptArgs)
 	args    []any         // the request's part of ARGV (see scriptArgs)
 	now     int64         // Redis TIME (µs) of the decision
 	vals    []any         // the request's part of the reply: 5 values per ask
@@ -282,12 +282,19 @@ func joinCalls(calls []*scriptCall) ([]string, []any) {
 	return keys, callArgs("d", "0", parts...)
 }
 
+// asks is the number of asks of the call's request: the first value of
+// its part of ARGV (see scriptArgs). Its keys may be more (ban keys).
+func (call *scriptCall) asks() int {
+	n, _ := call.args[0].(int)
+	return n
+}
+
 // deliver hands each call its part of the reply v of the script call that
 // decided calls (or its error).
 func deliver(calls []*scriptCall, v any, err error) {
 	n := 0
 	for _, c := range calls {
-		n += len(c.keys)
+		n += c.asks()
 	}
 	var now int64
 	var vals []any
@@ -298,8 +305,9 @@ func deliver(calls []*scriptCall, v any, err error) {
 		if err != nil {
 			c.err = err
 		} else {
-			c.now, c.vals = now, vals[:5*len(c.keys):5*len(c.keys)]
-			vals = vals[5*len(c.keys):]
+			na := 5 * c.asks()
+			c.now, c.vals = now, vals[:na:na]
+			vals = vals[na:]
 		}
 		c.done <- struct{}{}
 	}

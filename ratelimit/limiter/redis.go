@@ -269,7 +269,9 @@ func (s *RedisStore) refund(ctx context.Context, asks []Ask, ps []params, now in
 }
 
 // scriptArgs builds one request's part of the script's KEYS and ARGV: its
-// keys, and its number of asks followed by five values per ask. A call of
+// keys (each followed by its BanKey when its refusals are counted: the
+// script touches only keys it is given), and its number of asks followed
+// by five values per ask. A call of
 // the script is ARGV[1] (mode), ARGV[2] (refund time), then the parts of
 // one or more requests.
 func scriptArgs(asks []Ask, ps []params) ([]string, []any) {
@@ -312,6 +314,9 @@ func appendScriptArgs(keys []string, args []any, asks []Ask, ps []params) ([]str
 		if p.code == codeConcurrency {
 			args = append(args, p.code, p.events, p.windowUs/1000, p.lease, p.cost)
 			continue
+		}
+		if p.ban.counts() { // the script reads the ban key next (bans.lua)
+			keys = append(keys, BanKey(asks[i].Key))
 		}
 		args = append(args, p.ban.scriptCode(p.code), p.events, p.windowUs/1000, p.burst, p.cost)
 	}

@@ -3,12 +3,13 @@
 -- bans ------------------------------------------------------------------------
 -- Mirrors ban.go. An ask's code may carry its ban: "<code> <ban ms> <after>
 -- <max ms>" (a ban of 0 ms: refusals are only counted, to tell the first
--- of a window: Ask.Notify). A key's ban state lives in its companion (ban_key), as
--- "<count> <since> <until> <level>" (µs), read once per call and written at
--- the end like the quota states.
+-- of a window: Ask.Notify). A key's ban state lives in its companion, the
+-- ban key the caller computes (BanKey) and passes in KEYS right after the
+-- key, as "<count> <since> <until> <level>" (µs), read once per call and
+-- written at the end like the quota states.
 
--- ask_code returns an ask's algorithm code and its ban ({us, after, max_us})
--- or nil.
+-- ask_code returns an ask's algorithm code and its ban ({us, after, max_us};
+-- main adds the ban key as [4]) or nil.
 local function ask_code(v)
   local plain = tonumber(v) -- no ban: no pattern to match
   if plain then
@@ -19,14 +20,6 @@ local function ask_code(v)
     return nil, nil
   end
   return tonumber(c), {tonumber(b) * 1000, tonumber(n), tonumber(m) * 1000}
-end
-
--- ban_key is BanKey: the key's companion in the key's Cluster slot.
-local function ban_key(key)
-  if string.find(key, '}', 1, true) then
-    return key .. ':ban'
-  end
-  return '{' .. key .. '}:ban'
 end
 
 -- ban_cache: companion key -> {count, since, until, level, exp, dirty}
@@ -48,21 +41,22 @@ local function ban_load(bkey)
   return st
 end
 
--- banned returns the refusal of an ask whose key is banned at now, or nil.
-local function banned(key)
-  local left = ban_load(ban_key(key))[3] - now
+-- banned returns the refusal of an ask whose ban key says it is banned at
+-- now, or nil.
+local function banned(bkey)
+  local left = ban_load(bkey)[3] - now
   if left > 0 then
     return {2, 0, left, left, 0}
   end
   return nil
 end
 
--- offend counts the refusal r of an ask under window w; it returns r, or
+-- offend counts the refusal r of an ask under window w in its ban key
+-- (ban[4]); it returns r, or
 -- the refusal that set a ban, its verdict plus 4 when the refusal is the
 -- first of the key's window (or since its last ban).
-local function offend(key, w, ban, r)
-  local bkey = ban_key(key)
-  local st = ban_load(bkey)
+local function offend(w, ban, r)
+  local st = ban_load(ban[4])
   if now >= st[2] + w then
     st[1], st[2] = 0, now
   end
@@ -105,14 +99,14 @@ end
 -- refusals: refused outright while banned, else decided, a refusal counted
 -- as an offence.
 local function decide_banned(key, code, events, w, burst, cost, ban)
-  local r = ban[1] > 0 and banned(key)
+  local r = ban[1] > 0 and banned(ban[4])
   if r then
     return r
   end
   local write
   r, write = decide[code](key, code, events, w, burst, cost)
   if r[1] == 0 then
-    r = offend(key, w, ban, r)
+    r = offend(w, ban, r)
   end
   return r, write
 end

@@ -3,7 +3,9 @@
 -- algorithm*.go line by line (same units, same float expressions), so the
 -- memory store and Redis agree on every trace. Lua 5.1.
 --
--- KEYS: the asks' keys, request after request. A key holds a string
+-- KEYS: the asks' keys, request after request, an ask whose code carries a
+--       ban (see bans) followed by its ban key (BanKey, in the key's slot):
+--       every key the script touches is in KEYS. A key holds a string
 --       "<algorithm code> <field> ...", or a sorted set (sliding_log, concurrency).
 -- ARGV[1]: 'd' (decide and, for each request whose asks all pass, charge
 --          them), 'r' (refund asks charged by an earlier 'd' on this slot:
@@ -441,14 +443,19 @@ local function main(KEYS, ARGV)
     end
   end
   local writes = {}
-  local a, k = 3, 1 -- next request's ARGV and KEYS
+  local a, k = 3, 1 -- next ask's ARGV and KEYS
   while a <= #ARGV do
     local n = tonumber(ARGV[a])
     local nw, all = 0, true
     for i = 0, n - 1 do
       local b = a + 1 + i * 5
-      local key = KEYS[k + i]
+      local key = KEYS[k]
       local code, ban = ask_code(ARGV[b])
+      k = k + 1
+      if ban then -- its ban key follows
+        ban[4] = KEYS[k]
+        k = k + 1
+      end
       local events = tonumber(ARGV[b + 1])
       local w = tonumber(ARGV[b + 2]) * 1000
       local burst = code == CONCURRENCY and ARGV[b + 3] or tonumber(ARGV[b + 3]) -- concurrency: the lease id
@@ -465,7 +472,7 @@ local function main(KEYS, ARGV)
         end
         local r = decide[code](key, code, events, w, burst, 0)
         if ban and r[1] == 0 then
-          r = offend(key, w, ban, r)
+          r = offend(w, ban, r)
         end
         answer(r)
       else
@@ -489,7 +496,7 @@ local function main(KEYS, ARGV)
         writes[j]()
       end
     end
-    a, k = a + 1 + n * 5, k + n
+    a = a + 1 + n * 5
   end
   flush()
   ban_flush()
