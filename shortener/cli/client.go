@@ -24,9 +24,16 @@ const maxJSONBody = 32 << 20
 type APIError struct {
 	Status int
 	Msg    string
+	// NotAPI: the answer did not come from the shortener's API (no JSON
+	// error body, or a page): Msg says what came (see notAPI) and the
+	// command exits ExitServer whatever the status.
+	NotAPI bool
 }
 
 func (e *APIError) Error() string {
+	if e.NotAPI {
+		return e.Msg
+	}
 	if e.Msg == "" {
 		return fmt.Sprintf("HTTP %d %s", e.Status, http.StatusText(e.Status))
 	}
@@ -93,7 +100,11 @@ func (c *client) request(ctx context.Context, method, path string, q url.Values,
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
-		return nil, readAPIError(resp)
+		return nil, c.readAPIError(resp)
+	}
+	if isPage(resp) {
+		resp.Body.Close()
+		return nil, &APIError{Status: resp.StatusCode, Msg: c.notAPI(resp, "a page"), NotAPI: true}
 	}
 	return resp, nil
 }
@@ -109,17 +120,17 @@ func stripURLError(err error) error {
 }
 
 // readAPIError turns an error answer into *APIError, its message made
-// safe for a terminal and put on one line.
-func readAPIError(resp *http.Response) error {
+// safe for a terminal and put on one line. An answer without the API's
+// {"error": "..."} body is not the API's (notAPI).
+func (c *client) readAPIError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var e struct {
 		Error string `json:"error"`
 	}
-	msg := ""
-	if json.Unmarshal(b, &e) == nil {
-		msg = e.Error
+	if json.Unmarshal(b, &e) != nil || e.Error == "" {
+		return &APIError{Status: resp.StatusCode, Msg: c.notAPI(resp, "no JSON error"), NotAPI: true}
 	}
-	return &APIError{Status: resp.StatusCode, Msg: Sanitize(msg)}
+	return &APIError{Status: resp.StatusCode, Msg: Sanitize(e.Error)}
 }
 
 // getJSON sends a request and decodes its JSON answer into out.
@@ -131,7 +142,7 @@ func (c *client) getJSON(ctx context.Context, method, path string, q url.Values,
 	defer resp.Body.Close()
 	dec := json.NewDecoder(io.LimitReader(resp.Body, maxJSONBody))
 	if err := dec.Decode(out); err != nil {
-		return resp, exitErr(ExitServer, "%s %s: the answer is not the JSON expected: %v", method, path, err)
+		return resp, exitErr(ExitServer, "%s", c.notAPI(resp, "not the JSON expected ("+err.Error()+")"))
 	}
 	return resp, nil
 }

@@ -71,14 +71,15 @@ func newStatsCmd(g *globals) *cobra.Command {
 			return err
 		}
 		defer resp.Body.Close()
-		return g.printStats(cmd.OutOrStdout(), resp.Body, f.csv)
+		return g.printStats(cmd.OutOrStdout(), c, resp, f.csv)
 	})
 	return cmd
 }
 
-// printStats copies the CSV or the JSON, or draws the table.
-func (g *globals) printStats(out io.Writer, body io.Reader, csv bool) error {
-	b, err := io.ReadAll(io.LimitReader(body, maxJSONBody))
+// printStats copies the CSV or the JSON of c's answer resp, or draws the
+// table.
+func (g *globals) printStats(out io.Writer, c *client, resp *http.Response, csv bool) error {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBody))
 	if err != nil {
 		return exitErr(ExitServer, "reading the stats: %v", err)
 	}
@@ -86,13 +87,16 @@ func (g *globals) printStats(out io.Writer, body io.Reader, csv bool) error {
 		_, err = out.Write(b)
 		return err
 	}
+	if !json.Valid(b) {
+		return exitErr(ExitServer, "%s", c.notAPI(resp, "not the JSON expected"))
+	}
 	if g.json {
 		_, err = out.Write(append(compactJSON(b), '\n'))
 		return err
 	}
 	var s stats
 	if err := json.Unmarshal(b, &s); err != nil {
-		return exitErr(ExitServer, "the stats answer is not the JSON expected: %v", err)
+		return exitErr(ExitServer, "%s", c.notAPI(resp, "not the JSON expected ("+err.Error()+")"))
 	}
 	return writeStatsTable(out, &s)
 }

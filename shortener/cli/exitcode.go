@@ -43,6 +43,9 @@ func exitCodeOf(err error) int {
 		return ce.code
 	}
 	if ae, ok := errors.AsType[*APIError](err); ok {
+		if ae.NotAPI {
+			return ExitServer
+		}
 		return exitCodeOfStatus(ae.Status)
 	}
 	return ExitServer
