@@ -227,7 +227,7 @@ func keysOf(m map[string]bool) []string {
 // them. TestScriptKeysDeclared checks the same at run time.
 func TestScriptKeyArguments(t *testing.T) {
 	call := regexp.MustCompile(`redis\.p?call\(\s*'([A-Z]+)'\s*(?:,\s*([^,)]+))?`)
-	bind := regexp.MustCompile(`(?m)(?:local\s+|for\s+(?:\w+,\s*)?)\b(key|bkey)\b(?:,\s*\w+)?\s*(=|in)\s*([^\n]*)`)
+	bind := regexp.MustCompile(`(?m)(?:local\s+|for\s+(?:\w+,\s*)?)\b(key|bkey)\b(?:,\s*\w+)*\s*(=|in)\s*([^\n]*)`)
 	allowed := []string{"KEYS[", "ipairs(KEYS) do", "pairs(cache) do", "pairs(ban_cache) do", "ban[4]"}
 	scripts := map[string]string{"decide.lua": decideMain, "concurrency.lua": concurrencyLua, "absorb.lua": absorbLua,
 		"bans.lua": bansLua, "settle.lua": settleLua, "lease.lua": leaseLua}

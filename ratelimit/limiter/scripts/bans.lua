@@ -22,6 +22,17 @@ local function ask_code(v)
   return tonumber(c), {tonumber(b) * 1000, tonumber(n), tonumber(m) * 1000}
 end
 
+-- take_ban_key sets ban[4] to KEYS[k], the ban key the caller passes right
+-- after the ask's key when the ask carries a ban, and returns the index of
+-- the next ask's key. KEYS is main's (a function has no global KEYS).
+local function take_ban_key(KEYS, ban, k)
+  if ban then
+    ban[4] = KEYS[k]
+    return k + 1
+  end
+  return k
+end
+
 -- ban_cache: companion key -> {count, since, until, level, exp, dirty}
 local ban_cache -- a new table per call (main)
 

@@ -3,9 +3,8 @@
 -- algorithm*.go line by line (same units, same float expressions), so the
 -- memory store and Redis agree on every trace. Lua 5.1.
 --
--- KEYS: the asks' keys, request after request, an ask whose code carries a
---       ban (see bans) followed by its ban key (BanKey, in the key's slot):
---       every key the script touches is in KEYS. A key holds a string
+-- KEYS: the asks' keys, request after request, each followed by its ban key
+--       when its code carries a ban (see bans). A key holds a string
 --       "<algorithm code> <field> ...", or a sorted set (sliding_log, concurrency).
 -- ARGV[1]: 'd' (decide and, for each request whose asks all pass, charge
 --          them), 'r' (refund asks charged by an earlier 'd' on this slot:
@@ -28,8 +27,7 @@
 -- State strings are read once per call (GET) into a table and written once
 -- at the end (SET ... PX), however many requests of the call share the
 -- key: a batch of coalesced requests costs Redis one read and one write
--- per key. A refusal writes nothing (sliding_log only drops expired
--- entries).
+-- per key. A refusal writes nothing (sliding_log drops expired entries).
 
 -- One library: main decides a call. As a Redis function (FCALL) the definitions
 -- are made once, as a script (EVALSHA) on every call; a 7.0 library is loaded
@@ -449,13 +447,8 @@ local function main(KEYS, ARGV)
     local nw, all = 0, true
     for i = 0, n - 1 do
       local b = a + 1 + i * 5
-      local key = KEYS[k]
-      local code, ban = ask_code(ARGV[b])
-      k = k + 1
-      if ban then -- its ban key follows
-        ban[4] = KEYS[k]
-        k = k + 1
-      end
+      local key, code, ban = KEYS[k], ask_code(ARGV[b])
+      k = take_ban_key(KEYS, ban, k + 1)
       local events = tonumber(ARGV[b + 1])
       local w = tonumber(ARGV[b + 2]) * 1000
       local burst = code == CONCURRENCY and ARGV[b + 3] or tonumber(ARGV[b + 3]) -- concurrency: the lease id
