@@ -33,6 +33,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionZones(ctx); err != nil {
 		return err
 	}
+	h.warnLooseProxies(ctx)
 	h.provisionEvents(ctx)
 	deny, err := h.provisionStore(ctx)
 	if err != nil {

@@ -31,7 +31,9 @@ type Zone struct {
 	// key (or `plan_key`, or `hash_tag`) reads more than once is refused
 	// with 400, nothing charged; one header line holding a comma-separated
 	// list is one value. Key client addresses by `{client_ip}` (with the
-	// server's `trusted_proxies`), never by `X-Forwarded-For`. Required.
+	// server's `trusted_proxies` and `trusted_proxies_strict`: without
+	// strict mode the client chooses the address, and a warning is logged
+	// at load), never by `X-Forwarded-For`. Required.
 	Key string `json:"key"`
 
 	// The quota: how many units (requests at cost 1) a key may take per

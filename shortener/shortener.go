@@ -261,7 +261,8 @@ type Handler struct {
 	// missing, unreadable or of another kind fails the load) and again
 	// when it changes (stated every 10s; replaced by rename or rewritten
 	// in place), checked before it replaces the loaded one. The address
-	// looked up is Caddy's client IP, so `trusted_proxies` applies; lookups
+	// looked up is Caddy's client IP, so `trusted_proxies` (with
+	// `trusted_proxies_strict`, else the client chooses it) applies; lookups
 	// run in the background writer, never on the redirect. `{env.*}`
 	// placeholders are replaced. Default: none (every country `unknown`).
 	ClicksGeoIP string `json:"clicks_geoip,omitempty"`
