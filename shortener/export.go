@@ -151,7 +151,7 @@ func (h *Handler) ndjsonWriter(w http.ResponseWriter, r *http.Request, rows clic
 }
 
 // csvWriter writes the header, then a row a link, every cell through
-// csvCell.
+// link.CSVCell.
 func (h *Handler) csvWriter(w http.ResponseWriter, r *http.Request) func([]link.ListedLink) error {
 	cw := csv.NewWriter(w)
 	header := true
@@ -186,24 +186,7 @@ func (h *Handler) csvRow(r *http.Request, l link.ListedLink) []string {
 	row := []string{l.Code, h.shortURL(r, l.Code), l.LongURL, at(l.CreatedAt), at(l.ExpiresAt), at(l.RevokedAt),
 		l.Title, strings.Join(l.Tags, " "), l.Notes, clicks}
 	for i := range row {
-		row[i] = csvCell(row[i])
+		row[i] = link.CSVCell(row[i])
 	}
 	return row
-}
-
-// csvCell neutralises a cell a spreadsheet would run as a formula: one
-// starting with = + - @ TAB or CR gets a leading ', and so does one that
-// already starts with ', so that the rule can be undone exactly
-// (csvUncell): a cell starting with ' lost its first character.
-func csvCell(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r'", rune(s[0])) {
-		return "'" + s
-	}
-	return s
-}
-
-// csvUncell undoes csvCell: an import of an export reads the cells as
-// they were.
-func csvUncell(s string) string {
-	return strings.TrimPrefix(s, "'")
 }

@@ -57,7 +57,7 @@ func TestAPIExport(t *testing.T) {
 					if strings.ContainsRune("=+-@\t\r", rune(firstByte(row[j]))) {
 						t.Errorf("csv cell %q would run as a formula", row[j])
 					}
-					row[j] = csvUncell(row[j])
+					row[j] = link.CSVUncell(row[j])
 				}
 				if row[0] != w.Code || row[2] != w.LongURL || row[6] != deref(w.Title) || row[7] != strings.Join(w.Tags, " ") || row[8] != deref(w.Notes) {
 					t.Errorf("csv row %d (undone) = %q, want the link %+v", i, row, w)
@@ -99,33 +99,3 @@ func deref(p *string) string {
 }
 
 func equalStrPtr(a, b *string) bool { return deref(a) == deref(b) }
-
-// FuzzCSVCell: a cell written through csvCell and encoding/csv reads back
-// through csvUncell as it was, and never starts with a formula character.
-func FuzzCSVCell(f *testing.F) {
-	for _, s := range []string{"", "=1+1", "+", "-x", "@a", "\tx", "\rx", "'", "''=", "plain", "a,b\"c\nd", "=HYPERLINK(\"x\")"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		cell := csvCell(s)
-		if cell != "" && strings.ContainsRune("=+-@\t\r", rune(cell[0])) {
-			t.Fatalf("csvCell(%q) = %q starts with a formula character", s, cell)
-		}
-		var buf bytes.Buffer
-		w := csv.NewWriter(&buf)
-		if err := w.Write([]string{cell, "next"}); err != nil {
-			t.Fatal(err)
-		}
-		w.Flush()
-		rec, err := csv.NewReader(&buf).Read()
-		if err != nil {
-			t.Fatalf("reading back %q: %v", buf.String(), err)
-		}
-		// encoding/csv turns \r\n inside a quoted field into \n; the rule
-		// itself is exact.
-		want := strings.ReplaceAll(s, "\r\n", "\n")
-		if csvUncell(cell) != s || csvUncell(strings.ReplaceAll(rec[0], "\r\n", "\n")) != want && csvUncell(rec[0]) != want {
-			t.Fatalf("round trip of %q: cell %q, read %q", s, cell, rec[0])
-		}
-	})
-}

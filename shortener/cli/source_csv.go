@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // exportColumns are the columns of GET <api>/links/export?format=csv.
@@ -35,7 +37,7 @@ func (s *csvSource) Next() (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	cell := func(f string) string { return strings.TrimPrefix(s.t.get(f), "'") }
+	cell := func(f string) string { return link.CSVUncell(s.t.get(f)) }
 	rec := Record{Line: line, Code: cell("code"), LongURL: cell("long_url"), Title: strPtr(cell("title")), Notes: strPtr(cell("notes"))}
 	if tags := cell("tags"); tags != "" {
 		rec.Tags = strings.Split(tags, " ")
@@ -53,12 +55,6 @@ func (s *csvSource) Next() (Record, error) {
 		rec.Clicks = &n
 	}
 	return rec, nil
-}
-
-// csvFormula reports whether a spreadsheet would read cell as a formula
-// (or it already starts with the ' that neutralises one).
-func csvFormula(cell string) bool {
-	return cell != "" && strings.ContainsRune("=+-@\t\r'", rune(cell[0]))
 }
 
 // WriteCSVRecord writes rec as a row of the export's CSV, as the handler
@@ -83,9 +79,7 @@ func WriteCSVRecord(w *csv.Writer, rec *Record, shortURL string) error {
 	row := []string{rec.Code, shortURL, rec.LongURL, tm(rec.CreatedAt), tm(rec.ExpiresAt), tm(rec.RevokedAt),
 		str(rec.Title), strings.Join(rec.Tags, " "), str(rec.Notes), clicks}
 	for i, c := range row {
-		if csvFormula(c) {
-			row[i] = "'" + c
-		}
+		row[i] = link.CSVCell(c)
 	}
 	return w.Write(row)
 }

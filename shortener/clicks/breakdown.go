@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // BreakdownSpec is what the stats answers group by: a dimension ("":
@@ -46,14 +48,16 @@ func ParseBreakdownSpec(q url.Values) (BreakdownSpec, error) {
 }
 
 // WriteBreakdownCSV writes a breakdown as CSV: a header (the dimension,
-// clicks), then one row per value, most clicks first.
+// clicks), then one row per value, most clicks first. The values are what
+// clients sent (a referrer, a city): every cell goes through link.CSVCell,
+// as the export's do.
 func WriteBreakdownCSV(w http.ResponseWriter, name, dim string, entries []BreakdownEntry) error {
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{dim, "clicks"})
 	for _, e := range entries {
-		_ = cw.Write([]string{e.Value, strconv.FormatInt(e.Clicks, 10)})
+		_ = cw.Write([]string{link.CSVCell(e.Value), link.CSVCell(strconv.FormatInt(e.Clicks, 10))})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -214,7 +214,7 @@ func StatsFormat(q url.Values) (string, error) {
 
 // WriteSeriesCSV writes the timeseries as CSV: a header, then one row per
 // bucket (start in RFC 3339 in the series' zone; uniques empty in hour
-// buckets).
+// buckets), every cell through link.CSVCell like the breakdown's.
 func WriteSeriesCSV(w http.ResponseWriter, code string, points []SeriesPoint) error {
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+code+`-clicks.csv"`)
@@ -225,8 +225,12 @@ func WriteSeriesCSV(w http.ResponseWriter, code string, points []SeriesPoint) er
 		if p.Uniques != nil {
 			uniques = strconv.FormatInt(*p.Uniques, 10)
 		}
-		_ = cw.Write([]string{p.Start.Format(time.RFC3339), strconv.FormatInt(p.Clicks, 10),
-			strconv.FormatInt(p.People, 10), strconv.FormatInt(p.Bots, 10), uniques})
+		row := []string{p.Start.Format(time.RFC3339), strconv.FormatInt(p.Clicks, 10),
+			strconv.FormatInt(p.People, 10), strconv.FormatInt(p.Bots, 10), uniques}
+		for i := range row {
+			row[i] = link.CSVCell(row[i])
+		}
+		_ = cw.Write(row)
 	}
 	cw.Flush()
 	return cw.Error()
