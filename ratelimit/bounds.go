@@ -13,14 +13,15 @@ import (
 
 // parseCost parses a request's cost: a non-negative integer. A number too
 // large for an int64 is a cost past any quota (math.MaxInt64), refused
-// like any such cost; anything else is an error (status 500).
+// like any such cost; anything else is an error (status 400), showing at
+// most maxLoggedValue bytes of s.
 func parseCost(s string) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange && n > 0 {
 		return math.MaxInt64, nil
 	}
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("invalid cost %q: must be a non-negative integer", s)
+		return 0, fmt.Errorf("invalid cost %s: must be a non-negative integer", loggedValue(s))
 	}
 	return n, nil
 }

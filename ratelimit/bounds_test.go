@@ -84,13 +84,13 @@ func TestHugeCostRefused(t *testing.T) {
 					t.Errorf("k2 after the refusals, request %d: status %d, want 200 (nothing charged)", i+1, s)
 				}
 			}
-			// Past int64 is a huge cost too; not a number stays a 500.
+			// Past int64 is a huge cost too; not a number is a 400.
 			for cost, want := range map[string]int{
 				"99999999999999999999":  http.StatusTooManyRequests,
 				"4":                     http.StatusTooManyRequests,
-				"abc":                   http.StatusInternalServerError,
-				"-1":                    http.StatusInternalServerError,
-				"-99999999999999999999": http.StatusInternalServerError,
+				"abc":                   http.StatusBadRequest,
+				"-1":                    http.StatusBadRequest,
+				"-99999999999999999999": http.StatusBadRequest,
 			} {
 				if s := send("k4", cost).status; s != want {
 					t.Errorf("cost %q: status %d, want %d", cost, s, want)

@@ -16,8 +16,9 @@ import (
 // its quota (plan, placeholders, then brake), each checked before any
 // store is asked, so that a value a client sends is a decision, never a
 // store failure. An error is the request's answer: 400 when a field the
-// key is read from was sent more than once, 500 for a cost or a quota
-// that is not a valid number (see limiter.CheckLimit).
+// key is read from was sent more than once or a cost that is not a valid
+// number (logged once per key per interval: see invalidlog.go), 500 for a
+// quota that is not (see limiter.CheckLimit).
 //
 // A cost past what the zone's quota can ever grant, before the brake, is
 // asked as that largest cost + 1: the store refuses it whatever the key's
@@ -34,8 +35,10 @@ func (h *Handler) zoneDecisionFor(z *Zone, r *http.Request, repl *caddy.Replacer
 	cost, err := z.requestCost(r, repl)
 	if err != nil {
 		z.inputs[inputCost].Inc()
-		h.logger.Error("rate limit cost", zap.String("zone", z.Name), zap.Error(err))
-		return zoneDecision{}, caddyhttp.Error(http.StatusInternalServerError, err)
+		if c := h.logger.Check(h.invalidLevel(z, h.invalidKey(z, z.keyExpr.expand(r, repl))), "rate limit cost is not a non-negative integer: request refused with 400"); c != nil {
+			c.Write(zap.String("zone", z.Name), zap.Error(err))
+		}
+		return zoneDecision{}, caddyhttp.Error(http.StatusBadRequest, err)
 	}
 	limit, source := z.limit, sourceStatic
 	if z.quota != nil {

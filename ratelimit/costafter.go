@@ -28,14 +28,16 @@ type CostAfter struct {
 	// ends, reading its headers and trailers, such as
 	// `{http.response.header.X-Tokens-Used}` (a trailer the upstream
 	// announced or sent after a streamed body reads the same way). A
-	// value that is not a non-negative integer of at most 2^50 is logged,
-	// counted in `caddy_ratelimit_invalid_input_total{kind="cost_after"}`
-	// and charged as the zone's `cost`, never a bypass. Required.
+	// value that is not a non-negative integer of at most 2^50 is logged
+	// (once per key per 10s, cut to 64 bytes), counted in
+	// `caddy_ratelimit_invalid_input_total{kind="cost_after"}` and charged
+	// the `fallback`, never a bypass. Required.
 	Template string `json:"template"`
 
-	// Units charged when the real cost never arrives: the template expands
-	// to nothing, the handler chain failed or panicked (the upstream is
-	// unreachable), the client hung up before the end (or the trailer).
+	// Units charged when the real cost never arrives (the template expands
+	// to nothing, the handler chain failed or panicked: the upstream is
+	// unreachable, the client hung up before the end or the trailer) or
+	// is not a valid number.
 	// 0 to 2^50. Default: the zone's `cost` for the request.
 	Fallback *int64 `json:"fallback,omitempty"`
 }
@@ -75,6 +77,15 @@ func parseRealCost(s string) (n int64, ok bool) {
 		}
 	}
 	return n, true
+}
+
+// fallbackFor is what a request whose zone cost is cost is charged when
+// its real cost never arrives or is invalid: the fallback, else cost.
+func (e *costAfterExpr) fallbackFor(cost int64) int64 {
+	if e.hasFb {
+		return e.fallback
+	}
+	return cost
 }
 
 // respHeaderPrefix is the placeholder prefix of response header fields.

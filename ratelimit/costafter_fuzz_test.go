@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // digitsRE is the oracle's shape of a real cost: digits, space around.
@@ -17,8 +18,8 @@ var digitsRE = regexp.MustCompile(`^[ \t\r\n\v\f]*[0-9]+[ \t\r\n\v\f]*$`)
 
 // FuzzCostAfterValue: whatever the upstream sends as the real cost, the
 // cost charged is the value iff it is a non-negative integer of at most
-// 2^50 (checked against math/big), else the request's pre-charged cost;
-// an absent value is the fallback.
+// 2^50 (checked against math/big), else (invalid or absent) the fallback;
+// no log line holds more than maxLoggedValue bytes of the value.
 func FuzzCostAfterValue(f *testing.F) {
 	const pre, fallback = 3, 9
 	for _, s := range []string{"0", "100", " 42 ", "1125899906842624", "1125899906842625", "-1", "+5",
@@ -35,17 +36,16 @@ func FuzzCostAfterValue(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer h.Cleanup()
-	h.logger = zap.NewNop()
+	core, logs := observer.New(zap.DebugLevel)
+	h.logger = zap.New(core)
 	repl := caddy.NewReplacer()
 	req, _ := http.NewRequest(http.MethodGet, "/", nil)
 	f.Fuzz(func(t *testing.T, v string) {
 		d := &zoneDecision{zone: z, cost: pre}
 		hdr := http.Header{"X-Tokens-Used": {v}}
 		got := h.realCost(d, hdr, req, repl, true)
-		want := int64(pre)
+		want := int64(fallback)
 		switch {
-		case v == "":
-			want = fallback
 		case digitsRE.MatchString(v) && strings.TrimSpace(v) == strings.Trim(v, " \t\r\n\v\f"):
 			n, _ := new(big.Int).SetString(strings.TrimSpace(v), 10)
 			if n.Cmp(big.NewInt(MaxRealCost)) <= 0 {
@@ -57,6 +57,11 @@ func FuzzCostAfterValue(f *testing.F) {
 		}
 		if ended := h.realCost(d, hdr, req, repl, false); ended != fallback {
 			t.Errorf("real cost %q of a response that never ended charged %d, want the fallback %d", v, ended, fallback)
+		}
+		for _, e := range logs.TakeAll() {
+			if s, _ := e.ContextMap()["value"].(string); len(v) > maxLoggedValue && strings.Contains(s, v[:maxLoggedValue+1]) {
+				t.Errorf("log %q holds more than %d bytes of %q", e.Message, maxLoggedValue, v)
+			}
 		}
 	})
 }

@@ -105,7 +105,8 @@ func remaining(t *testing.T, h *Handler, key string) int64 {
 }
 
 // TestCostAfterSettles: the real cost read from a header or a trailer is
-// charged; an invalid one is charged as the zone's cost and counted; one
+// charged; an invalid one is charged the fallback (the zone's cost) and
+// counted; one
 // that never arrives (handler error, panic, client gone) is charged the
 // fallback; count_status settles only statuses that count.
 func TestCostAfterSettles(t *testing.T) {

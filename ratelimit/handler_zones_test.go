@@ -235,8 +235,8 @@ func TestHandlerCost(t *testing.T) {
 	calls := next.Calls()
 	for _, bad := range []string{"", "lots", "-1", "1.5"} {
 		res = do(h, next, get("/", "X-Cost", bad))
-		if res.status != http.StatusInternalServerError {
-			t.Errorf("cost %q: status %d, want 500 (never a bypass)", bad, res.status)
+		if res.status != http.StatusBadRequest {
+			t.Errorf("cost %q: status %d, want 400 (never a bypass)", bad, res.status)
 		}
 	}
 	if next.Calls() != calls {

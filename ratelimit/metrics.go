@@ -103,11 +103,11 @@ type inputKind uint8
 
 const (
 	inputCostOverQuota inputKind = iota // a cost the zone can never grant: refused with its status
-	inputCost                           // a cost that is not a non-negative integer: 500
+	inputCost                           // a cost that is not a non-negative integer: 400
 	inputQuota                          // a placeholder quota invalid or past the bounds: 500
 	inputPlan                           // the plan key names a row skipped at load: the zone's own quota applied
 	inputRepeated                       // a field the key is read from sent more than once: 400
-	inputCostAfter                      // a real cost (cost_after) that is not a non-negative integer: the pre-charge stands
+	inputCostAfter                      // a real cost (cost_after) that is not a non-negative integer: the fallback charged
 	numInputKinds
 )
 

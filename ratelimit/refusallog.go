@@ -111,6 +111,7 @@ func (h *Handler) flushRefusals() {
 	}
 	now := h.now()
 	for _, z := range h.Zones {
+		h.flushInvalid(z, now)
 		if z.refusals == nil {
 			continue
 		}

@@ -89,8 +89,8 @@ func (d *zoneDecision) charged() int64 {
 }
 
 // realCost is what the request really cost zone d: the value of its
-// cost_after, the zone's cost when that is not a valid number (logged),
-// the fallback when it never arrived.
+// cost_after, or the fallback (default: the zone's cost) when it never
+// arrived or is not a valid number (logged once per key per interval).
 func (h *Handler) realCost(d *zoneDecision, hdr http.Header, r *http.Request, repl *caddy.Replacer, ended bool) int64 {
 	c := d.zone.costAfter
 	v := ""
@@ -101,17 +101,15 @@ func (h *Handler) realCost(d *zoneDecision, hdr http.Header, r *http.Request, re
 		if ce := h.logger.Check(zapcore.DebugLevel, "rate limit cost_after never arrived: fallback charged"); ce != nil {
 			ce.Write(zap.String("zone", d.zone.Name), zap.Bool("response_ended", ended))
 		}
-		if c.hasFb {
-			return c.fallback
-		}
-		return d.cost
+		return c.fallbackFor(d.cost)
 	}
 	n, ok := parseRealCost(v)
 	if !ok {
 		d.zone.inputs[inputCostAfter].Inc()
-		h.logger.Warn("rate limit cost_after is not a non-negative integer of at most 2^50: the zone's cost charged",
-			zap.String("zone", d.zone.Name), zap.String("value", truncate(v, 64)))
-		return d.cost
+		if ce := h.logger.Check(h.invalidLevel(d.zone, d.ask.Key), "rate limit cost_after is not a non-negative integer of at most 2^50: fallback charged"); ce != nil {
+			ce.Write(zap.String("zone", d.zone.Name), zap.String("value", loggedValue(v)))
+		}
+		return c.fallbackFor(d.cost)
 	}
 	return n
 }
@@ -150,12 +148,4 @@ func (h *Handler) sendSettlement(s *settlement, rl *requestLeases) {
 			}
 		}
 	}
-}
-
-// truncate cuts s to at most n bytes, for logs.
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

@@ -74,8 +74,9 @@ type Zone struct {
 	// Units one request takes: a non-negative integer (at most 2^50) or a
 	// placeholder template expanded per request (such as
 	// `{http.request.header.X-Cost}`); a template that does not expand to a
-	// non-negative integer fails the request with status 500, it never
-	// bypasses the limit. A cost larger than the zone can ever grant (its
+	// non-negative integer refuses the request with status 400, nothing
+	// charged (logged once per key per 10s, the value cut to 64 bytes); it
+	// never bypasses the limit. A cost larger than the zone can ever grant (its
 	// quota before any brake: `events`, a token bucket's `burst`, a leaky
 	// bucket's `burst` + 1) is refused like any refusal (`status`, headers),
 	// nothing charged. `0` checks the quota without taking any.
@@ -186,6 +187,7 @@ type Zone struct {
 	instances int64              // the handler's instances, for the local fallback
 	approx    *approxTable       // approximate: nil when off or not on Redis
 	refusals  *zoneRefusals      // what the refusal logs summed (see refusallog.go)
+	invalid   *zoneRefusals      // the invalid input logs, throttled the same way (see invalidlog.go)
 	bansSet   prometheus.Counter // caddy_ratelimit_bans_set_total{zone}
 	seen      *bansSeen          // banned keys seen here (log_keys; nil without ban)
 	setHere   *bansSetHere       // bans set here, for bans_in_force (nil without ban)
@@ -253,7 +255,7 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances, status i
 	z.nameAny = z.Name
 	z.errRefused = fmt.Errorf("rate limit exceeded in zone %q", z.Name)
 	z.problem = newProblemBody(z.Name, status)
-	z.refusals = new(zoneRefusals)
+	z.refusals, z.invalid = new(zoneRefusals), new(zoneRefusals)
 	z.bansSet = bansSetCounter(z.Name)
 	if z.Ban > 0 {
 		z.seen = newBansSeen()
