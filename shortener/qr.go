@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/maypok86/otter/v2"
 	goqr "github.com/piglig/go-qr"
 
 	"github.com/edgekit/caddy-edgekit/shortener/link"
@@ -112,19 +113,13 @@ func (h *Handler) apiQR(w http.ResponseWriter, r *http.Request, code string) err
 	if err := h.linkExists(ctx, code); err != nil {
 		return err
 	}
-	bm, err := qrBitmap(h.qrURL(r, code), req.level)
-	if err != nil { // a short URL always fits (at most 2,953 bytes at level L)
-		return fmt.Errorf("qr code: %w", err)
+	body, err := qrImages.image(ctx, h.qrURL(r, code), req)
+	if err != nil {
+		return err
 	}
-	var body []byte
 	ctype := "image/svg+xml"
 	if req.format == "png" {
 		ctype = "image/png"
-		if body, err = qrPNG(bm, req.size); err != nil {
-			return fmt.Errorf("qr code png: %w", err)
-		}
-	} else {
-		body = qrSVG(bm, req.size)
 	}
 	hdr := w.Header()
 	hdr.Set("Content-Type", ctype)
@@ -138,6 +133,87 @@ func (h *Handler) apiQR(w http.ResponseWriter, r *http.Request, code string) err
 		_, _ = w.Write(body)
 	}
 	return nil
+}
+
+// Bounded work: an image is a function of the text it encodes (the short
+// URL: its host and code), its format, size and level alone, so images are
+// cached by those (an edit of the long URL changes none of them; a deleted
+// link is answered 404 before the cache is read). The cache holds at most
+// qrCacheBytes of images; at most qrMaxRenders images are drawn at once in
+// the process (a 2048 px PNG takes a 4 MiB bitmap and the encoder's
+// buffers), and a request waiting for a turn longer than its deadline
+// (apiTimeout) is answered 503. Measured by BenchmarkQRConcurrent2048.
+const (
+	qrCacheBytes = 16 << 20
+	qrMaxRenders = 4
+)
+
+// errQRBusy answers a request that found no render slot before its deadline.
+var errQRBusy = apiErr(http.StatusServiceUnavailable, "too many QR codes are being drawn: retry later")
+
+// qrKey names a cached image.
+type qrKey struct {
+	text   string
+	format string
+	size   int
+	level  goqr.Ecc
+}
+
+// qrRenderer draws QR images, cached, a bounded number at once.
+type qrRenderer struct {
+	cache *otter.Cache[qrKey, []byte]
+	slots chan struct{}
+	draw  func(text string, req qrRequest) ([]byte, error) // qrDraw; tests count the draws
+}
+
+// qrImages is the process's renderer: the bound is on the process's
+// memory, whatever the handlers and config loads.
+var qrImages = newQRRenderer(qrCacheBytes, qrMaxRenders)
+
+func newQRRenderer(cacheBytes, renders int) *qrRenderer {
+	return &qrRenderer{
+		cache: otter.Must(&otter.Options[qrKey, []byte]{
+			MaximumWeight: uint64(cacheBytes),
+			Weigher:       func(k qrKey, v []byte) uint32 { return uint32(len(k.text) + len(v)) },
+		}),
+		slots: make(chan struct{}, renders),
+		draw:  qrDraw,
+	}
+}
+
+// image is the image of text as req asks, from the cache or drawn when a
+// render slot is free (concurrent requests for one image wait for one
+// draw: otter's loader); errQRBusy when ctx ends first.
+func (q *qrRenderer) image(ctx context.Context, text string, req qrRequest) ([]byte, error) {
+	k := qrKey{text: text, format: req.format, size: req.size, level: req.level}
+	return q.cache.Get(ctx, k, otter.LoaderFunc[qrKey, []byte](q.load))
+}
+
+// load draws k's image once a render slot is free.
+func (q *qrRenderer) load(ctx context.Context, k qrKey) ([]byte, error) {
+	select {
+	case q.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, errQRBusy
+	}
+	defer func() { <-q.slots }()
+	return q.draw(k.text, qrRequest{format: k.format, size: k.size, level: k.level})
+}
+
+// qrDraw draws the image of text as req asks.
+func qrDraw(text string, req qrRequest) ([]byte, error) {
+	bm, err := qrBitmap(text, req.level)
+	if err != nil { // a short URL always fits (at most 2,953 bytes at level L)
+		return nil, fmt.Errorf("qr code: %w", err)
+	}
+	if req.format != "png" {
+		return qrSVG(bm, req.size), nil
+	}
+	b, err := qrPNG(bm, req.size)
+	if err != nil {
+		return nil, fmt.Errorf("qr code png: %w", err)
+	}
+	return b, nil
 }
 
 // qrBitmap encodes text in byte mode at exactly level (not raised when
