@@ -33,6 +33,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        window       <duration>
 //	        algorithm    token_bucket|sliding_window|fixed_window|sliding_log|leaky_bucket|concurrency
 //	        lease_ttl    <duration>
+//	        body_timeout <duration>
 //	        burst        <n>
 //	        cost         <n|template>
 //	        cost_after   <template> [fallback <n>]
@@ -113,6 +114,7 @@ var zoneBlock = cfparse.Block[Zone]{
 		"on_error":     (*Zone).unmarshalOnError,
 		"approximate":  (*Zone).unmarshalApproximate,
 		"lease_ttl":    (*Zone).unmarshalLeaseTTL,
+		"body_timeout": (*Zone).unmarshalBodyTimeout,
 		"match":        (*Zone).unmarshalMatch,
 		"count_status": (*Zone).unmarshalCountStatus,
 		"dry_run":      (*Zone).unmarshalDryRun,
@@ -300,6 +302,13 @@ func (z *Zone) unmarshalApproximate(d *caddyfile.Dispenser) error {
 func (z *Zone) unmarshalLeaseTTL(d *caddyfile.Dispenser) error {
 	dur, err := cfparse.PositiveDurationArg(d)
 	z.LeaseTTL = caddy.Duration(dur)
+	return err
+}
+
+// unmarshalBodyTimeout reads `body_timeout <duration>`.
+func (z *Zone) unmarshalBodyTimeout(d *caddyfile.Dispenser) error {
+	dur, err := cfparse.PositiveDurationArg(d)
+	z.BodyTimeout = caddy.Duration(dur)
 	return err
 }
 

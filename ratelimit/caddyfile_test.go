@@ -309,6 +309,9 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"lease_ttl zero", `ratelimit { zone c { key k; events 4; algorithm concurrency; lease_ttl 0s } }`, "invalid lease_ttl '0s'"},
 		{"lease_ttl no arg", `ratelimit { zone c { key k; events 4; algorithm concurrency; lease_ttl } }`, "wrong argument count"},
 		{"lease_ttl on a bucket", `ratelimit { zone api { key k; events 1; window 1s; lease_ttl 1m } }`, "lease_ttl applies to concurrency zones only"},
+		{"body_timeout short", `ratelimit { zone c { key k; events 4; algorithm concurrency; body_timeout 500ms } }`, "invalid body_timeout 500ms"},
+		{"body_timeout no arg", `ratelimit { zone c { key k; events 4; algorithm concurrency; body_timeout } }`, "wrong argument count"},
+		{"body_timeout on a bucket", `ratelimit { zone api { key k; events 1; window 1s; body_timeout 1m } }`, "body_timeout applies to concurrency zones only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

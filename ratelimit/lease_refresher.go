@@ -94,6 +94,10 @@ func (r *leaseRefresher) due(now time.Time) (map[limiter.Leaser][]*heldLease, bo
 	}
 	var due map[limiter.Leaser][]*heldLease
 	for hl := range r.live {
+		if hl.body.expired(now) { // a slow body: the lease expires within its TTL
+			delete(r.live, hl)
+			continue
+		}
 		if now.Before(hl.due) {
 			continue
 		}

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
@@ -28,7 +29,8 @@ const leaseReleaseTimeout = time.Second
 type heldLease struct {
 	store limiter.Leaser // where it was taken: the store or the local fallback
 	lease limiter.Lease
-	due   time.Time // its next refresh (guarded by the refresher's mutex)
+	due   time.Time  // its next refresh (guarded by the refresher's mutex)
+	body  *bodyWatch // its request's body deadline (nil: no body): not refreshed past it
 }
 
 // requestLeases is what one request holds, given back when it ends.
@@ -39,8 +41,9 @@ type requestLeases struct {
 
 // takeLeases is the leases ds took: the allowed concurrency zones of cost 1
 // whose store call charged (no enforcing zone of the same call refused).
-// They are registered with the refresher; nil when none.
-func (h *Handler) takeLeases(ds []zoneDecision) *requestLeases {
+// They are registered with the refresher, r's body under their zones'
+// body_timeout (see bodytimeout.go); nil when none.
+func (h *Handler) takeLeases(r *http.Request, ds []zoneDecision) *requestLeases {
 	storeRefused, localRefused := false, false
 	for i := range ds {
 		d := &ds[i]
@@ -50,6 +53,7 @@ func (h *Handler) takeLeases(ds []zoneDecision) *requestLeases {
 		}
 	}
 	var rl *requestLeases
+	var bodyTimeout time.Duration
 	for i := range ds {
 		d := &ds[i]
 		if d.ask.Lease == "" || !d.res.Allowed {
@@ -72,8 +76,16 @@ func (h *Handler) takeLeases(ds []zoneDecision) *requestLeases {
 		rl.leases = append(rl.leases, &heldLease{store: store, lease: limiter.Lease{
 			Key: d.ask.Key, ID: d.ask.Lease, TTL: d.ask.Limit.Window,
 		}})
+		if bt := d.zone.bodyTimeout(); bodyTimeout == 0 || bt < bodyTimeout {
+			bodyTimeout = bt
+		}
 	}
 	if rl != nil {
+		if w := watchBody(r, bodyTimeout); w != nil {
+			for _, hl := range rl.leases {
+				hl.body = w
+			}
+		}
 		h.holds.hold()
 		h.refresher.add(rl.leases)
 	}

@@ -47,7 +47,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	storeErr := h.decideAll(r.Context(), ds)
 	var rl *requestLeases
 	if h.concurrency {
-		if rl = h.takeLeases(ds); rl != nil {
+		if rl = h.takeLeases(r, ds); rl != nil {
 			defer h.giveBack(rl)
 		}
 	}

@@ -180,6 +180,9 @@ func (z *Zone) checkConcurrency() error {
 		if z.LeaseTTL != 0 {
 			return onField("lease_ttl", errors.New("lease_ttl applies to concurrency zones only"))
 		}
+		if z.BodyTimeout != 0 {
+			return onField("body_timeout", errors.New("body_timeout applies to concurrency zones only"))
+		}
 		return nil
 	}
 	for _, f := range []struct {
@@ -199,6 +202,9 @@ func (z *Zone) checkConcurrency() error {
 	}
 	if ttl := time.Duration(z.LeaseTTL); ttl != 0 && (ttl < limiter.MinLeaseTTL || ttl > limiter.MaxLeaseTTL) {
 		return onField("lease_ttl", fmt.Errorf("invalid lease_ttl %s: must be at least %s and at most %s", ttl, limiter.MinLeaseTTL, limiter.MaxLeaseTTL))
+	}
+	if bt := time.Duration(z.BodyTimeout); bt != 0 && (bt < time.Second || bt > 24*time.Hour) {
+		return onField("body_timeout", fmt.Errorf("invalid body_timeout %s: must be at least 1s and at most 24h", bt))
 	}
 	return nil
 }

@@ -64,6 +64,15 @@ type Zone struct {
 	// at most 24h. Default: `1m`.
 	LeaseTTL caddy.Duration `json:"lease_ttl,omitempty"`
 
+	// concurrency: how long an admitted request may take to send its
+	// whole body (requests with a body only), from its admission. Past it
+	// the request's lease is no longer refreshed, so its slot is free again
+	// within `lease_ttl` (Caddy's read_idle_timeout is reset by every byte:
+	// a client sending one byte a second would hold its slot for ever), and
+	// its next body read fails. Set it above the longest upload a client
+	// may legitimately take. At least 1s, at most 24h. Default: `1m`.
+	BodyTimeout caddy.Duration `json:"body_timeout,omitempty"`
+
 	// token_bucket: the bucket's capacity (default: `events`); it refills
 	// in burst × window / events, at most 10 years. leaky_bucket: how many
 	// requests may wait for their turn, each held by the handler until it
@@ -200,6 +209,11 @@ const DefaultAlgorithm = limiter.TokenBucket
 
 // DefaultLeaseTTL is a concurrency zone's lease_ttl when none is set.
 const DefaultLeaseTTL = time.Minute
+
+// bodyTimeout is a concurrency zone's body_timeout, or its default.
+func (z *Zone) bodyTimeout() time.Duration {
+	return cmp.Or(time.Duration(z.BodyTimeout), DefaultBodyTimeout)
+}
 
 // window is the Window of the zone's limit: its window, or a concurrency
 // zone's lease TTL.
