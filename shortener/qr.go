@@ -50,41 +50,25 @@ type qrRequest struct {
 	level  goqr.Ecc
 }
 
+// parseQRQuery reads format, size and level, each once and not empty
+// (checkQuery); a bad value is a 400 naming its parameter.
 func parseQRQuery(q url.Values) (qrRequest, error) {
 	req := qrRequest{format: "svg", size: DefaultQRSize, level: goqr.Medium}
-	get := func(name string) (string, error) {
-		if len(q[name]) > 1 {
-			return "", apiErr(http.StatusBadRequest, "%s given %d times", name, len(q[name]))
-		}
-		return q.Get(name), nil
-	}
-	f, err := get("format")
-	if err != nil {
-		return req, err
-	}
-	switch f {
+	switch q.Get("format") {
 	case "", "svg":
 	case "png":
 		req.format = "png"
 	default:
 		return req, apiErr(http.StatusBadRequest, "format must be svg or png")
 	}
-	s, err := get("size")
-	if err != nil {
-		return req, err
-	}
-	if s != "" {
+	if s := q.Get("size"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < MinQRSize || n > MaxQRSize {
 			return req, apiErr(http.StatusBadRequest, "size must be an integer from %d to %d", MinQRSize, MaxQRSize)
 		}
 		req.size = n
 	}
-	l, err := get("level")
-	if err != nil {
-		return req, err
-	}
-	if l != "" {
+	if l := q.Get("level"); l != "" {
 		lv, ok := qrLevels[l]
 		if !ok {
 			return req, apiErr(http.StatusBadRequest, "level must be one of L, M, Q, H")
