@@ -257,14 +257,13 @@ type Handler struct {
 	// click's country, region and city are derived: GeoLite2 or GeoIP2
 	// Country or City, DB-IP Lite Country or City, or IPinfo Lite (country
 	// only). The module downloads nothing and needs no licence key: the
-	// operator provides the file. It is read into memory at start (a file
-	// missing, unreadable or of another kind fails the load) and again
-	// when it changes (stated every 10s; replaced by rename or rewritten
-	// in place), checked before it replaces the loaded one. The address
-	// looked up is Caddy's client IP, so `trusted_proxies` (with
-	// `trusted_proxies_strict`, else the client chooses it) applies; lookups
-	// run in the background writer, never on the redirect. `{env.*}`
-	// placeholders are replaced. Default: none (every country `unknown`).
+	// operator provides the file, read into memory at start and when it
+	// changes (stated every 10s), checked before it replaces the loaded
+	// one. A bad file fails the first load; on a reload the last good one
+	// stays, with a warning. The address is Caddy's client IP
+	// (`trusted_proxies` with `trusted_proxies_strict`); lookups run in the
+	// background writer, never on the redirect. `{env.*}` placeholders are
+	// replaced. Default: none (every country `unknown`).
 	ClicksGeoIP string `json:"clicks_geoip,omitempty"`
 
 	// Turns the code filter off (`code_filter off`). When on, each instance
