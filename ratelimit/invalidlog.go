@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"time"
 
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
@@ -38,7 +37,7 @@ func (h *Handler) invalidLevel(z *Zone, key string) zapcore.Level {
 	now := h.now()
 	lvl, sum, ok := z.invalid.admit(key, now)
 	if ok {
-		h.logInvalidSummary(z.Name, sum, now)
+		h.logSummary("rate limit invalid input", "count", z.Name, sum, now)
 	}
 	if lvl == zapcore.InfoLevel {
 		return zapcore.WarnLevel
@@ -52,23 +51,6 @@ func (h *Handler) invalidKey(z *Zone, value string) string {
 	return limiter.StoreKey(h.prefix, z.Name, "", value)
 }
 
-// logInvalidSummary writes one zone's `rate limit invalid input` line:
-// the invalid inputs of the interval from sum.start to end, how many were
-// logged at warn (one per key), and the distinct keys (capped).
-func (h *Handler) logInvalidSummary(zone string, sum refusalSummary, end time.Time) {
-	c := h.logger.Check(zapcore.InfoLevel, "rate limit invalid input")
-	if c == nil {
-		return
-	}
-	c.Write(zap.String("zone", zone),
-		zap.Int64("count", sum.refused),
-		zap.Int64("logged", sum.logged),
-		zap.Int64("suppressed", sum.refused-sum.logged),
-		zap.Int("keys", sum.keys),
-		zap.Bool("keys_capped", sum.full),
-		zap.Duration("interval", end.Sub(sum.start)))
-}
-
 // flushInvalid writes the summary of zone z's current interval of invalid
 // inputs (the config unloads).
 func (h *Handler) flushInvalid(z *Zone, now time.Time) {
@@ -79,6 +61,6 @@ func (h *Handler) flushInvalid(z *Zone, now time.Time) {
 	sum, ok := z.invalid.take()
 	z.invalid.mu.Unlock()
 	if ok {
-		h.logInvalidSummary(z.Name, sum, now)
+		h.logSummary("rate limit invalid input", "count", z.Name, sum, now)
 	}
 }

@@ -80,22 +80,22 @@ func (r *zoneRefusals) take() (refusalSummary, bool) {
 func (h *Handler) refusalLevel(d *zoneDecision, now time.Time) zapcore.Level {
 	lvl, sum, ok := d.zone.refusals.admit(d.ask.Key, now)
 	if ok {
-		h.logRefusalSummary(d.zone.Name, sum, now)
+		h.logSummary("rate limit refusals", "refused", d.zone.Name, sum, now)
 	}
 	return lvl
 }
 
-// logRefusalSummary writes one zone's `rate limit refusals` line: the
-// refusals of the interval from sum.start to end, how many were logged at
-// info (one per key), how many only at debug, and the distinct keys
-// (capped: keys_capped).
-func (h *Handler) logRefusalSummary(zone string, sum refusalSummary, end time.Time) {
-	c := h.logger.Check(zapcore.InfoLevel, "rate limit refusals")
+// logSummary writes one zone's summary line msg (`rate limit refusals`,
+// `rate limit invalid input`): the events of the interval from sum.start
+// to end under countField, how many were logged one per key, how many
+// only at debug, and the distinct keys (capped: keys_capped).
+func (h *Handler) logSummary(msg, countField, zone string, sum refusalSummary, end time.Time) {
+	c := h.logger.Check(zapcore.InfoLevel, msg)
 	if c == nil {
 		return
 	}
 	c.Write(zap.String("zone", zone),
-		zap.Int64("refused", sum.refused),
+		zap.Int64(countField, sum.refused),
 		zap.Int64("logged", sum.logged),
 		zap.Int64("suppressed", sum.refused-sum.logged),
 		zap.Int("keys", sum.keys),
@@ -119,7 +119,7 @@ func (h *Handler) flushRefusals() {
 		sum, ok := z.refusals.take()
 		z.refusals.mu.Unlock()
 		if ok {
-			h.logRefusalSummary(z.Name, sum, now)
+			h.logSummary("rate limit refusals", "refused", z.Name, sum, now)
 		}
 	}
 }
