@@ -79,6 +79,10 @@ type breaker struct {
 	// waits: requests wait for the probe's verdict, the store having
 	// refused connections (else they get their failure mode at once)
 	waits bool
+	// timer starts the next probe at the cooldown's end; stopped: no
+	// more, the handler is cleaned up
+	timer   *time.Timer
+	stopped bool
 }
 
 // allow reports whether a request may call the store, and whether it is
@@ -176,6 +180,9 @@ func (b *breaker) failure(probe bool) {
 		b.openUntil = now.Add(breakerCooldown)
 		b.probing = false
 		b.waits = false
+		if b.rec != nil && b.round == nil { // see recovery
+			b.startLocked()
+		}
 	}
 	b.mu.Unlock()
 }

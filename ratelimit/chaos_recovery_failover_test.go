@@ -1,13 +1,6 @@
-//go:build chaos
-
 package ratelimit
 
-// The failover halves of the recovery scenario (chaos_recovery_test.go):
-// behind the chaos tag, run by make chaos (scripts/chaos.sh), not by make
-// test, until they hold on a loaded 2-core machine: the Cluster one
-// answered 667 of 1,000 with 503 in one run of make test beside other
-// work (two instances' breakers still in their cooldown when the crowd
-// came).
+// The failover halves of the recovery scenario (chaos_recovery_test.go).
 
 import (
 	"fmt"

@@ -113,6 +113,7 @@ func (h *Handler) provisionStore(ctx caddy.Context) (deny bool, err error) {
 	if cfg.KeyPrefix != "" {
 		h.prefix = cfg.KeyPrefix
 	}
+	cfg.OwnBreaker = true // the breaker and its probe (recovery.go)
 	h.client, err = redispool.Get(cfg)
 	if err != nil {
 		return false, fmt.Errorf("redis %s: %w", cfg.Describe(), err)
@@ -186,6 +187,9 @@ func (h *Handler) cleanupOps() {
 // second call releases nothing more. The Redis client goes when the last
 // request holding a concurrency lease has given it back.
 func (h *Handler) Cleanup() error {
+	if h.breaker != nil {
+		h.breaker.stop()
+	}
 	h.flushRefusals()
 	h.cleanupOps()
 	h.cleanupCarry()

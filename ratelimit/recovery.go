@@ -12,24 +12,28 @@ import (
 // recovery is how a handler on Redis comes back after an outage without
 // failing the crowd that arrives as the store does.
 //
-// While the breaker is open (and its cooldown, if any, is over) a request
-// does not fail at once: it waits for the verdict of a probe that starts
-// after it arrived. One probe runs at a time; the requests that arrive
-// meanwhile wait for the next. A probe PINGs the store on a connection of
-// its own (never through the pool that decides: after failed dials
-// go-redis refuses to dial for up to a second), then warms the pool: it
-// dials min_idle_conns connections (to every master on a cluster) before
-// the breaker closes and lets the waiting requests in, so they find
-// connections ready instead of each dialling under its timeout.
+// A probe PINGs the store on a connection of its own, then warms the pool
+// that decides: it dials min_idle_conns connections (to every master on a
+// cluster) before the breaker closes, so the requests let in find
+// connections ready instead of each dialling under its timeout. One probe
+// runs at a time.
 //
-// A request waits at most probeWaitFactor × timeout for the probe to
-// reach the store (so an outage adds no more than that to a request);
-// once the store answered, it waits for the warm-up, which is bounded by
-// the dial timeout plus warmRetryFor. A probe that failed fast with no
-// connection (a refused dial: the store is down, and asking again costs
-// nothing) lets the next request probe at once; a slower failure or a
-// store error keeps the breaker open for breakerCooldown, with requests
-// getting their failure mode at once.
+// What an open breaker does with a request depends on what the store did:
+//   - It refused connections (a dial refused, by a decision or a probe):
+//     the store is down and asking again costs nothing. The request waits
+//     for the verdict of a probe that starts after it arrived (the
+//     requests that arrive during a probe wait for the next one), so a
+//     wait is a refused dial or, once the store answers, its warm-up
+//     (bounded by the dial timeout plus warmRetryFor). The breaker closes
+//     with the first probe that succeeds.
+//   - It failed otherwise (timeouts, errors): the request gets its
+//     failure mode at once for breakerCooldown. A probe starts at once in
+//     the background: if it finds the store refusing connections, the
+//     requests wait as above from then on; if it succeeds, the breaker
+//     still closes only at the cooldown's end (a slow store is not called
+//     again at once). After a failed probe the next starts on its own at
+//     the cooldown's end: the breaker closes as soon as the store is
+//     back, not when a request happens to ask.
 type recovery struct {
 	store limiter.ReadyStore
 	dial  time.Duration // the client's dial timeout
@@ -39,8 +43,8 @@ type recovery struct {
 
 const (
 	// warmRetryFor is how long the warm-up tries again after the probe
-	// reached the store: go-redis tries a pool that refuses to dial once
-	// a second.
+	// reached the store (a cluster's failed master is replaced, a
+	// Sentinel group names the new primary).
 	warmRetryFor = time.Second
 	// warmRetryEvery is the pause between two warm-up attempts.
 	warmRetryEvery = 20 * time.Millisecond
@@ -64,6 +68,14 @@ func (r *probeRound) wait(ctx context.Context) bool {
 	}
 }
 
+// finish gives r's verdict; a nil r has no one waiting.
+func (r *probeRound) finish(ok bool) {
+	if r != nil {
+		r.ok = ok
+		close(r.done)
+	}
+}
+
 // await is allow for a breaker with a recovery: b is open.
 func (b *breaker) await(ctx context.Context) bool {
 	b.mu.Lock()
@@ -71,26 +83,18 @@ func (b *breaker) await(ctx context.Context) bool {
 		b.mu.Unlock()
 		return true
 	}
-	if b.now().Before(b.openUntil) {
-		b.mu.Unlock()
-		return false
-	}
-	var r *probeRound
-	switch {
-	case !b.waits: // the store stalled or erred: fail at once, probe behind
-		if b.round == nil {
-			b.round = newRound()
-			go b.probe(b.round)
+	if !b.waits { // the store stalled or erred: fail at once
+		if b.round == nil && !b.now().Before(b.openUntil) {
+			b.startLocked()
 		}
 		b.mu.Unlock()
 		return false
+	}
+	r := b.next
+	switch {
 	case b.round == nil:
-		r = newRound()
-		b.round = r
-		go b.probe(r)
-	case b.next != nil:
-		r = b.next
-	default:
+		r = b.startLocked()
+	case r == nil:
 		r = newRound()
 		b.next = r
 	}
@@ -98,49 +102,73 @@ func (b *breaker) await(ctx context.Context) bool {
 	return r.wait(ctx)
 }
 
-// probe runs round r and gives its verdict: success closes the breaker
-// and lets the waiting requests in; a failure fails r's requests, and the
-// next round starts at once unless the failure calls for the cooldown.
+// startLocked starts a probe round; b.mu is held.
+func (b *breaker) startLocked() *probeRound {
+	r := newRound()
+	if b.stopped {
+		r.finish(false)
+		return r
+	}
+	b.round = r
+	go b.probe(r)
+	return r
+}
+
+// probe runs round r and gives its verdict (see recovery).
 func (b *breaker) probe(r *probeRound) {
-	err := b.rec.run()
-	// Refused: the store is down and said so at once; asking again costs
-	// nothing. A timeout or an error of the store calls for the cooldown.
-	var ne net.Error
-	fast := errors.Is(err, limiter.ErrNotReady) && !(errors.As(err, &ne) && ne.Timeout()) &&
-		!errors.Is(err, context.DeadlineExceeded)
+	err := b.rec.run(b.sawRefusal)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	r.ok = err == nil
-	close(r.done)
 	b.round = nil
 	next := b.next
 	b.next = nil
-	b.waits = fast
-	if err == nil {
+	switch {
+	case err == nil && (b.waits || !b.now().Before(b.openUntil)):
 		b.closeLocked()
+		r.finish(true)
+		next.finish(true)
+	case err == nil: // a slow failure's cooldown stands
+		r.finish(false)
+		next.finish(false)
+		b.probeAfterLocked(b.openUntil.Sub(b.now()))
+	case refused(err):
+		b.waits = true
+		r.finish(false)
 		if next != nil {
-			next.ok = true
-			close(next.done)
+			b.round = next
+			go b.probe(next)
 		}
-		return
-	}
-	if !fast {
+	default:
+		b.waits = false
 		b.openUntil = b.now().Add(breakerCooldown)
+		b.probeAfterLocked(breakerCooldown)
+		r.finish(false)
+		next.finish(false) // the cooldown applies to them too
 	}
-	if next == nil {
-		return
+}
+
+// refused reports whether err is the store refusing connections at once
+// (not a timeout, not an error of the store).
+func refused(err error) bool {
+	var ne net.Error
+	return errors.Is(err, limiter.ErrNotReady) && !(errors.As(err, &ne) && ne.Timeout()) &&
+		!errors.Is(err, context.DeadlineExceeded)
+}
+
+// sawRefusal is told by a probe that the store refuses connections: the
+// requests from now on wait for a probe's verdict.
+func (b *breaker) sawRefusal() {
+	b.mu.Lock()
+	if b.open.Load() {
+		b.waits = true
 	}
-	if !fast {
-		close(next.done) // ok false: the cooldown applies to them too
-		return
-	}
-	b.round = next
-	go b.probe(next)
+	b.mu.Unlock()
 }
 
 // run probes the store, then warms its pool, retrying the warm-up while
-// it fails for up to the dial timeout plus warmRetryFor.
-func (rec *recovery) run() error {
+// it fails for up to the dial timeout plus warmRetryFor; refusedNow is
+// called each time the store refuses a connection.
+func (rec *recovery) run(refusedNow func()) error {
 	ctx, cancel := context.WithTimeout(context.Background(), rec.dial+2*rec.read)
 	err := rec.store.Probe(ctx)
 	cancel()
@@ -149,16 +177,52 @@ func (rec *recovery) run() error {
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), rec.dial+warmRetryFor)
 	defer cancel()
+	var last error // the last failure before the time ran out: its cause
 	for {
 		err = rec.store.Warm(ctx, rec.conns)
-		if err == nil || ctx.Err() != nil {
-			return err
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
+		if refused(err) {
+			refusedNow()
 		}
 		select {
 		case <-ctx.Done():
-			return err
+			return last
 		case <-time.After(warmRetryEvery):
 		}
+	}
+}
+
+// probeAfterLocked starts a probe on its own after d (see recovery); b.mu
+// is held.
+func (b *breaker) probeAfterLocked(d time.Duration) {
+	if b.rec == nil || b.stopped {
+		return
+	}
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	b.timer = time.AfterFunc(d, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.open.Load() && b.round == nil {
+			b.startLocked()
+		}
+	})
+}
+
+// stop ends the probes started on their own: the handler is cleaned up
+// and its store may be closed.
+func (b *breaker) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopped = true
+	if b.timer != nil {
+		b.timer.Stop()
 	}
 }
 

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # make chaos: every fault-injection, failover, reload and attack scenario
-# alone, verbose (make test runs them too, among the rest, but those behind
-# the chaos build tag: the failover halves of the recovery scenario). Finds or starts Redis, a
-# Redis Cluster and PostgreSQL (scripts/services.sh); the scenarios start
+# alone, verbose (make test runs them too, among the rest). Finds or
+# starts Redis, a Redis Cluster and PostgreSQL (scripts/services.sh); the scenarios start
 # their own throwaway servers on free ports as they need them: a Redis
 # behind a fault proxy, a Sentinel group (primary, replica, three
 # sentinels), a Redis Cluster of 3 masters with a replica each, and a
@@ -16,6 +15,6 @@ need_redis_server || exit 1
 [ -n "$(pg_bin_dir)" ] || { echo "chaos: PostgreSQL server binaries are needed (initdb, pg_ctl)" >&2; exit 1; }
 # grep only shapes the output (test names, verdicts, test logs); the exit
 # status is go test's.
-go test -race -tags chaos -count=1 -timeout 30m -run "${CHAOS_RUN:-Chaos|Attack}" -v ./... 2>&1 |
+go test -race -count=1 -timeout 30m -run "${CHAOS_RUN:-Chaos|Attack}" -v ./... 2>&1 |
   grep --line-buffered -E '^(--- |\s+--- |PASS|FAIL|ok |panic)|_test\.go:[0-9]+:'
 exit "${PIPESTATUS[0]}"

@@ -71,6 +71,11 @@ type Config struct {
 
 	// Prefix of every key the module writes. Each module documents its default.
 	KeyPrefix string `json:"key_prefix,omitempty"`
+
+	// OwnBreaker is set by a module that stops calling a failing server
+	// and probes it itself: its pool dials whenever asked (see
+	// dialfail.go), and it gets a client of its own.
+	OwnBreaker bool `json:"-"`
 }
 
 // Default connection timeouts: short, because both modules sit on the
@@ -217,6 +222,9 @@ func (c Config) Options() (*redis.UniversalOptions, error) {
 	if c.TLS && opts.TLSConfig == nil {
 		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
+	if c.OwnBreaker {
+		opts.Dialer = deferDialErrors(baseDialer(opts))
+	}
 	return opts, nil
 }
 
@@ -233,6 +241,9 @@ func (c Config) Key() string {
 	norm := c
 	norm.KeyPrefix = "" // the prefix is per module, the connection is not
 	b, _ := json.Marshal(norm)
+	if c.OwnBreaker {
+		b = append(b, " own breaker"...)
+	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

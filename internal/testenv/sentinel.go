@@ -188,15 +188,36 @@ func replicaUp(replicas []map[string]string) bool {
 // Primary asks a sentinel for the current primary's host:port.
 func (s *Sentinel) Primary() string {
 	s.t.Helper()
-	c := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinels[0].Addr()})
+	addr, err := s.primaryOf(s.Sentinels[0])
+	if err != nil {
+		s.t.Fatalf("SENTINEL GET-MASTER-ADDR-BY-NAME: %v", err)
+	}
+	return addr
+}
+
+// primaryOf is the primary sentinel n names.
+func (s *Sentinel) primaryOf(n *RedisNode) (string, error) {
+	c := redis.NewSentinelClient(&redis.Options{Addr: n.Addr()})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	hp, err := c.GetMasterAddrByName(ctx, s.MasterName).Result()
 	if err != nil {
-		s.t.Fatalf("SENTINEL GET-MASTER-ADDR-BY-NAME: %v", err)
+		return "", err
 	}
-	return hp[0] + ":" + hp[1]
+	return hp[0] + ":" + hp[1], nil
+}
+
+// agreed reports whether every sentinel names primary: a client asks
+// whichever sentinel answers it first, and the others learn of a failover
+// from the one that led it a moment later.
+func (s *Sentinel) agreed(primary string) bool {
+	for _, n := range s.Sentinels {
+		if addr, err := s.primaryOf(n); err != nil || addr != primary {
+			return false
+		}
+	}
+	return true
 }
 
 // node returns the data node at addr.
@@ -210,7 +231,7 @@ func (s *Sentinel) node(addr string) *RedisNode {
 	return nil
 }
 
-// Failover runs SENTINEL FAILOVER and waits until the sentinels name a
+// Failover runs SENTINEL FAILOVER and waits until every sentinel names a
 // new primary that accepts writes; it returns the new primary's address.
 func (s *Sentinel) Failover() string {
 	s.t.Helper()
@@ -226,7 +247,7 @@ func (s *Sentinel) Failover() string {
 }
 
 // KillPrimary kills the current primary and waits until the sentinels
-// promote the replica; it returns the new primary's address. The old
+// promote the replica and all name it; it returns the new primary's address. The old
 // primary stays down until RestartNode.
 func (s *Sentinel) KillPrimary() (killed, promoted string) {
 	s.t.Helper()
@@ -244,7 +265,7 @@ func (s *Sentinel) waitNewPrimary(old string, within time.Duration) string {
 	deadline := time.Now().Add(within)
 	for {
 		now := s.Primary()
-		if now != old {
+		if now != old && s.agreed(now) {
 			c := redis.NewClient(&redis.Options{Addr: now})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			role, err := c.Do(ctx, "ROLE").Slice()

@@ -55,12 +55,14 @@ func (s *RedisStore) Probe(ctx context.Context) error {
 		o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 2, 0, 0, 0
 		o.MaxRetries, o.DialerRetries = -1, 1
 		o.ContextTimeoutEnabled = false
+		o.PushNotificationProcessor = nil // the store's: its handlers are registered
 		c = redis.NewClient(&o)
 	case *redis.ClusterClient:
 		o := *sc.Options()
 		o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 2, 0, 0, 0
 		o.MaxRetries, o.DialerRetries = -1, 1
 		o.ContextTimeoutEnabled = false
+		o.PushNotificationProcessor = nil // the store's: its handlers are registered
 		c = redis.NewClusterClient(&o)
 	default:
 		c = s.c
