@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -91,11 +92,32 @@ var EditableFields = []struct {
 	{"forward_query", func(l Link) any { return RulesResponse(l).ForwardQuery }},
 }
 
+// targetingFields are the link's targeting and fallback as its history
+// records them (the JSON of each part of Link.Targeting, null for none).
+var targetingFields = []struct {
+	Name  string
+	value func(Link) any
+}{
+	{"rules", func(l Link) any { return TargetingPart(l.Targeting, "rules") }},
+	{"variants", func(l Link) any { return TargetingPart(l.Targeting, "variants") }},
+	{"fallback_url", func(l Link) any { return nullString(l.FallbackURL) }},
+}
+
+// TargetingPart is one member of a link's targeting object: its JSON, or
+// null when absent.
+func TargetingPart(targeting []byte, name string) json.RawMessage {
+	var parts map[string]json.RawMessage
+	if json.Unmarshal(targeting, &parts) != nil || len(parts[name]) == 0 {
+		return json.RawMessage("null")
+	}
+	return parts[name]
+}
+
 // diffLinks returns the fields whose API value differs between old and
 // new; empty when none does.
 func diffLinks(old, new Link) (map[string]Change, error) {
 	changes := map[string]Change{}
-	for _, f := range EditableFields {
+	for _, f := range slices.Concat(EditableFields, targetingFields) {
 		from, err := json.Marshal(f.value(old))
 		if err != nil {
 			return nil, fmt.Errorf("encoding %s: %w", f.Name, err)

@@ -1,6 +1,7 @@
 package link
 
 import (
+	"bytes"
 	"strconv"
 	"time"
 )
@@ -24,7 +25,8 @@ func sameReuse(a, b Link) bool {
 		a.ExpiresAt.Truncate(time.Microsecond).Equal(b.ExpiresAt.Truncate(time.Microsecond)) &&
 		a.RedirectStatus == b.RedirectStatus && a.MaxClicks == b.MaxClicks &&
 		a.ValidFrom.Truncate(time.Microsecond).Equal(b.ValidFrom.Truncate(time.Microsecond)) &&
-		forwardKey(a.ForwardQuery) == forwardKey(b.ForwardQuery)
+		forwardKey(a.ForwardQuery) == forwardKey(b.ForwardQuery) &&
+		bytes.Equal(a.Targeting, b.Targeting) && a.FallbackURL == b.FallbackURL
 }
 
 // ReuseKey is equal for two links exactly when sameReuse holds: the items
@@ -32,7 +34,8 @@ func sameReuse(a, b Link) bool {
 func ReuseKey(l Link) string {
 	return strconv.FormatInt(ToMicros(l.ExpiresAt), 10) + "|" + strconv.Itoa(l.RedirectStatus) + "|" +
 		strconv.FormatInt(ToMicros(l.ValidFrom), 10) + "|" + strconv.FormatInt(l.MaxClicks, 10) + "|" +
-		forwardKey(l.ForwardQuery) + "|" + l.LongURL
+		forwardKey(l.ForwardQuery) + "|" + strconv.Itoa(len(l.FallbackURL)) + "|" + l.FallbackURL + "|" +
+		strconv.Itoa(len(l.Targeting)) + "|" + string(l.Targeting) + "|" + l.LongURL
 }
 
 // forwardKey names a forward_query setting: unset, on or off.

@@ -1,6 +1,7 @@
 package link
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +10,13 @@ import (
 
 // MaxMaxClicks is the largest max_clicks a link may have.
 const MaxMaxClicks = 1_000_000_000_000
+
+// Bounds of a link's targeting and fallback (Link.Targeting,
+// Link.FallbackURL).
+const (
+	MaxTargetingBytes = 64 << 10
+	MaxFallbackURL    = 2048
+)
 
 // MinValidFrom is the earliest valid_from accepted: earlier times would
 // mean nothing (the link is active) and the epoch itself is the embedded
@@ -88,6 +96,21 @@ func CheckRules(l Link) error {
 	}
 	if l.ClicksServed < 0 {
 		return errors.New("clicks served must not be negative")
+	}
+	return checkTargeting(l)
+}
+
+// checkTargeting bounds what the stores keep of a link's targeting and
+// fallback; the handler judged their content.
+func checkTargeting(l Link) error {
+	if len(l.Targeting) > MaxTargetingBytes {
+		return fmt.Errorf("rules and variants must be at most %d bytes of JSON", MaxTargetingBytes)
+	}
+	if l.Targeting != nil && (!json.Valid(l.Targeting) || l.Targeting[0] != '{') {
+		return errors.New("rules and variants must be a JSON object")
+	}
+	if len(l.FallbackURL) > MaxFallbackURL {
+		return fmt.Errorf("fallback_url must be at most %d bytes", MaxFallbackURL)
 	}
 	return nil
 }

@@ -52,6 +52,15 @@ type Link struct {
 	// with generated codes are reused ("reuse": true); links stored before
 	// the stores kept this read as custom.
 	Custom bool
+	// Targeting is the link's destination rules and A/B split as the
+	// handler validated and normalised them: the JSON object
+	// {"rules":[...],"variants":[...]} (shortener/targeting); nil: none.
+	// The stores keep it as given, at most MaxTargetingBytes.
+	Targeting []byte
+	// FallbackURL is where an expired, revoked, not yet valid or used-up
+	// link sends a person instead of answering 404 or 410; "": none. At
+	// most MaxFallbackURL bytes; the handler's URL policy judged it.
+	FallbackURL string
 }
 
 // Gone reports whether the link answers 410 at now (revoked or expired).

@@ -58,6 +58,10 @@ type embeddedRecord struct {
 	// Auto: the code was generated (Link.Custom false). Absent in records
 	// written before it existed, which read as custom, never reused.
 	Auto bool `json:"a,omitempty"`
+	// Targeting (its JSON, as a string: read back byte for byte) and
+	// FallbackURL; absent for none.
+	Targeting   string `json:"tg,omitempty"`
+	FallbackURL string `json:"fb,omitempty"`
 }
 
 // record is l as stored.
@@ -77,6 +81,8 @@ func record(l link.Link) embeddedRecord {
 		ClicksServed:   l.ClicksServed,
 		Version:        l.Version,
 		Auto:           !l.Custom,
+		Targeting:      string(l.Targeting),
+		FallbackURL:    l.FallbackURL,
 	}
 }
 
@@ -98,7 +104,17 @@ func (rec embeddedRecord) link(code string) link.Link {
 		ClicksServed:   rec.ClicksServed,
 		Version:        max(rec.Version, 1),
 		Custom:         !rec.Auto,
+		Targeting:      targetingOf(rec.Targeting),
+		FallbackURL:    rec.FallbackURL,
 	}
+}
+
+// targetingOf is a record's targeting as Link.Targeting holds it.
+func targetingOf(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
 }
 
 // OpenEmbedded opens the store file at path, creating it (mode 0600) and its

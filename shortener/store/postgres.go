@@ -56,7 +56,8 @@ func (s *PostgresStore) Get(ctx context.Context, code string) (link.Link, error)
 
 // linkColumns are the columns scanLink reads, in its order.
 const linkColumns = `long_url, created_at, expires_at, revoked_at, title, tags, notes,
-	redirect_status, valid_from, max_clicks, forward_query, clicks_served, version, custom`
+	redirect_status, valid_from, max_clicks, forward_query, clicks_served, version, custom,
+	targeting, fallback_url`
 
 // scanLink reads one row of linkColumns; no row is ErrNotFound.
 func scanLink(row pgx.Row, code string) (link.Link, error) {
@@ -77,12 +78,14 @@ func scanLink(row pgx.Row, code string) (link.Link, error) {
 type linkScan struct {
 	expires, revoked, validFrom *time.Time
 	status                      int16
+	targeting                   *string
 }
 
 // into is the Scan destinations of linkColumns for l.
 func (ls *linkScan) into(l *link.Link) []any {
 	return []any{&l.LongURL, &l.CreatedAt, &ls.expires, &ls.revoked, &l.Title, &l.Tags, &l.Notes,
-		&ls.status, &ls.validFrom, &l.MaxClicks, &l.ForwardQuery, &l.ClicksServed, &l.Version, &l.Custom}
+		&ls.status, &ls.validFrom, &l.MaxClicks, &l.ForwardQuery, &l.ClicksServed, &l.Version, &l.Custom,
+		&ls.targeting, &l.FallbackURL}
 }
 
 // finish converts what into read.
@@ -91,6 +94,24 @@ func (ls *linkScan) finish(l *link.Link) {
 	l.ExpiresAt, l.RevokedAt, l.ValidFrom = utcOrZero(ls.expires), utcOrZero(ls.revoked), utcOrZero(ls.validFrom)
 	l.RedirectStatus = int(ls.status)
 	l.Tags = link.TagsOrNil(l.Tags)
+	l.Targeting = targetingBytes(ls.targeting)
+}
+
+// targetingBytes is a targeting column's value as Link.Targeting holds it.
+func targetingBytes(s *string) []byte {
+	if s == nil {
+		return nil
+	}
+	return []byte(*s)
+}
+
+// targetingText is Link.Targeting as its column holds it: NULL for none.
+func targetingText(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
 }
 
 // Create implements Store: one INSERT ... ON CONFLICT DO NOTHING, so a
@@ -109,11 +130,13 @@ func (s *PostgresStore) Create(ctx context.Context, l link.Link) error {
 	}
 	tag, err := s.Pool.Exec(ctx,
 		`INSERT INTO shortener_links (code, long_url, created_at, expires_at, revoked_at, title, tags, notes,
-		                              redirect_status, valid_from, max_clicks, forward_query, clicks_served, custom)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+		                              redirect_status, valid_from, max_clicks, forward_query, clicks_served, custom,
+		                              targeting, fallback_url)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 		 ON CONFLICT (code) DO NOTHING`,
 		l.Code, l.LongURL, l.CreatedAt, nullTime(l.ExpiresAt), nullTime(l.RevokedAt), l.Title, tags, l.Notes,
-		int16(l.RedirectStatus), nullTime(l.ValidFrom), l.MaxClicks, l.ForwardQuery, l.ClicksServed, l.Custom)
+		int16(l.RedirectStatus), nullTime(l.ValidFrom), l.MaxClicks, l.ForwardQuery, l.ClicksServed, l.Custom,
+		targetingText(l.Targeting), l.FallbackURL)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation

@@ -133,10 +133,10 @@ func (t pgLinkTx) Insert(ctx context.Context, links []link.Link) ([]bool, error)
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(links[a].Code, links[b].Code) })
-	const cols = 14
+	const cols = 16
 	var q strings.Builder
 	q.WriteString(`INSERT INTO shortener_links (code, long_url, created_at, expires_at, revoked_at, title, tags, notes, custom,
-		redirect_status, valid_from, max_clicks, forward_query, clicks_served) VALUES `)
+		redirect_status, valid_from, max_clicks, forward_query, clicks_served, targeting, fallback_url) VALUES `)
 	args := make([]any, 0, cols*len(links))
 	for n, i := range order {
 		l := links[i]
@@ -162,7 +162,8 @@ func (t pgLinkTx) Insert(ctx context.Context, links []link.Link) ([]bool, error)
 			tags = []string{}
 		}
 		args = append(args, l.Code, l.LongURL, l.CreatedAt, nullTime(l.ExpiresAt), nullTime(l.RevokedAt), l.Title, tags, l.Notes, l.Custom,
-			int16(l.RedirectStatus), nullTime(l.ValidFrom), l.MaxClicks, l.ForwardQuery, l.ClicksServed)
+			int16(l.RedirectStatus), nullTime(l.ValidFrom), l.MaxClicks, l.ForwardQuery, l.ClicksServed,
+			targetingText(l.Targeting), l.FallbackURL)
 	}
 	q.WriteString(` ON CONFLICT (code) DO NOTHING RETURNING code`)
 	rows, err := t.tx.Query(ctx, q.String(), args...)
@@ -206,17 +207,19 @@ func (t pgLinkTx) Reusable(ctx context.Context, links []link.Link, now time.Time
 		return nil, fmt.Errorf("locking reuse candidates: %w", err)
 	}
 	rows, err := t.tx.Query(ctx, `SELECT q.i, c.*
-		FROM unnest($1::text[], $2::timestamptz[], $4::int2[], $5::timestamptz[], $6::int8[], $7::bool[])
-		     WITH ORDINALITY AS q(u, e, s, v, m, f, i)
+		FROM unnest($1::text[], $2::timestamptz[], $4::int2[], $5::timestamptz[], $6::int8[], $7::bool[],
+		            $8::text[], $9::text[])
+		     WITH ORDINALITY AS q(u, e, s, v, m, f, t, fb, i)
 		CROSS JOIN LATERAL (
 			SELECT code, `+linkColumns+` FROM shortener_links
 			WHERE long_url = q.u AND NOT custom AND revoked_at IS NULL
 			  AND expires_at IS NOT DISTINCT FROM q.e AND (expires_at IS NULL OR expires_at > $3)
 			  AND redirect_status = q.s AND valid_from IS NOT DISTINCT FROM q.v
 			  AND max_clicks = q.m AND forward_query IS NOT DISTINCT FROM q.f
+			  AND targeting IS NOT DISTINCT FROM q.t AND fallback_url = q.fb
 			  AND (max_clicks = 0 OR clicks_served < max_clicks)
 			ORDER BY created_at, code LIMIT 1) c`,
-		k.urls, k.expiries, now, k.statuses, k.validFroms, k.maxClicks, k.forwards)
+		k.urls, k.expiries, now, k.statuses, k.validFroms, k.maxClicks, k.forwards, k.targetings, k.fallbacks)
 	if err != nil {
 		return nil, fmt.Errorf("finding reuse candidates: %w", err)
 	}
@@ -245,6 +248,8 @@ type reuseKeys struct {
 	statuses             []int16
 	maxClicks            []int64
 	forwards             []*bool
+	targetings           []*string
+	fallbacks            []string
 }
 
 func (k *reuseKeys) add(l link.Link) {
@@ -254,6 +259,8 @@ func (k *reuseKeys) add(l link.Link) {
 	k.statuses = append(k.statuses, int16(l.RedirectStatus))
 	k.maxClicks = append(k.maxClicks, l.MaxClicks)
 	k.forwards = append(k.forwards, l.ForwardQuery)
+	k.targetings = append(k.targetings, targetingText(l.Targeting))
+	k.fallbacks = append(k.fallbacks, l.FallbackURL)
 }
 
 // timeOrNil is nil for the zero time.

@@ -182,7 +182,7 @@ func (st *listStmt) order() string {
 // its click totals t.
 const listedColumns = `l.code, l.long_url, l.created_at, l.expires_at, l.revoked_at, l.title, l.tags, l.notes,
 	l.redirect_status, l.valid_from, l.max_clicks, l.forward_query, l.clicks_served, l.version,
-	COALESCE(t.people + t.bots + t.imported, 0)`
+	l.targeting, l.fallback_url, COALESCE(t.people + t.bots + t.imported, 0)`
 
 // clickTotals joins a link l to its click totals t.
 const clickTotals = ` LEFT JOIN shortener_link_click_totals t ON t.code = (l.code COLLATE "default")`
@@ -203,8 +203,11 @@ func scanListedLink(row pgx.CollectableRow) (link.ListedLink, error) {
 	var l link.ListedLink
 	var expires, revoked, validFrom *time.Time
 	var status int16
+	var targeting *string
 	err := row.Scan(&l.Code, &l.LongURL, &l.CreatedAt, &expires, &revoked, &l.Title, &l.Tags, &l.Notes,
-		&status, &validFrom, &l.MaxClicks, &l.ForwardQuery, &l.ClicksServed, &l.Version, &l.Clicks)
+		&status, &validFrom, &l.MaxClicks, &l.ForwardQuery, &l.ClicksServed, &l.Version,
+		&targeting, &l.FallbackURL, &l.Clicks)
+	l.Targeting = targetingBytes(targeting)
 	l.CreatedAt = l.CreatedAt.UTC()
 	l.ExpiresAt, l.RevokedAt, l.ValidFrom = utcOrZero(expires), utcOrZero(revoked), utcOrZero(validFrom)
 	l.RedirectStatus = int(status)

@@ -84,7 +84,8 @@ func (st *listStmt) containsQ(alias, s string) string {
 
 // linkRow are the columns of a link that listedColumns reads.
 const linkRow = `l.code, l.long_url, l.created_at, l.expires_at, l.revoked_at, l.title, l.tags, l.notes,
-	l.redirect_status, l.valid_from, l.max_clicks, l.forward_query, l.clicks_served, l.version`
+	l.redirect_status, l.valid_from, l.max_clicks, l.forward_query, l.clicks_served, l.version,
+	l.targeting, l.fallback_url`
 
 // walkEnd returns the sort key of the last of the next walk links after
 // from, nil when fewer are left.

@@ -31,6 +31,7 @@ func runSuite(t *testing.T, h Harness) {
 		t.Run(c.name, func(t *testing.T) { c.check(t, ctxFor(t), open(t), base) })
 	}
 	t.Run("Rules", func(t *testing.T) { s := open(t); testRulesRoundTrip(t, ctxFor(t), s, base) })
+	t.Run("Targeting", func(t *testing.T) { s := open(t); testTargetingRoundTrip(t, ctxFor(t), s, base) })
 	t.Run("link.ServeCounter", func(t *testing.T) { s := open(t); testServeCounter(t, ctxFor(t), s, base) })
 	t.Run("Transactions", func(t *testing.T) { testTxStore(t, ctxFor(t), open(t), base) })
 	t.Run("ListsLinks", func(t *testing.T) { s := open(t); testLinkLister(t, ctxFor(t), h, s, base) })
