@@ -85,8 +85,9 @@
 //     tz (from inclusive, until exclusive).
 //
 // Each list refuses a value given twice (after normalisation). A rule set
-// holds at most 50 rules, and its normalised JSON at most 64 KiB; Parse
-// refuses a larger input before reading it. Unknown fields, duplicate
+// holds at most 50 rules, and its normalised JSON at most 64 KiB as
+// json.Marshal writes it ('&', '<' and '>' escaped); Parse refuses a
+// larger input before reading it. Unknown fields, duplicate
 // keys, a value of the wrong JSON type and invalid UTF-8 are refused,
 // each naming its field; null is the same as an absent field.
 package targeting

@@ -88,6 +88,8 @@ func New(rules []Rule, variants []Variant, opts Options) (*Set, error) {
 		s.variants, s.srcVariants = sp, norm
 		s.needs |= NeedVisitor
 	}
+	// Measured as json.Marshal writes it ('&', '<', '>' escaped), so that
+	// the stored form of any set New accepts parses again.
 	if b, _ := json.Marshal(wire{s.src, s.srcVariants}); len(b) > MaxJSON {
 		return nil, fieldErr("", "the rule set is %d bytes as normalised, at most %d are allowed", len(b), MaxJSON)
 	}
