@@ -85,6 +85,7 @@ type eval struct {
 	addr                          netip.Addr
 	langs                         langRanges
 	hits                          queryHits
+	clock                         localClock
 }
 
 // holds reports whether every condition of c holds, cheapest first.
@@ -98,7 +99,7 @@ func (e *eval) holds(c *cond) bool {
 		len(c.os) > 0 && !contains(c.os, v.OS),
 		len(c.browser) > 0 && !contains(c.browser, v.Browser),
 		len(c.country) > 0 && !contains(c.country, v.Country),
-		c.time != nil && !c.time.holds(v.Now),
+		c.time != nil && !c.time.holds(v.Now, &e.clock),
 		len(c.ips) > 0 && !inPrefixes(c.ips, e.visitorAddr()),
 		c.queryTo > c.queryFrom && !e.queryHolds(c.queryFrom, c.queryTo),
 		len(c.lang.tags) > 0 && !c.lang.matches(e.languages()):

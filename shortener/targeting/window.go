@@ -116,9 +116,10 @@ func (w *window) setHours(path string, h HourRange) error {
 }
 
 // holds reports whether now is in the window; the zero time is in none.
-// Days and hours are read in the zone's local time at now, so a day or
-// hour a DST change skips holds no instant and one it repeats holds two.
-func (w *window) holds(now time.Time) bool {
+// Days and hours are read in the zone's local time at now (through lc,
+// which keeps the last zone's), so a day or hour a DST change skips holds
+// no instant and one it repeats holds two.
+func (w *window) holds(now time.Time, lc *localClock) bool {
 	if now.IsZero() {
 		return false
 	}
@@ -128,10 +129,25 @@ func (w *window) holds(now time.Time) bool {
 	if w.days == 0 && w.hourTo == 0 {
 		return true
 	}
-	local := now.In(w.loc)
-	if w.days != 0 && w.days&(1<<local.Weekday()) == 0 {
+	day, hour := lc.at(now, w.loc)
+	if w.days != 0 && w.days&(1<<day) == 0 {
 		return false
 	}
-	h := local.Hour()
-	return w.hourTo == 0 || w.hourFrom <= h && h < w.hourTo
+	return w.hourTo == 0 || w.hourFrom <= hour && hour < w.hourTo
+}
+
+// localClock is the weekday and hour of one instant in the last zone
+// asked: the rules of a set mostly share one zone.
+type localClock struct {
+	loc  *time.Location
+	day  time.Weekday
+	hour int
+}
+
+func (lc *localClock) at(now time.Time, loc *time.Location) (time.Weekday, int) {
+	if lc.loc != loc {
+		local := now.In(loc)
+		lc.loc, lc.day, lc.hour = loc, local.Weekday(), local.Hour()
+	}
+	return lc.day, lc.hour
 }
