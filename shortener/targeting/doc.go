@@ -38,9 +38,10 @@
 //
 // A variant is picked by bucket: the visitor's key, the link's code and
 // the rule's index (-1 for the link-level list) are hashed into 0..99
-// (see Bucket), and the variants own consecutive ranges of buckets in
-// list order, as many as their weight. The same key sees the same variant
-// on every call, in every process.
+// with a fixed function (FNV-1a and splitmix64, split.go), and the
+// variants own consecutive ranges of buckets in list order, as many as
+// their weight. The same key sees the same variant on every call, in
+// every process and on every machine.
 //
 // # Fields and bounds
 //
@@ -60,7 +61,8 @@
 //     Only on a rule with url (the store or web fallback) whose if.os is
 //     non-empty and holds only "ios" and/or "android".
 //
-// Conditions ("if"); an empty list is no condition:
+// Conditions ("if"); an empty list is no condition, and values are
+// accepted in any case and shown as below:
 //   - device: up to 16 of mobile, tablet, desktop, tv, bot, other.
 //   - os: up to 16 of ios, android, windows, macos, linux, chromeos, other.
 //   - browser: up to 16 names of 1 to 32 of [a-z0-9 _-], as the caller's
@@ -70,24 +72,27 @@
 //   - language: up to 32 BCP 47 tags of at most 64 bytes (subtags of 1
 //     to 8 letters or digits joined by '-', the first 2 or 3 letters),
 //     shown in the usual case: "fr-CA", "zh-Hant-TW". Matched by RFC 4647
-//     lookup against Accept-Language (acceptlang.go).
+//     lookup against the first 1024 bytes and 32 ranges of the visitor's
+//     Accept-Language (language.go, acceptlang.go).
 //   - ip: up to 64 addresses or CIDR prefixes, IPv4 or IPv6 (no zone),
 //     shown as masked prefixes ("198.51.100.7/32"); an IPv4-mapped IPv6
 //     address or prefix (/96 or longer) is shown and compared as IPv4.
 //   - query: up to 8 of {"name": n, "equals": v} (the parameter n has the
 //     value v) or {"name": n, "present": true} (n is given, with any
-//     value); n 1 to 128 bytes, v at most 256, both as decoded.
+//     value); n 1 to 128 bytes, v at most 256, both as decoded. The
+//     visitor's query is read as url.ParseQuery reads it, up to 4 KiB.
 //   - time: {"tz", "from", "until", "days", "hours"}, at least one of the
-//     last four: tz an IANA zone name (default UTC; "Local" refused), from
-//     and until RFC 3339 instants (from inclusive, until exclusive, from
-//     before until; shown in UTC), days up to 7 of mon..sun, hours
-//     {"from": 0..23, "until": 1..24} with from < until, local hours of
-//     tz (from inclusive, until exclusive).
+//     last four. tz: an IANA zone name (default UTC; "Local" refused).
+//     from, until: RFC 3339 instants from 1970 to 9999, from inclusive,
+//     until exclusive, from before until; shown in UTC. days: up to 7 of
+//     mon..sun. hours: {"from": 0..23, "until": 1..24}, from < until, the
+//     local hours [from, until) of tz.
 //
 // Each list refuses a value given twice (after normalisation). A rule set
 // holds at most 50 rules, and its normalised JSON at most 64 KiB as
 // json.Marshal writes it ('&', '<' and '>' escaped); Parse refuses a
-// larger input before reading it. Unknown fields, duplicate
-// keys, a value of the wrong JSON type and invalid UTF-8 are refused,
-// each naming its field; null is the same as an absent field.
+// larger input before reading it. Unknown fields, keys in another case,
+// duplicate keys, a value of the wrong JSON type and invalid UTF-8 are
+// refused, each naming its field; null, "" and [] are the same as an
+// absent field.
 package targeting

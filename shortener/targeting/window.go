@@ -79,7 +79,8 @@ func errUnknownZone(name string) error {
 	return fmt.Errorf("%q is not an IANA time zone name (Europe/Paris, UTC)", truncate(name, MaxTimeZoneName))
 }
 
-// instant reads an optional RFC 3339 time, normalised to UTC.
+// instant reads an optional RFC 3339 time, normalised to UTC, from
+// 1970 to 9999 in UTC.
 func instant(path, s string) (time.Time, string, error) {
 	if s == "" {
 		return time.Time{}, "", nil
@@ -88,7 +89,10 @@ func instant(path, s string) (time.Time, string, error) {
 	if err != nil {
 		return time.Time{}, "", fieldErr(path, "must be an RFC 3339 time (2026-01-01T00:00:00Z)")
 	}
-	t = t.UTC()
+	// In UTC a year past 9999 or before 0 would not be RFC 3339 any more.
+	if t = t.UTC(); t.Year() < 1970 || t.Year() > 9999 {
+		return time.Time{}, "", fieldErr(path, "must be from 1970 to 9999 (UTC)")
+	}
 	return t, t.Format(time.RFC3339Nano), nil
 }
 
