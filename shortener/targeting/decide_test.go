@@ -166,3 +166,27 @@ func TestNeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideConcurrent: one set decides for many goroutines at once (run
+// with -race).
+func TestDecideConcurrent(t *testing.T) {
+	s := mustParse(t, tenRules())
+	want := benchVisitor()
+	first := s.Decide(&want)
+	done := make(chan Decision)
+	for g := range 4 {
+		go func() {
+			v := benchVisitor()
+			var d Decision
+			for range 200 + g {
+				d = s.Decide(&v)
+			}
+			done <- d
+		}()
+	}
+	for range 4 {
+		if d := <-done; d != first {
+			t.Errorf("concurrent Decide: %+v, want %+v", d, first)
+		}
+	}
+}

@@ -47,8 +47,8 @@ func (c *compiler) ruleName(path string, i int, name string) error {
 			return fieldErr(path, "holds the unprintable character %U", r)
 		}
 	}
-	if rest, ok := strings.CutPrefix(name, "rule-"); ok && isDigits(rest) && name != defaultName(i) {
-		return fieldErr(path, "%q is the name shown for the unnamed rule at that position", name)
+	if n, ok := defaultIndex(name); ok && n != i {
+		return fieldErr(path, "%q is the name shown for an unnamed rule at that position", name)
 	}
 	if c.names[name] {
 		return fieldErr(path, "%q is the name of an earlier rule", name)
@@ -57,13 +57,18 @@ func (c *compiler) ruleName(path string, i int, name string) error {
 	return nil
 }
 
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
+// defaultIndex reports whether name is the display name of an unnamed
+// rule, and of which: "rule-3" is rules[2]'s.
+func defaultIndex(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "rule-")
+	if !ok {
+		return 0, false
 	}
-	return s != ""
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 1 || strconv.Itoa(n) != rest {
+		return 0, false
+	}
+	return n - 1, true
 }
 
 // destination judges a rule's url, app_url and variants (cond is its

@@ -34,6 +34,7 @@ func TestValidateRules(t *testing.T) {
 		{"name twice", rule(`{"name":"x","url":"https://a.example/"},{"url":"https://b.example/"},{"name":"x","url":"https://c.example/"}`), "rules[2].name"},
 		{"name own default", rule(`{"url":"https://a.example/"},{"name":"rule-2","url":"https://b.example/"}`), "-"},
 		{"name another default", rule(`{"name":"rule-2","url":"https://a.example/"},{"url":"https://b.example/"}`), "rules[0].name"},
+		{"name like a default", rule(`{"name":"rule-02","url":"https://a.example/"},{"name":"rule-0","url":"https://b.example/"},{"name":"rule-","url":"https://c.example/"}`), "-"},
 		{"url 2048", rule(`{"url":"` + urlOf(2048) + `"}`), "-"},
 		{"url 2049", rule(`{"url":"` + urlOf(2049) + `"}`), "rules[0].url"},
 		{"url policy", rule(`{"url":"http://a.example/"}`), "rules[0].url"},
