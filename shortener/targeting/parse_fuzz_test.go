@@ -51,6 +51,61 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// fieldValues are the values of a valid set FuzzParseFields builds, in
+// order: rule name, url, app_url, language, ip, country, browser, query
+// name, query value, tz, from, until, day, os, device, variant name.
+var fieldValues = [...]string{"iPhone", "https://a.example/x", "myapp://open", "fr-CA", "203.0.113.0/24", "US",
+	"chrome", "utm", "news", "Europe/Paris", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z", "mon", "ios", "mobile", "a"}
+
+// fieldsSet is the set of fieldValues: two rules, the second with
+// variants weighted weight and 100-weight.
+func fieldsSet(v [len(fieldValues)]string, weight int) wire {
+	eq := v[8]
+	cond := &Condition{Device: []string{v[14]}, OS: []string{v[13]}, Browser: []string{v[6]}, Country: []string{v[5]},
+		Language: []string{v[3]}, IP: []string{v[4]}, Query: []QueryMatch{{Name: v[7], Equals: &eq}},
+		Time: &TimeWindow{TZ: v[9], From: v[10], Until: v[11], Days: []string{v[12]}}}
+	return wire{Rules: []Rule{
+		{Name: v[0], If: cond, URL: v[1], AppURL: v[2]},
+		{If: &Condition{Query: []QueryMatch{{Name: v[7], Present: true}}}, Variants: []Variant{
+			{Name: v[15], URL: v[1], Weight: weight}, {Name: "z", URL: "https://z.example/", Weight: 100 - weight}}},
+	}}
+}
+
+// FuzzParseFields: FuzzParse's properties with one value of a valid set
+// fuzzed (field picks which), so that the JSON is always well formed and
+// what is fuzzed is the judging of that value.
+func FuzzParseFields(f *testing.F) {
+	for i, seed := range []string{"rule-1", "https://b.example/?a=1&b=<2>", "MyApp:x", "zh-Hant-CN-x-a",
+		"::ffff:1.2.3.4", "ca", "Samsung Internet", "q q", "", "Asia/Tokyo", "2026-01-01T00:00:00+01:00",
+		"9999-12-31T23:59:59Z", "SUN", "android", "Tablet", "b-_9"} {
+		f.Add(uint8(i), seed, 30)
+	}
+	f.Add(uint8(2), "javascript:alert(1)", 1)
+	f.Add(uint8(4), "fe80::1%eth0", 99)
+	f.Add(uint8(10), "1969-12-31T23:59:59Z", 100)
+	f.Fuzz(func(t *testing.T, field uint8, value string, weight int) {
+		v := fieldValues
+		v[int(field)%len(v)] = value
+		data, err := json.Marshal(fieldsSet(v, weight))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Parse(data, fuzzOpts)
+		if err != nil {
+			if _, ok := err.(*FieldError); !ok {
+				t.Fatalf("error %v is a %T, not a *FieldError", err, err)
+			}
+			return
+		}
+		checkBounds(t, s.Rules(), s.Variants())
+		out := normalised(t, s)
+		again, err := Parse([]byte(out), fuzzOpts)
+		if err != nil || normalised(t, again) != out || !reflect.DeepEqual(again.Rules(), s.Rules()) {
+			t.Fatalf("the normalised form %s parses again to %v, %v", out, again, err)
+		}
+	})
+}
+
 // checkBounds checks a parsed set against the bounds of doc.go, written
 // again here rather than calling the package's checks.
 func checkBounds(t *testing.T, rules []Rule, variants []Variant) {
