@@ -1,0 +1,151 @@
+package targeting
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Needs is a set of the visitor values a rule set reads, so that a
+// redirect computes only those.
+type Needs uint8
+
+const (
+	NeedUA       Needs = 1 << iota // Device, OS, Browser (a device, os or browser condition)
+	NeedCountry                    // Country
+	NeedLanguage                   // AcceptLanguage
+	NeedAddr                       // Addr
+	NeedQuery                      // RawQuery
+	NeedTime                       // Now
+	NeedVisitor                    // Key and Link (any variants)
+)
+
+// Visitor is what a redirect knows of one visit. A value the set does not
+// need (Set.Needs) may be left zero; an unknown value ("", the zero
+// address, the zero time) matches no condition on it.
+type Visitor struct {
+	Device, OS, Browser string     // lower-case, as the clicks user-agent parser names them
+	Country             string     // ISO 3166-1 alpha-2, upper-case
+	AcceptLanguage      string     // the raw header; its first MaxAcceptLanguage bytes are read
+	Addr                netip.Addr // the client address
+	RawQuery            string     // the request's raw query; its first MaxRawQuery bytes are read
+	Now                 time.Time
+	Key                 uint64 // the visitor's keyed hash: the same visitor, the same key
+	Link                string // the link's code
+}
+
+// Decision is where a visit goes.
+type Decision struct {
+	Rule        int    // index of the matched rule, -1 for none
+	Variant     int    // index in the chosen variant list, -1 for none
+	URL         string // the destination; "" for the link's own
+	AppURL      string // the matched rule's app_url, if any
+	RuleName    string // the matched rule's display name ("rule-3"); "" for none
+	VariantName string // the chosen variant's name; "" for none
+}
+
+// Decide applies the set to one visit: the first rule whose conditions
+// all hold, else the link-level variants, else nothing (URL ""). It
+// allocates nothing and never panics; a nil Visitor is an unknown one.
+func (s *Set) Decide(v *Visitor) Decision {
+	none := Decision{Rule: -1, Variant: -1}
+	if s == nil {
+		return none
+	}
+	var zero Visitor
+	if v == nil {
+		v = &zero
+	}
+	e := eval{set: s, v: v}
+	for i := range s.rules {
+		r := &s.rules[i]
+		if !e.holds(&r.cond) {
+			continue
+		}
+		d := Decision{Rule: i, Variant: -1, URL: r.url, AppURL: r.appURL, RuleName: r.name}
+		if r.variants.n() > 0 {
+			d.Variant = r.variants.pick(bucket(v.Key, v.Link, i))
+			d.URL, d.VariantName = r.variants.variants[d.Variant].URL, r.variants.variants[d.Variant].Name
+		}
+		return d
+	}
+	if s.variants.n() > 0 {
+		none.Variant = s.variants.pick(bucket(v.Key, v.Link, -1))
+		none.URL, none.VariantName = s.variants.variants[none.Variant].URL, s.variants.variants[none.Variant].Name
+	}
+	return none
+}
+
+// eval is one Decide's state: the visitor values read so far, each
+// computed once, on the first condition that needs it.
+type eval struct {
+	set *Set
+	v   *Visitor
+
+	addrDone, langDone, queryDone bool
+	addr                          netip.Addr
+	langs                         langRanges
+	hits                          queryHits
+	clock                         localClock
+}
+
+// holds reports whether every condition of c holds, cheapest first.
+func (e *eval) holds(c *cond) bool {
+	if c.needs == 0 {
+		return true
+	}
+	v := e.v
+	switch {
+	case len(c.device) > 0 && !contains(c.device, v.Device),
+		len(c.os) > 0 && !contains(c.os, v.OS),
+		len(c.browser) > 0 && !contains(c.browser, v.Browser),
+		len(c.country) > 0 && !contains(c.country, v.Country),
+		c.time != nil && !c.time.holds(v.Now, &e.clock),
+		len(c.ips) > 0 && !inPrefixes(c.ips, e.visitorAddr()),
+		c.queryTo > c.queryFrom && !e.queryHolds(c.queryFrom, c.queryTo),
+		len(c.lang.tags) > 0 && !c.lang.matches(e.languages()):
+		return false
+	}
+	return true
+}
+
+// contains reports whether v is one of list; "" (unknown) is in none.
+func contains(list []string, v string) bool {
+	if v == "" {
+		return false
+	}
+	for _, s := range list {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *eval) visitorAddr() netip.Addr {
+	if !e.addrDone {
+		e.addr, e.addrDone = visitorAddr(e.v.Addr), true
+	}
+	return e.addr
+}
+
+func (e *eval) languages() *langRanges {
+	if !e.langDone {
+		e.langs.parse(e.v.AcceptLanguage)
+		e.langDone = true
+	}
+	return &e.langs
+}
+
+// queryHolds reports whether the query satisfies one of slots [from, to).
+func (e *eval) queryHolds(from, to int) bool {
+	if !e.queryDone {
+		e.set.query.scan(e.v.RawQuery, &e.hits)
+		e.queryDone = true
+	}
+	for s := from; s < to; s++ {
+		if e.hits.has(s) {
+			return true
+		}
+	}
+	return false
+}
