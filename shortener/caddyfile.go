@@ -62,6 +62,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    clicks_geoip  <path>
 //	    code_filter   on|off
 //	    code_filter_sync <interval>
+//	    app_schemes   <scheme...>
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
@@ -119,6 +120,7 @@ var handlerBlock = cfparse.Block[reading]{
 		"clicks_geoip":            (*reading).unmarshalClicksGeoIP,
 		"code_filter":             (*reading).unmarshalCodeFilter,
 		"code_filter_sync":        (*reading).unmarshalCodeFilterSync,
+		"app_schemes":             (*reading).unmarshalAppSchemes,
 	},
 }
 

@@ -285,6 +285,8 @@ type Handler struct {
 	// Default: `2s`.
 	CodeFilterSync caddy.Duration `json:"code_filter_sync,omitempty"`
 
+	destinations // rules, variants and app links (destinations.go)
+
 	store        link.Store
 	ownStore     func() error // releases what Provision opened for the store
 	rdb          *redispool.Client
@@ -436,9 +438,6 @@ func (h *Handler) setDefaults() {
 		h.openAPI, _ = openAPIFor(h.API) // the embedded document is tested to parse
 	}
 }
-
-// denyPrivate is deny_private with its default.
-func (h *Handler) denyPrivate() bool { return h.DenyPrivate == nil || *h.DenyPrivate }
 
 // clicksCloseTimeout bounds how long Cleanup waits for buffered clicks to
 // be flushed (to Redis or the store) at shutdown or reload.

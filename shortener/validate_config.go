@@ -45,6 +45,7 @@ func (h *Handler) validate(pos positions) error {
 	}
 	for _, check := range []func(positions) error{
 		h.validateStore, h.validateCodes, h.validateCaches, h.validateClicks, h.validateAPI, h.validateUI, h.validateTargets,
+		h.validateDestinations,
 	} {
 		if err := check(pos); err != nil {
 			return err
@@ -170,6 +171,9 @@ func checkLiteralKey(k string) error {
 }
 
 // validateTargets judges deny_hosts and base_url.
+// denyPrivate is deny_private with its default.
+func (h *Handler) denyPrivate() bool { return h.DenyPrivate == nil || *h.DenyPrivate }
+
 func (h *Handler) validateTargets(pos positions) error {
 	for _, entry := range h.DenyHosts {
 		if _, _, err := urlpolicy.ParseDenyEntry(entry); err != nil {
