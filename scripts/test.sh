@@ -22,10 +22,13 @@ staticcheck() {
   local bin
   bin=$(go env GOPATH)/bin/staticcheck
   [ -x "$bin" ] || go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
-  "$bin" ./...
+  GOFLAGS="${GOFLAGS:+$GOFLAGS }-race" "$bin" ./...
 }
 step "go mod tidy" tidy
-step "go vet" go vet ./...
+# vet and staticcheck type-check the race build, the one go test -race
+# compiles: one cold compile of every package instead of two (a plain and
+# a race one).
+step "go vet" go vet -race ./...
 step staticcheck staticcheck
 # The API document, linted by an independent linter (Redocly CLI, every
 # warning an error); the document's agreement with the server is checked
