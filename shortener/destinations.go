@@ -209,7 +209,7 @@ func (h *Handler) validateRedirectSettings(pos positions) error {
 			continue
 		}
 		if _, err := policy.Check(f.url); err != nil {
-			return pos.at(f.name, fmt.Errorf("invalid %s %q: %v", f.name, f.url, err))
+			return pos.at(f.name, fmt.Errorf("invalid %s %q: %s", f.name, f.url, strings.TrimPrefix(err.Error(), "long_url ")))
 		}
 	}
 	return nil

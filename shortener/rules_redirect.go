@@ -24,7 +24,7 @@ func (h *Handler) ruleStatus(w http.ResponseWriter, r *http.Request, code string
 		return 0, h.failTo(w, r, e.fallback, http.StatusNotFound, errUnknownCode)
 	}
 	if rules.maxClicks > 0 {
-		ok, err := h.cache.takeServe(r.Context(), code)
+		ok, err := h.cache.takeServe(r.Context(), code, e.fallback)
 		if err != nil {
 			h.metrics.count(source, resultError)
 			if c := h.logger.Check(zapcore.WarnLevel, "max_clicks counter failed"); c != nil {
