@@ -16,6 +16,11 @@ func (p *uaParser) Dims(ua string) (device, os, browser string) {
 	if len(ua) > MaxUserAgent {
 		ua = ua[:MaxUserAgent]
 	}
+	// Only user agents that are not bots are cached (dims): a hit needs no
+	// classifying.
+	if d, ok := p.cache.GetIfPresent(ua); ok {
+		return d.device, d.os, d.browser
+	}
 	d := p.dims(ua, ClassifyUserAgent(ua))
 	return d.device, d.os, d.browser
 }
@@ -23,15 +28,21 @@ func (p *uaParser) Dims(ua string) (device, os, browser string) {
 // countryReader is a GeoIP file's reader for the redirect path: its own
 // reader of the file's bytes, never closed (the garbage collector frees
 // it once no redirect holds it), so replacing the file never disturbs a
-// lookup in progress, and a concurrent cache of countries by record.
+// lookup in progress, and concurrent caches of countries by record and
+// by address (most redirects come from addresses seen a moment ago).
 type countryReader struct {
 	r      *maxminddb.Reader
 	ipinfo bool
 	cache  *otter.Cache[uintptr, string]
+	addrs  *otter.Cache[netip.Addr, string]
 }
 
-// maxCountryCache bounds the records whose country is kept.
-const maxCountryCache = 4096
+// maxCountryCache bounds the records whose country is kept, and
+// maxCountryAddrs the addresses.
+const (
+	maxCountryCache = 4096
+	maxCountryAddrs = 16384
+)
 
 // share makes db the file Country reads.
 func (g *GeoIP) share(db *GeoDB) {
@@ -42,7 +53,10 @@ func (g *GeoIP) share(db *GeoDB) {
 	if err != nil {
 		return
 	}
-	g.shared.Store(&countryReader{r: r, ipinfo: db.Ipinfo, cache: otter.Must(&otter.Options[uintptr, string]{MaximumSize: maxCountryCache})})
+	g.shared.Store(&countryReader{r: r, ipinfo: db.Ipinfo,
+		cache: otter.Must(&otter.Options[uintptr, string]{MaximumSize: maxCountryCache}),
+		addrs: otter.Must(&otter.Options[netip.Addr, string]{MaximumSize: maxCountryAddrs}),
+	})
 }
 
 // Country returns the ISO 3166-1 alpha-2 country of addr in the loaded
@@ -56,7 +70,17 @@ func (g *GeoIP) Country(addr netip.Addr) string {
 	if cr == nil {
 		return ""
 	}
-	res := cr.r.Lookup(addr.Unmap())
+	addr = addr.Unmap().WithZone("")
+	if c, ok := cr.addrs.GetIfPresent(addr); ok {
+		return c
+	}
+	c := cr.lookup(addr)
+	cr.addrs.Set(addr, c)
+	return c
+}
+
+func (cr *countryReader) lookup(addr netip.Addr) string {
+	res := cr.r.Lookup(addr)
 	if res.Err() != nil || !res.Found() {
 		return ""
 	}
