@@ -250,3 +250,43 @@ func TestTargetingSplit(t *testing.T) {
 		}
 	}
 }
+
+// sipHash24 gives the reference vectors of the SipHash paper (key
+// 00..0f, messages 00..n-1).
+func TestSipHash24(t *testing.T) {
+	k := [2]uint64{0x0706050403020100, 0x0f0e0d0c0b0a0908}
+	m := make([]byte, 16)
+	for i := range m {
+		m[i] = byte(i)
+	}
+	for n, want := range map[int]uint64{0: 0x726fdb47dd0e0e31, 1: 0x74f839c593dc67fd, 15: 0xa129ca6149be45e5, 8: 0x93f5f5799a932462} {
+		if got := sipHash24(k, m[:n]); got != want {
+			t.Errorf("sipHash24(00..%d) = %#x, want %#x", n, got, want)
+		}
+	}
+}
+
+// FuzzRedirectTargeting: whatever a client sends (user agent, language,
+// query, address), a link with every kind of condition answers a redirect
+// or its app page, never a panic or a 5xx.
+func FuzzRedirectTargeting(f *testing.F) {
+	f.Add(iphoneUA, "fr-CA,fr;q=0.9", "src=qr&x=%zz", "203.0.113.9:1")
+	f.Add("", strings.Repeat("a-", 3000), strings.Repeat("&", 5000), "[::ffff:198.51.100.7]:80")
+	f.Add("\x00\xff", "*;q=abc,,;", "a=%", "not an address")
+	h := newHandler(f, newMemStore(), func(h *Handler) { h.AppSchemes = []string{"myapp"}; h.SourceHeader = true })
+	putLink(f, h, link.Link{Code: "fuzzed", LongURL: "https://example.com/long", FallbackURL: "https://example.com/fb", Targeting: []byte(`{"rules":[
+		{"if":{"os":["ios"],"language":["fr"]},"url":"https://example.com/ios","app_url":"myapp://x"},
+		{"if":{"device":["desktop"],"browser":["firefox"],"ip":["10.0.0.0/8"]},"url":"https://example.com/d"},
+		{"if":{"query":[{"name":"src","equals":"qr"}],"time":{"days":["mon","tue"]}},"variants":[{"name":"a","url":"https://example.com/a","weight":50},{"name":"b","url":"https://example.com/b","weight":50}]}],
+		"variants":[{"name":"x","url":"https://example.com/x","weight":10},{"name":"y","url":"https://example.com/y","weight":90}]}`)})
+	f.Fuzz(func(t *testing.T, ua, lang, query, remote string) {
+		r := httptest.NewRequest("GET", "http://sho.rt/fuzzed", nil)
+		r.URL.RawQuery, r.RemoteAddr = query, remote
+		r.Header["User-Agent"], r.Header["Accept-Language"] = []string{ua}, []string{lang}
+		r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, caddy.NewReplacer()))
+		w := httptest.NewRecorder()
+		if err := h.ServeHTTP(w, r, nextHandler); err != nil || (w.Code != 302 && w.Code != 200) {
+			t.Fatalf("ua %q lang %q query %q remote %q: %d %v", ua, lang, query, remote, w.Code, err)
+		}
+	})
+}
