@@ -299,7 +299,11 @@ func (h *Handler) provisionDestinations(ctx context.Context) error {
 	}
 	secret, err := h.visitorSecret(ctx)
 	if err != nil {
-		return fmt.Errorf("shortener: the key of A/B visitor keys: %w", err)
+		// Not fatal: configurations that use no split worked before
+		// splits existed. This instance's splits hold until it restarts.
+		h.logger.Warn("no shared secret for A/B visitor keys; this instance uses one of its own", zap.Error(err))
+		secret = make([]byte, 32)
+		_, _ = rand.Read(secret) // never fails (crypto/rand panics rather)
 	}
 	sum := sha256.Sum256(append([]byte("edgekit shortener visitor key\x00"), secret...))
 	h.visitorKey = [2]uint64{binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:16])}

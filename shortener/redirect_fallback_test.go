@@ -230,3 +230,17 @@ func TestDestinationsCaddyfile(t *testing.T) {
 	}
 	_ = http.StatusOK
 }
+
+// A link's redirect_status and forward_query apply to the destination its
+// targeting chose, as to its long URL.
+func TestTargetingKeepsLinkRules(t *testing.T) {
+	h := newHandler(t, newMemStore(), func(h *Handler) { h.Status = 301 })
+	on := true
+	putLink(t, h, link.Link{Code: "ruled", LongURL: "https://example.com/long", RedirectStatus: 307, ForwardQuery: &on,
+		Targeting: []byte(`{"rules":[{"if":{"language":["fr"]},"url":"https://example.com/fr?x=1"}]}`)})
+	for lang, want := range map[string]string{"fr": "https://example.com/fr?x=1&utm=a", "de": "https://example.com/long?utm=a"} {
+		if w := visit(t, h, "GET", "/ruled?utm=a", "", "Accept-Language", lang); w.Code != 307 || w.Header().Get("Location") != want {
+			t.Errorf("%s: %d %q, want 307 %q", lang, w.Code, w.Header().Get("Location"), want)
+		}
+	}
+}
