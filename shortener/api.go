@@ -157,6 +157,7 @@ func (h *Handler) response(r *http.Request, l link.Link) link.Response {
 	out.Title, out.Notes = link.TextOrNil(l.Title), link.TextOrNil(l.Notes)
 	out.Tags = link.TagsOrNil(l.Tags)
 	out.RuleResponse = link.RulesResponse(l)
+	out.TargetingResponse = link.TargetingOf(l)
 	return out
 }
 
@@ -287,6 +288,9 @@ func (h *Handler) newLink(r *http.Request, req link.CreateRequest) (link.Link, s
 	}
 	if err := req.ApplyRules(&l); err != nil {
 		return link.Link{}, "", apiErr(http.StatusBadRequest, "%v", err)
+	}
+	if field, err := h.judgeTargeting(r, req.TargetingRequest, &l); err != nil {
+		return link.Link{}, "", apiErr(http.StatusBadRequest, "%s", targetingMessage(field, err))
 	}
 	mode := h.Codes
 	switch req.Codes {

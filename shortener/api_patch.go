@@ -25,6 +25,9 @@ type linkPatch struct {
 	validFrom      *time.Time
 	maxClicks      *int64
 	forwardQuery   **bool
+	// Targeting (destinations.go): each part normalised; nil inside clears.
+	rules, variants *json.RawMessage
+	fallbackURL     *string
 }
 
 // patchFields are the fields a PATCH may name, each with its judge.
@@ -89,6 +92,9 @@ var patchFields = map[string]func(h *Handler, r *http.Request, raw json.RawMessa
 		p.forwardQuery = &v
 		return nil
 	},
+	"rules":        patchTargeting("rules", func(p *linkPatch, v *json.RawMessage) { p.rules = v }),
+	"variants":     patchTargeting("variants", func(p *linkPatch, v *json.RawMessage) { p.variants = v }),
+	"fallback_url": patchFallback,
 }
 
 // maxUnknownNamed bounds the unknown field names a 400 repeats.
@@ -120,7 +126,7 @@ func (h *Handler) parsePatch(r *http.Request, body []byte) (linkPatch, error) {
 		if len(unknown) > maxUnknownNamed {
 			unknown = append(unknown[:maxUnknownNamed], "...")
 		}
-		return p, apiErr(http.StatusBadRequest, "unknown or read-only fields: %s (editable: long_url, title, tags, notes, expires_at, redirect_status, valid_from, max_clicks, forward_query)", quoteAll(unknown))
+		return p, apiErr(http.StatusBadRequest, "unknown or read-only fields: %s (editable: long_url, title, tags, notes, expires_at, redirect_status, valid_from, max_clicks, forward_query, rules, variants, fallback_url)", quoteAll(unknown))
 	}
 	names := make([]string, 0, len(fields))
 	for name := range fields {
@@ -251,4 +257,71 @@ func (p linkPatch) apply(l *link.Link) {
 	if p.forwardQuery != nil {
 		l.ForwardQuery = *p.forwardQuery
 	}
+	if p.fallbackURL != nil {
+		l.FallbackURL = *p.fallbackURL
+	}
+	if p.rules != nil || p.variants != nil {
+		l.Targeting = mergeTargeting(l.Targeting, p.rules, p.variants)
+	}
+}
+
+// patchTargeting judges rules or variants: replaced as a whole (RFC 7396
+// replaces arrays), null or [] clears.
+func patchTargeting(name string, set func(*linkPatch, *json.RawMessage)) func(*Handler, *http.Request, json.RawMessage, *linkPatch) error {
+	return func(h *Handler, r *http.Request, raw json.RawMessage, p *linkPatch) error {
+		var rules, variants json.RawMessage
+		if name == "rules" {
+			rules = raw
+		} else {
+			variants = raw
+		}
+		t, err := h.compileTargeting(r, rules, variants)
+		if err != nil {
+			return apiErr(http.StatusBadRequest, "%s", targetingMessage(targetingField(err), err))
+		}
+		var part json.RawMessage
+		if t != nil {
+			part = link.TargetingPart(t, name)
+		}
+		set(p, &part)
+		return nil
+	}
+}
+
+// patchFallback judges fallback_url: a URL, or null or "" to clear.
+func patchFallback(h *Handler, r *http.Request, raw json.RawMessage, p *linkPatch) error {
+	s := ""
+	if !isNull(raw) {
+		if err := decodeField("fallback_url", "a string or null", raw, &s); err != nil {
+			return err
+		}
+	}
+	if s != "" {
+		var err error
+		if s, err = h.judgeFallback(r, s); err != nil {
+			return apiErr(http.StatusBadRequest, "%v", err)
+		}
+	}
+	p.fallbackURL = &s
+	return nil
+}
+
+// mergeTargeting is cur with the parts a patch gives replaced (a nil part
+// inside clears it); nil when neither part is left.
+func mergeTargeting(cur []byte, rules, variants *json.RawMessage) []byte {
+	keep := func(name string, given *json.RawMessage) json.RawMessage {
+		if given != nil {
+			return *given
+		}
+		if part := link.TargetingPart(cur, name); string(part) != "null" {
+			return part
+		}
+		return nil
+	}
+	t := targetingJSON{Rules: keep("rules", rules), Variants: keep("variants", variants)}
+	if t.Rules == nil && t.Variants == nil {
+		return nil
+	}
+	out, _ := json.Marshal(t) // normalised parts: valid JSON
+	return out
 }

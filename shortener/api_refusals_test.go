@@ -38,6 +38,8 @@ var apiRefusals = []refusal{
 	{"POST", "/api/links", `{"long_url":"https://example.com/"}`, []string{"Idempotency-Key", ""}},
 	{"POST", "/api/links", `{"long_url":"https://example.com/"}`, []string{"Idempotency-Key", strings.Repeat("k", 256)}},
 	{"POST", "/api/links", `{"long_url":"https://example.com/"}`, []string{"Idempotency-Key", "clé"}},
+	{"POST", "/api/links", `{"long_url":"https://example.com/","rules":[{}]}`, nil},
+	{"POST", "/api/links", `{"long_url":"https://example.com/","fallback_url":"ftp://example.com/"}`, nil},
 	// batch
 	{"POST", "/api/links/batch", `[`, nil},
 	{"POST", "/api/links/batch", `{"mode":"create","links":[{"long_url":"https://example.com/"}]}`, nil},
@@ -71,6 +73,9 @@ var apiRefusals = []refusal{
 	{"PATCH", "/api/links/{code}", `{"long_url":null}`, nil},
 	{"PATCH", "/api/links/{code}", `{"expires_at":"never"}`, nil},
 	{"PATCH", "/api/links/{code}", `{"expires_at":"2001-01-01T00:00:00Z"}`, nil},
+	{"PATCH", "/api/links/{code}", `{"variants":[{"name":"a","url":"https://example.com/a","weight":50},{"name":"b","url":"https://example.com/b","weight":40}]}`, nil},
+	{"PATCH", "/api/links/{code}", `{"rules":[{"url":"http://10.0.0.1/"}]}`, nil},
+	{"PATCH", "/api/links/{code}", `{"fallback_url":"http://10.0.0.1/"}`, nil},
 	{"GET", "/api/links/{code}/history?limit=0", "", nil},
 	{"GET", "/api/links/{code}/history?cursor=x", "", nil},
 	{"GET", "/api/links/{code}/qr?format=gif", "", nil},

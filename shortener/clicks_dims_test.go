@@ -24,19 +24,23 @@ func dimMix(code string, day time.Time, n, seed int) ([]clicks.Click, map[string
 	devices := []string{clicks.DeviceDesktop, clicks.DeviceMobile, clicks.DeviceTablet}
 	oses := []string{"windows", "ios", "android", "linux", ""}
 	browsers := []string{"chrome", "firefox", "safari"}
+	rules := []string{"iPhone ✓", "rule-2", ""}
+	variants := []string{"a", "b", "", "a"}
 	want := map[string]map[string]int64{}
 	var clickList []clicks.Click
 	for i := range n {
 		j := i + seed
 		c := clicks.Click{Code: code, At: day.Add(time.Duration(j%24)*time.Hour + time.Duration(i)*time.Second), Class: clicks.UAClass(j % 3),
 			Country: countries[j%4], Region: regions[j%4], City: cities[(j/2)%4],
-			Device: devices[j%3], OS: oses[j%5], Browser: browsers[(j/3)%3]}
+			Device: devices[j%3], OS: oses[j%5], Browser: browsers[(j/3)%3], Rule: rules[j%3], Variant: variants[(j/2)%4]}
 		clickList = append(clickList, c)
 		for d, v := range clicks.ClickDims(c) {
 			if want[clicks.ClickDimensions[d]] == nil {
 				want[clicks.ClickDimensions[d]] = map[string]int64{}
 			}
-			want[clicks.ClickDimensions[d]][v]++
+			if v != "" { // no rule, no variant: not counted
+				want[clicks.ClickDimensions[d]][v]++
+			}
 		}
 	}
 	return clickList, want

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/edgekit/caddy-edgekit/shortener/targeting"
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
@@ -185,11 +187,89 @@ func (h *Handler) targetingOptions(r *http.Request) targeting.Options {
 	return targeting.Options{
 		CheckURL: func(raw string) error {
 			_, err := h.policy.Check(raw, self...)
-			return err
+			if err != nil { // "rules[0].url: host 'x' is not allowed"
+				return errors.New(strings.TrimPrefix(err.Error(), "long_url "))
+			}
+			return nil
 		},
 		AppSchemes: h.AppSchemes,
 		GeoIP:      h.ClicksGeoIP != "",
 	}
+}
+
+// judgeTargeting judges the rules, variants and fallback_url of a create
+// or an import for r and sets them on l; a refusal names its field
+// ("rules[0].if.country[1]", "variants", "fallback_url").
+func (h *Handler) judgeTargeting(r *http.Request, req link.TargetingRequest, l *link.Link) (field string, err error) {
+	if req.FallbackURL != "" {
+		if l.FallbackURL, err = h.judgeFallback(r, req.FallbackURL); err != nil {
+			return "fallback_url", err
+		}
+	}
+	l.Targeting, err = h.compileTargeting(r, req.Rules, req.Variants)
+	return targetingField(err), err
+}
+
+// judgeFallback judges a fallback URL as a long URL is judged.
+func (h *Handler) judgeFallback(r *http.Request, raw string) (string, error) {
+	u, err := h.policy.Check(raw, h.selfHosts(r)...)
+	if err != nil {
+		return "", errors.New("fallback_url " + strings.TrimPrefix(err.Error(), "long_url "))
+	}
+	return u, nil
+}
+
+// compileTargeting judges a link's rules and variants (each absent when
+// empty or null) and returns them normalised as Link.Targeting keeps
+// them: nil for none.
+func (h *Handler) compileTargeting(r *http.Request, rules, variants json.RawMessage) ([]byte, error) {
+	part := func(raw json.RawMessage) json.RawMessage {
+		if len(raw) == 0 || string(raw) == "null" {
+			return nil
+		}
+		return raw
+	}
+	in, err := json.Marshal(targetingJSON{Rules: part(rules), Variants: part(variants)})
+	if err != nil { // a RawMessage that is not JSON: strictjson decoded it, so never
+		return nil, &targeting.FieldError{Field: "rules", Msg: err.Error()}
+	}
+	set, err := targeting.Parse(in, h.targetingOptions(r))
+	if err != nil || set == nil {
+		return nil, err
+	}
+	return json.Marshal(struct {
+		Rules    []targeting.Rule    `json:"rules,omitempty"`
+		Variants []targeting.Variant `json:"variants,omitempty"`
+	}{set.Rules(), set.Variants()})
+}
+
+// targetingJSON is the object targeting.Parse reads.
+type targetingJSON struct {
+	Rules    json.RawMessage `json:"rules,omitempty"`
+	Variants json.RawMessage `json:"variants,omitempty"`
+}
+
+// targetingField is the field a compileTargeting error names: the JSON
+// path of a *targeting.FieldError, "rules" for the set as a whole.
+func targetingField(err error) string {
+	var fe *targeting.FieldError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &fe) && fe.Field != "":
+		return fe.Field
+	}
+	return "rules"
+}
+
+// targetingMessage is a targeting refusal as the API words it: the field
+// first ("rules[0].url: host 'x' is not allowed").
+func targetingMessage(field string, err error) string {
+	msg := err.Error()
+	if field == "" || strings.HasPrefix(msg, field) {
+		return msg
+	}
+	return field + ": " + msg
 }
 
 // validateRedirectSettings judges not_found_redirect and root_redirect by

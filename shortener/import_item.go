@@ -125,6 +125,9 @@ func (h *Handler) importLink(r *http.Request, it link.ImportItem, now time.Time)
 	if err := importRules(it, &l.Link); err != nil {
 		return link.ImportLink{}, err
 	}
+	if field, err := h.judgeTargeting(r, it.TargetingRequest, &l.Link); err != nil {
+		return link.ImportLink{}, refuse(field, "%s", targetingMessage(field, err))
+	}
 	if it.Clicks != nil && (*it.Clicks < 0 || *it.Clicks > link.MaxBaseline) {
 		return link.ImportLink{}, refuse("clicks", "clicks must be 0 to %d", int64(link.MaxBaseline))
 	}

@@ -174,10 +174,10 @@ var (
 	examples      []string
 )
 
-var refusalName = regexp.MustCompile(`^[A-Za-z_-]+(\[\d+\])?( |:)`)
+var refusalName = regexp.MustCompile(`^[A-Za-z_-]+(?:\[\d+\])?(?:\.[A-Za-z_-]+(?:\[\d+\])?)*( |:)`)
 
 func refusalShape(msg string) string {
-	return refusalValues.ReplaceAllString(refusalName.ReplaceAllString(msg, "_$2"), "_")
+	return refusalValues.ReplaceAllString(refusalName.ReplaceAllString(msg, "_$1"), "_")
 }
 
 // badRequestExamples are the error messages of the BadRequest examples.

@@ -97,9 +97,9 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 			return err
 		}
 	}
-	var app string
+	var app, rule, variant string
 	if e.set != nil {
-		location, app = h.target(w, r, code, e, now)
+		location, app, rule, variant = h.target(w, r, code, e, now)
 	}
 	if r.URL.RawQuery != "" && h.forwards(e.rules) {
 		location = withQuery(location, r.URL.RawQuery)
@@ -119,7 +119,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 	}
 	if h.clicks != nil {
 		if c, ok := clicks.ClassifyRequest(r, clientip.Addr(r), code, now); ok {
-			c.QR = qr
+			c.QR, c.Rule, c.Variant = qr, rule, variant
 			h.clicks.Record(c)
 		}
 	}

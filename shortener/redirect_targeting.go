@@ -83,9 +83,10 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request, err error) er
 
 // target decides where a link with targeting sends this visit. It returns
 // the destination (the link's long URL when no rule or variant chose one,
-// or an http(s) app_url: a universal link) and, for a custom-scheme
-// app_url, the app URL the page opens (appPage).
-func (h *Handler) target(w http.ResponseWriter, r *http.Request, code string, e *entry, now time.Time) (location, app string) {
+// or an http(s) app_url: a universal link), for a custom-scheme app_url
+// the app URL the page opens (writeAppPage), and the names of the rule and
+// variant chosen, for the click.
+func (h *Handler) target(w http.ResponseWriter, r *http.Request, code string, e *entry, now time.Time) (location, app, rule, variant string) {
 	v := h.visitor(r, code, e.set.Needs(), now)
 	d := e.set.Decide(&v)
 	location = e.location
@@ -102,12 +103,12 @@ func (h *Handler) target(w http.ResponseWriter, r *http.Request, code string, e 
 		}
 	}
 	if d.AppURL == "" {
-		return location, ""
+		return location, "", d.RuleName, d.VariantName
 	}
 	if s, _, _ := strings.Cut(d.AppURL, ":"); strings.EqualFold(s, "http") || strings.EqualFold(s, "https") {
-		return d.AppURL, ""
+		return d.AppURL, "", d.RuleName, d.VariantName
 	}
-	return location, d.AppURL
+	return location, d.AppURL, d.RuleName, d.VariantName
 }
 
 // visitor computes what the set needs of this visit, nothing more.

@@ -17,6 +17,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/pgpool"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -289,4 +290,47 @@ func FuzzRedirectTargeting(f *testing.F) {
 			t.Fatalf("ua %q lang %q query %q remote %q: %d %v", ua, lang, query, remote, w.Code, err)
 		}
 	})
+}
+
+// A redirect's click carries the rule and variant chosen: the rule and
+// variant breakdowns count them.
+func TestTargetingClickDims(t *testing.T) {
+	h := &Handler{Path: filepath.Join(t.TempDir(), "links.db"), API: "/api", APIKeys: []string{testKey}, dataDir: t.TempDir()}
+	h.ClicksInterval = caddy.Duration(10 * time.Millisecond)
+	if err := provision(t, h); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Cleanup() })
+	putLink(t, h, link.Link{Code: "dims", LongURL: "https://example.com/long", Targeting: []byte(
+		`{"rules":[{"name":"French","if":{"language":["fr"]},"variants":[{"name":"a","url":"https://example.com/a","weight":50},{"name":"b","url":"https://example.com/b","weight":50}]}]}`)})
+	for i := range 4 {
+		visit(t, h, "GET", "/dims", fmt.Sprintf("192.0.2.%d:1", i), "User-Agent", firefoxUA, "Accept-Language", "fr")
+	}
+	visit(t, h, "GET", "/dims", "", "User-Agent", firefoxUA)
+	sink, err := h.clickSink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd, ok := sink.(interface {
+		ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]clicks.BreakdownEntry, error)
+	})
+	if !ok {
+		t.Fatalf("sink %T has no breakdown", sink)
+	}
+	from, to := time.Now().Add(-48*time.Hour), time.Now().Add(48*time.Hour)
+	eventually(t, 5*time.Second, "the rule breakdown counts 4 clicks", func() bool {
+		e, err := bd.ClickBreakdown(context.Background(), "dims", clicks.DimRule, from, to, 10)
+		return err == nil && len(e) == 1 && e[0].Value == "French" && e[0].Clicks == 4
+	})
+	e, err := bd.ClickBreakdown(context.Background(), "dims", clicks.DimVariant, from, to, 10)
+	var n int64
+	for _, x := range e {
+		n += x.Clicks
+		if x.Value != "a" && x.Value != "b" {
+			t.Errorf("variant %q", x.Value)
+		}
+	}
+	if err != nil || n != 4 {
+		t.Errorf("variant breakdown = %+v, %v; want 4 clicks over a and b", e, err)
+	}
 }

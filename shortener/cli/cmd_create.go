@@ -14,6 +14,7 @@ type createFlags struct {
 	redirectStatus                                  int
 	maxClicks                                       int64
 	forwardQuery, reuse                             bool
+	targeting                                       targetingFlags
 }
 
 func newCreateCmd(g *globals) *cobra.Command {
@@ -34,13 +35,18 @@ func newCreateCmd(g *globals) *cobra.Command {
 	fl.Int64Var(&f.maxClicks, "max-clicks", 0, "serve at most this many redirects (1 to 1e12)")
 	fl.BoolVar(&f.forwardQuery, "forward-query", false, "append the request's query to the long URL (true or false)")
 	fl.BoolVar(&f.reuse, "reuse", false, "answer an existing link with the same long URL instead of creating one")
+	f.targeting.register(fl, false)
 	fl.StringVar(&f.idemKey, "idempotency-key", "", "Idempotency-Key header: a retry with the same key creates nothing new")
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
 		c, err := g.client()
 		if err != nil {
 			return err
 		}
-		body, _ := json.Marshal(f.body(cmd, args[0]))
+		req, err := f.body(cmd, args[0])
+		if err != nil {
+			return err
+		}
+		body, _ := json.Marshal(req)
 		hdr := http.Header{}
 		if f.idemKey != "" {
 			hdr.Set("Idempotency-Key", f.idemKey)
@@ -56,7 +62,7 @@ func newCreateCmd(g *globals) *cobra.Command {
 
 // body is the create request: the long URL and each field whose flag
 // was given (the API judges every value and names the one it refuses).
-func (f *createFlags) body(cmd *cobra.Command, longURL string) map[string]any {
+func (f *createFlags) body(cmd *cobra.Command, longURL string) (map[string]any, error) {
 	b := map[string]any{"long_url": longURL}
 	set := func(flag, field string, v any) {
 		if cmd.Flags().Changed(flag) {
@@ -73,7 +79,7 @@ func (f *createFlags) body(cmd *cobra.Command, longURL string) map[string]any {
 	set("max-clicks", "max_clicks", f.maxClicks)
 	set("forward-query", "forward_query", f.forwardQuery)
 	set("reuse", "reuse", f.reuse)
-	return b
+	return b, f.targeting.fields(cmd.Flags().Changed, b)
 }
 
 // printLink prints one link: its JSON as the API answered it with

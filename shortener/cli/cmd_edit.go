@@ -14,6 +14,7 @@ type editFlags struct {
 	tags                                                             []string
 	redirectStatus                                                   int
 	maxClicks                                                        int64
+	targeting                                                        targetingFlags
 }
 
 func newEditCmd(g *globals) *cobra.Command {
@@ -37,6 +38,7 @@ the tags, --expires '' the expiry; 0 clears --redirect-status and
 	fl.StringVar(&f.validFrom, "valid-from", "", "RFC 3339 time ('' clears it)")
 	fl.Int64Var(&f.maxClicks, "max-clicks", 0, "1 to 1e12 (0 clears it)")
 	fl.StringVar(&f.forwardQuery, "forward-query", "", "true, false, or none (follow the handler)")
+	f.targeting.register(fl, true)
 	fl.StringVar(&f.ifMatch, "if-match", "", `edit only this version (the ETag, e.g. '"3"'): 412 if the link changed since`)
 	cmd.RunE = runE(func(cmd *cobra.Command, args []string) error {
 		patch, err := f.patch(cmd)
@@ -94,8 +96,11 @@ func (f *editFlags) patch(cmd *cobra.Command) (map[string]any, error) {
 			return nil, usageErr("--forward-query must be true, false or none")
 		}
 	}
+	if err := f.targeting.fields(changed, p); err != nil {
+		return nil, err
+	}
 	if len(p) == 0 {
-		return nil, usageErr("nothing to change: give at least one of --long-url, --title, --tags, --notes, --expires, --redirect-status, --valid-from, --max-clicks, --forward-query")
+		return nil, usageErr("nothing to change: give at least one of --long-url, --title, --tags, --notes, --expires, --redirect-status, --valid-from, --max-clicks, --forward-query, --rule, --variants, --fallback-url, --clear-rules, --clear-variants")
 	}
 	return p, nil
 }

@@ -24,6 +24,7 @@ func TestCommands(t *testing.T) {
 			s.t = t
 			s.load(store.line(t))
 			testCreateGetEdit(t, s)
+			testTargetingFlags(t, s)
 			testListFollowsCursors(t, s)
 			testStatsQRRevoke(t, s)
 			testExitCodes(t, s)
@@ -56,6 +57,45 @@ func testCreateGetEdit(t *testing.T, s *server) {
 	}
 	if r := s.run("edit", "spring"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "nothing to change") {
 		t.Errorf("edit without a change: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// --rule (inline and @file with an array), --variants and --fallback-url
+// reach the API; edit replaces and clears them; a refused rule names its
+// field.
+func testTargetingFlags(t *testing.T, s *server) {
+	file := filepath.Join(t.TempDir(), "rules.json")
+	if err := os.WriteFile(file, []byte(`[{"if":{"language":["fr"]},"url":"https://example.com/fr"},{"url":"https://example.com/all"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.must("create", "https://example.com/t", "--code", "targeted",
+		"--rule", `{"name":"phones","if":{"device":["mobile"]},"url":"https://example.com/m"}`, "--rule", "@"+file,
+		"--variants", `[{"name":"a","url":"https://example.com/a","weight":50},{"name":"b","url":"https://example.com/b","weight":50}]`,
+		"--fallback-url", "https://example.com/ended")
+	var l cli.Link
+	if err := json.Unmarshal([]byte(s.must("get", "targeted", "--json")), &l); err != nil {
+		t.Fatalf("get --json: %v", err)
+	}
+	var rules []map[string]any
+	if err := json.Unmarshal(l.Rules, &rules); err != nil || len(rules) != 3 || rules[0]["name"] != "phones" {
+		t.Errorf("created rules = %s, want 3 in order", l.Rules)
+	}
+	if l.FallbackURL == nil || *l.FallbackURL != "https://example.com/ended" || !strings.Contains(string(l.Variants), `"name":"b"`) {
+		t.Errorf("created variants %s fallback %v", l.Variants, l.FallbackURL)
+	}
+	s.must("edit", "targeted", "--clear-rules", "--fallback-url", "")
+	if err := json.Unmarshal([]byte(s.must("get", "targeted", "--json")), &l); err != nil {
+		t.Fatalf("get --json: %v", err)
+	}
+	if string(l.Rules) != "null" || l.FallbackURL != nil || !strings.Contains(string(l.Variants), `"name":"b"`) {
+		t.Errorf("after edit: rules %s fallback %v variants %s; want no rules, no fallback, the variants kept", l.Rules, l.FallbackURL, l.Variants)
+	}
+	r := s.run("edit", "targeted", "--rule", `{"url":"http://10.0.0.1/"}`)
+	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "rules[0].url: host '10.0.0.1'") {
+		t.Errorf("edit with a private rule url: exit %d %q, want a usage error naming rules[0].url", r.code, r.stderr)
+	}
+	if r := s.run("create", "https://example.com/", "--rule", "{"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--rule: not valid JSON") {
+		t.Errorf("create --rule '{': exit %d %q", r.code, r.stderr)
 	}
 }
 

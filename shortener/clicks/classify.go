@@ -55,6 +55,12 @@ type Click struct {
 	// Visitor is the keyed hash of the client (VisitorHash under the
 	// Day's salt); 0: unknown, not counted in uniques.
 	Visitor uint64
+
+	// Rule and Variant are the link's destination rule that matched (its
+	// display name, see shortener/targeting) and the A/B variant chosen;
+	// "" for none. Bounds: validTargetDim.
+	Rule    string
+	Variant string
 }
 
 // Bot reports whether the click comes from a crawler, link previewer or

@@ -22,10 +22,14 @@ const (
 	// DimReferrer groups by referrer host: the referrer rollups, which
 	// count the clicks that had a Referer only.
 	DimReferrer = "referrer"
+	// DimRule and DimVariant group by the destination rule that matched
+	// and the A/B variant chosen: only the clicks that had one count.
+	DimRule    = "rule"
+	DimVariant = "variant"
 )
 
 // ClickDimensions are the stored dimensions, in the order of ClickDims.
-var ClickDimensions = [...]string{DimCountry, DimRegion, DimCity, DimDevice, DimOS, DimBrowser, DimSource}
+var ClickDimensions = [...]string{DimCountry, DimRegion, DimCity, DimDevice, DimOS, DimBrowser, DimSource, DimRule, DimVariant}
 
 // Values of DimSource.
 const (
@@ -51,7 +55,8 @@ func clickDimIndex(dim string) int {
 // ClickDims returns the values a click is counted under, in the order of
 // ClickDimensions: a value not derived ("") counts as UnknownDim, one that
 // fails its check (never from the writer) as OtherReferrer, so no client
-// can grow a dimension past its cap with text of its own.
+// can grow a dimension past its cap with text of its own. Rule and
+// variant are "" (not counted) for a click that had none.
 func ClickDims(c Click) [len(ClickDimensions)]string {
 	pick := func(v string, ok bool) string {
 		switch {
@@ -70,7 +75,18 @@ func ClickDims(c Click) [len(ClickDimensions)]string {
 		pick(c.OS, validDim(c.OS)),
 		pick(c.Browser, validDim(c.Browser)),
 		ClickSourceDim(c.QR),
+		targetDim(c.Rule, maxRuleDim),
+		targetDim(c.Variant, maxVariantDim),
 	}
+}
+
+// targetDim is a rule or variant name as a dimension value: "" (not
+// counted) for none, OtherReferrer past its bound.
+func targetDim(v string, max int) string {
+	if !validTargetDim(v, max) {
+		return OtherReferrer
+	}
+	return v
 }
 
 func ClickSourceDim(qr bool) string {

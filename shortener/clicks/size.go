@@ -1,6 +1,10 @@
 package clicks
 
-import "github.com/edgekit/caddy-edgekit/shortener/link"
+import (
+	"unicode/utf8"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
+)
 
 // Sizes of click records. A click held in process (buffered or in the
 // writer's batches) is counted as clickHeldFixed bytes (the Click value in
@@ -26,8 +30,13 @@ const (
 	maxRegionLen  = 8
 	maxCityLen    = 64
 	maxGeoSize    = 3 + maxCountryLen + maxRegionLen + maxCityLen + 3 // and the source
-	MaxClickSize  = clickFixedSize + link.MaxCustomCodeLen + MaxReferrerHost + 3*(MaxDimLen+1) + maxGeoSize
-	MaxHeldSize   = clickHeldFixed + link.MaxCustomCodeLen + MaxReferrerHost + MaxUserAgent
+	// maxRuleDim and maxVariantDim bound a click's rule (64 printable
+	// characters) and variant names in bytes.
+	maxRuleDim    = 256
+	maxVariantDim = 32
+	MaxClickSize  = clickFixedSize + link.MaxCustomCodeLen + MaxReferrerHost + 3*(MaxDimLen+1) + maxGeoSize +
+		2 + maxRuleDim + maxVariantDim
+	MaxHeldSize = clickHeldFixed + link.MaxCustomCodeLen + MaxReferrerHost + MaxUserAgent
 	// MaxBatchBytes bounds a batch (one stream entry, one transaction's
 	// clicks) in encoded bytes: a batch is sealed at batch size clicks or
 	// at this size, whichever comes first (500 typical clicks take about
@@ -41,7 +50,7 @@ const (
 // held or stored unbounded).
 func ClickSize(c Click) int64 {
 	if !link.ValidLookupCode(c.Code) || !ValidReferrerHost(c.Referrer) || c.Class > ClassOther || len(c.UA) > MaxUserAgent ||
-		!validDim(c.Device) || !validDim(c.OS) || !validDim(c.Browser) || !validGeo(c) {
+		!validDim(c.Device) || !validDim(c.OS) || !validDim(c.Browser) || !validGeo(c) || !validTargetDims(c) {
 		return -1
 	}
 	return heldBytes(c)
@@ -49,13 +58,32 @@ func ClickSize(c Click) int64 {
 
 // heldBytes is ClickSize of a click known to be valid.
 func heldBytes(c Click) int64 {
-	return int64(clickHeldFixed + len(c.Code) + len(c.Referrer) + len(c.UA))
+	return int64(clickHeldFixed + len(c.Code) + len(c.Referrer) + len(c.UA) + len(c.Rule) + len(c.Variant))
 }
 
 // WireBytes is the encoded size a valid click is counted for.
 func WireBytes(c Click) int64 {
 	return int64(clickFixedSize + len(c.Code) + len(c.Referrer) + 3 + len(c.Device) + len(c.OS) + len(c.Browser) +
-		3 + len(c.Country) + len(c.Region) + len(c.City) + 3)
+		3 + len(c.Country) + len(c.Region) + len(c.City) + 3 + 2 + len(c.Rule) + len(c.Variant))
+}
+
+// validTargetDims reports whether a click's rule and variant names can be
+// kept: "" or valid UTF-8 within their bounds, without control characters
+// (a tab or a line break would split the stream's line).
+func validTargetDims(c Click) bool {
+	return validTargetDim(c.Rule, maxRuleDim) && validTargetDim(c.Variant, maxVariantDim)
+}
+
+func validTargetDim(s string, max int) bool {
+	if len(s) > max || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return false
+		}
+	}
+	return true
 }
 
 // validDim reports whether d can be a derived dimension value: "" (not

@@ -160,7 +160,9 @@ func AggregateClicks(batches []Batch) ClickAggregate {
 				a.Referrers[RefKey{c.Code, sec - Mod(sec, 86400), ref}]++
 			}
 			for i, v := range ClickDims(c) {
-				a.Dims[DimKey{c.Code, sec - Mod(sec, 86400), ClickDimensions[i], v}]++
+				if v != "" { // a click without a rule or variant
+					a.Dims[DimKey{c.Code, sec - Mod(sec, 86400), ClickDimensions[i], v}]++
+				}
 			}
 		}
 	}

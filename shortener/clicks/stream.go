@@ -16,12 +16,13 @@ import (
 
 // Stream entry fields: the batch ID, the clicks, one per line as
 // "code \t unix-ms \t class \t referrer \t device \t os \t browser
-// \t visitor \t country \t region \t city \t source" (the visitor hash
-// as 16 hex digits, "" when unknown; source "qr" for a scan of the link's
-// QR code, else ""), how many, and the running byte offset the append
-// script keeps (scripts/clicks_append.lua). Lines of earlier versions stop
-// after the referrer, the browser, the visitor or the city: the fields
-// they lack are "" (0 for the visitor).
+// \t visitor \t country \t region \t city \t source \t rule \t variant"
+// (the visitor hash as 16 hex digits, "" when unknown; source "qr" for a
+// scan of the link's QR code, else ""; the destination rule and variant,
+// "" for none), how many, and the running byte offset the append script
+// keeps (scripts/clicks_append.lua). Lines of earlier versions stop after
+// the referrer, the browser, the visitor, the city or the source: the
+// fields they lack are "" (0 for the visitor).
 const (
 	FieldBatch  = "batch"
 	FieldClicks = "clicks"
@@ -81,7 +82,7 @@ func EncodeClicks(clicks []Click) string {
 		sb.WriteString(strconv.FormatInt(c.At.UnixMilli(), 10))
 		sb.WriteByte('\t')
 		sb.WriteByte('0' + byte(c.Class))
-		for _, f := range [...]string{c.Referrer, c.Device, c.OS, c.Browser, visitorHex(c.Visitor), c.Country, c.Region, c.City, clickSource(c.QR)} {
+		for _, f := range [...]string{c.Referrer, c.Device, c.OS, c.Browser, visitorHex(c.Visitor), c.Country, c.Region, c.City, clickSource(c.QR), c.Rule, c.Variant} {
 			sb.WriteByte('\t')
 			sb.WriteString(f)
 		}
@@ -98,8 +99,8 @@ func visitorHex(v uint64) string {
 }
 
 // clickFields is how many tab-separated fields a stream line has now;
-// lines of earlier versions have 4, 7, 8 or 11.
-const clickFields = 12
+// lines of earlier versions have 4, 7, 8, 11 or 12.
+const clickFields = 14
 
 // sourceQR is the source field of a scan.
 const sourceQR = SourceQR
@@ -117,7 +118,7 @@ func DecodeClicks(s string) ([]Click, error) {
 	for line := range strings.Lines(s) {
 		line = strings.TrimSuffix(line, "\n")
 		n := splitTabs(line, f[:])
-		if n != 4 && n != 7 && n != 8 && n != 11 && n != clickFields {
+		if n != 4 && n != 7 && n != 8 && n != 11 && n != 12 && n != clickFields {
 			return nil, fmt.Errorf("malformed click %q", line)
 		}
 		c, err := decodeClick(f)
@@ -148,7 +149,7 @@ func splitTabs(line string, f []string) int {
 func decodeClick(f [clickFields]string) (Click, error) {
 	code, ms, class := f[0], f[1], f[2]
 	c := Click{Code: code, Referrer: f[3], Device: f[4], OS: f[5], Browser: f[6], Country: f[8], Region: f[9], City: f[10],
-		QR: f[11] == sourceQR}
+		QR: f[11] == sourceQR, Rule: f[12], Variant: f[13]}
 	if f[11] != "" && f[11] != sourceQR {
 		return Click{}, fmt.Errorf("malformed click source %q", f[11])
 	}
@@ -161,7 +162,7 @@ func decodeClick(f [clickFields]string) (Click, error) {
 	}
 	if !link.ValidLookupCode(code) || !ValidReferrerHost(c.Referrer) ||
 		len(class) != 1 || class[0] < '0' || class[0] > '0'+byte(ClassOther) ||
-		!validDim(c.Device) || !validDim(c.OS) || !validDim(c.Browser) || !validGeo(c) {
+		!validDim(c.Device) || !validDim(c.OS) || !validDim(c.Browser) || !validGeo(c) || !validTargetDims(c) {
 		return Click{}, fmt.Errorf("malformed click %q", strings.Join(f[:], "\t"))
 	}
 	t, err := strconv.ParseInt(ms, 10, 64)

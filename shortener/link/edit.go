@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 )
@@ -90,14 +89,6 @@ var EditableFields = []struct {
 	{"valid_from", func(l Link) any { return RulesResponse(l).ValidFrom }},
 	{"max_clicks", func(l Link) any { return RulesResponse(l).MaxClicks }},
 	{"forward_query", func(l Link) any { return RulesResponse(l).ForwardQuery }},
-}
-
-// targetingFields are the link's targeting and fallback as its history
-// records them (the JSON of each part of Link.Targeting, null for none).
-var targetingFields = []struct {
-	Name  string
-	value func(Link) any
-}{
 	{"rules", func(l Link) any { return TargetingPart(l.Targeting, "rules") }},
 	{"variants", func(l Link) any { return TargetingPart(l.Targeting, "variants") }},
 	{"fallback_url", func(l Link) any { return nullString(l.FallbackURL) }},
@@ -117,7 +108,7 @@ func TargetingPart(targeting []byte, name string) json.RawMessage {
 // new; empty when none does.
 func diffLinks(old, new Link) (map[string]Change, error) {
 	changes := map[string]Change{}
-	for _, f := range slices.Concat(EditableFields, targetingFields) {
+	for _, f := range EditableFields {
 		from, err := json.Marshal(f.value(old))
 		if err != nil {
 			return nil, fmt.Errorf("encoding %s: %w", f.Name, err)

@@ -1,6 +1,9 @@
 package link
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Response is a link as the API shows it: the answer of GET
 // <api>/links/<code> and every answer that carries a link. It is the one
@@ -18,6 +21,7 @@ type Response struct {
 	Tags  []string `json:"tags"`
 	Notes *string  `json:"notes"`
 	RuleResponse
+	TargetingResponse
 	// Clicks is the link's all-time click total, in GET answers only;
 	// absent when click counting is off or its counters cannot be read.
 	Clicks *int64 `json:"clicks,omitempty"`
@@ -40,9 +44,39 @@ type CreateRequest struct {
 	// Notes: at most 2,000 characters; line breaks and tabs allowed.
 	Notes string `json:"notes,omitempty"`
 	RuleRequest
+	TargetingRequest
 	// Reuse: without a custom code, answer an existing link instead of
 	// creating one when one matches.
 	Reuse bool `json:"reuse,omitempty"`
+}
+
+// TargetingRequest is where a link sends a visitor besides its long URL,
+// as a create or an import gives it: the handler judges rules and
+// variants with shortener/targeting and fallback_url with its URL policy.
+// Absent or null: none.
+type TargetingRequest struct {
+	// Rules: the ordered destination rules, the first whose conditions
+	// all hold wins.
+	Rules json.RawMessage `json:"rules,omitempty"`
+	// Variants: the link's own A/B split when no rule matches.
+	Variants json.RawMessage `json:"variants,omitempty"`
+	// FallbackURL: where an expired, revoked, not yet valid or used-up
+	// link sends a person instead of answering 404 or 410.
+	FallbackURL string `json:"fallback_url,omitempty"`
+}
+
+// TargetingResponse shows a link's rules, variants and fallback URL, each
+// null when it has none.
+type TargetingResponse struct {
+	Rules       json.RawMessage `json:"rules"`
+	Variants    json.RawMessage `json:"variants"`
+	FallbackURL *string         `json:"fallback_url"`
+}
+
+// TargetingOf shows l's targeting.
+func TargetingOf(l Link) TargetingResponse {
+	return TargetingResponse{Rules: TargetingPart(l.Targeting, "rules"),
+		Variants: TargetingPart(l.Targeting, "variants"), FallbackURL: nullString(l.FallbackURL)}
 }
 
 // BatchResult is one item's answer of a batch create: status 201
@@ -82,6 +116,7 @@ type ImportItem struct {
 	// baseline: 0 to 1,000,000,000,000. Default: 0.
 	Clicks *int64 `json:"clicks,omitempty"`
 	RuleRequest
+	TargetingRequest
 	// RemainingClicks, with max_clicks, keeps the redirects already served
 	// (max_clicks - remaining_clicks): 0 to max_clicks.
 	RemainingClicks *int64 `json:"remaining_clicks,omitempty"`
