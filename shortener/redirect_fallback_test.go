@@ -244,3 +244,25 @@ func TestTargetingKeepsLinkRules(t *testing.T) {
 		}
 	}
 }
+
+// A link made through the API redirects by its rules, variants and
+// fallback: what the API stores is what the redirect reads.
+func TestTargetingThroughAPI(t *testing.T) {
+	h := newHandler(t, newMemStore(), func(h *Handler) { h.SourceHeader = true })
+	out := create(t, h, `{"long_url":"https://example.com/long","code":"viaapi","fallback_url":"https://example.com/ended",
+		"rules":[{"name":"French","if":{"language":["fr"]},"url":"https://example.com/fr"}],
+		"variants":[{"name":"a","url":"https://example.com/a","weight":50},{"name":"b","url":"https://example.com/b","weight":50}]}`)
+	if w := visit(t, h, "GET", "/"+out.Code, "", "Accept-Language", "fr-FR"); w.Header().Get("Location") != "https://example.com/fr" {
+		t.Errorf("French visitor: %d %q", w.Code, w.Header().Get("Location"))
+	}
+	w := visit(t, h, "GET", "/"+out.Code, "", "Accept-Language", "de")
+	if v := w.Header().Get("X-Shortener-Variant"); (v != "a" && v != "b") || w.Header().Get("Location") != "https://example.com/"+v {
+		t.Errorf("other visitor: %d %q variant %q", w.Code, w.Header().Get("Location"), v)
+	}
+	if w := serve(t, h, "DELETE", "/api/links/"+out.Code, "", auth()...); w.Code/100 != 2 {
+		t.Fatalf("DELETE: %d", w.Code)
+	}
+	if w := visit(t, h, "GET", "/"+out.Code, ""); w.Code != 302 || w.Header().Get("Location") != "https://example.com/ended" {
+		t.Errorf("revoked: %d %q, want 302 to the fallback", w.Code, w.Header().Get("Location"))
+	}
+}
