@@ -3,6 +3,7 @@ package shortener
 import (
 	"errors"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -98,8 +99,10 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 		}
 	}
 	var app, rule, variant string
+	var addr netip.Addr // the client's, parsed once for targeting and the click
 	if e.set != nil {
-		location, app, rule, variant = h.target(w, r, code, e, now)
+		addr = clientip.Addr(r)
+		location, app, rule, variant = h.target(w, r, code, e, addr, now)
 	}
 	if r.URL.RawQuery != "" && h.forwards(e.rules) {
 		location = withQuery(location, r.URL.RawQuery)
@@ -118,7 +121,10 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 		w.WriteHeader(status)
 	}
 	if h.clicks != nil {
-		if c, ok := clicks.ClassifyRequest(r, clientip.Addr(r), code, now); ok {
+		if e.set == nil {
+			addr = clientip.Addr(r)
+		}
+		if c, ok := clicks.ClassifyRequest(r, addr, code, now); ok {
 			c.QR, c.Rule, c.Variant = qr, rule, variant
 			h.clicks.Record(c)
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/edgekit/caddy-edgekit/internal/clientip"
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/targeting"
 )
@@ -86,8 +85,8 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request, err error) er
 // or an http(s) app_url: a universal link), for a custom-scheme app_url
 // the app URL the page opens (writeAppPage), and the names of the rule and
 // variant chosen, for the click.
-func (h *Handler) target(w http.ResponseWriter, r *http.Request, code string, e *entry, now time.Time) (location, app, rule, variant string) {
-	v := h.visitor(r, code, e.set.Needs(), now)
+func (h *Handler) target(w http.ResponseWriter, r *http.Request, code string, e *entry, addr netip.Addr, now time.Time) (location, app, rule, variant string) {
+	v := h.visitor(r, code, e.set.Needs(), addr, now)
 	d := e.set.Decide(&v)
 	location = e.location
 	if d.URL != "" {
@@ -111,8 +110,9 @@ func (h *Handler) target(w http.ResponseWriter, r *http.Request, code string, e 
 	return location, d.AppURL, d.RuleName, d.VariantName
 }
 
-// visitor computes what the set needs of this visit, nothing more.
-func (h *Handler) visitor(r *http.Request, code string, needs targeting.Needs, now time.Time) targeting.Visitor {
+// visitor computes what the set needs of this visit, nothing more; addr
+// is the client's address.
+func (h *Handler) visitor(r *http.Request, code string, needs targeting.Needs, addr netip.Addr, now time.Time) targeting.Visitor {
 	v := targeting.Visitor{Link: code, Now: now, RawQuery: r.URL.RawQuery}
 	var ua string
 	if vs := r.Header["User-Agent"]; len(vs) > 0 {
@@ -129,7 +129,7 @@ func (h *Handler) visitor(r *http.Request, code string, needs targeting.Needs, n
 		}
 	}
 	if needs&(targeting.NeedAddr|targeting.NeedCountry|targeting.NeedVisitor) != 0 {
-		v.Addr = clientip.Addr(r)
+		v.Addr = addr
 	}
 	if needs&targeting.NeedCountry != 0 {
 		v.Country = h.geo.Country(v.Addr)
