@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/targeting"
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
@@ -34,7 +35,9 @@ type entry struct {
 	location string // the long URL
 	expires  int64  // Unix nanoseconds; 0: never
 	ttl      time.Duration
-	rules    *entryRules // nil: none (cache_rules.go)
+	rules    *entryRules    // nil: none (cache_rules.go)
+	set      *targeting.Set // the link's targeting, compiled once per load; nil: none
+	fallback string         // where a live link that does not serve sends visitors; "": nowhere
 }
 
 // gone reports whether the entry answers 410 at now (Unix nanoseconds).
@@ -64,6 +67,7 @@ func liveEntry(longURL string, expires time.Time, ttl time.Duration) *entry {
 //
 //	L<expires unix ms, 0 = never>|<long url>   a link
 //	R<expires>|<rules...>|<long url>           a link with rules (encodeRules)
+//	T<L|G><expires>|<rules...>|<lengths>|...   a link with targeting or a fallback URL (encodeTargeted)
 //	N                                          unknown code (negative entry)
 //	G                                          revoked or expired
 type cache struct {
@@ -88,6 +92,8 @@ type cache struct {
 
 	codes *codeFilter // nil: code_filter off, or a store that lists no codes
 
+	targeting targeting.Options // how a loaded link's targeting is read (compile)
+
 	store  link.Store         // the tier behind Redis (useStore)
 	flight singleflight.Group // one lookup per code at a time
 	logger *zap.Logger
@@ -102,7 +108,8 @@ const (
 )
 
 func newCache(entries int, l1TTL, negTTL, cacheTTL time.Duration, now func() time.Time) (*cache, error) {
-	c := &cache{l1TTL: l1TTL, negTTL: negTTL, cacheTTL: cacheTTL, now: now, timeout: redisTimeout, logger: zap.NewNop()}
+	c := &cache{l1TTL: l1TTL, negTTL: negTTL, cacheTTL: cacheTTL, now: now, timeout: redisTimeout, logger: zap.NewNop(),
+		targeting: targeting.Options{GeoIP: true}}
 	if entries > 0 && l1TTL > 0 {
 		l1, err := otter.New(&otter.Options[string, *entry]{
 			MaximumSize: entries,
@@ -217,16 +224,48 @@ func (c *cache) localTTL(s state, expires int64) time.Duration {
 // max_clicks is gone.
 func (c *cache) fromLink(l link.Link) *entry {
 	if l.Gone(c.now()) || l.Exhausted() {
-		return c.gone()
+		return c.goneTo(l.FallbackURL)
 	}
 	e := liveEntry(l.LongURL, l.ExpiresAt, 0)
 	e.ttl = c.localTTL(stateLive, e.expires)
 	e.rules = rulesOf(l)
+	e.set = c.compile(l.Targeting)
+	e.fallback = asciiURL(l.FallbackURL)
 	return e
 }
 
 func (c *cache) gone() *entry {
 	return &entry{state: stateGone, ttl: c.localTTL(stateGone, 0)}
+}
+
+// goneTo is a gone entry that redirects to fallback ("": none).
+func (c *cache) goneTo(fallback string) *entry {
+	e := c.gone()
+	e.fallback = asciiURL(fallback)
+	return e
+}
+
+func asciiURL(u string) string {
+	if u == "" {
+		return ""
+	}
+	return urlpolicy.ASCIILocation(u)
+}
+
+// compile reads a link's stored targeting. It was judged when saved, so
+// no URL policy applies; one that no longer parses (a later version's
+// rule, a hand-edited row) is logged, and the link redirects to its own
+// long URL.
+func (c *cache) compile(targetingJSON []byte) *targeting.Set {
+	if len(targetingJSON) == 0 {
+		return nil
+	}
+	set, err := targeting.Parse(targetingJSON, c.targeting)
+	if err != nil {
+		c.logger.Warn("a link's stored targeting does not parse; it redirects to its long URL", zap.Error(err))
+		return nil
+	}
+	return set
 }
 
 func (c *cache) unknown() *entry {
@@ -254,6 +293,12 @@ func (c *cache) decode(v string) (*entry, error) {
 		return c.unknown(), nil
 	case v == "G":
 		return c.gone(), nil
+	case strings.HasPrefix(v, "T"):
+		t, err := decodeTargeted(v)
+		if err != nil {
+			return nil, err
+		}
+		return c.fromTargeted(t), nil
 	case strings.HasPrefix(v, "R"):
 		exp, rules, long, err := decodeRules(v[1:])
 		if err != nil {
@@ -280,11 +325,34 @@ func (c *cache) decode(v string) (*entry, error) {
 	return nil, errMalformedEntry
 }
 
+// fromTargeted builds the entry of a T value.
+func (c *cache) fromTargeted(t targetedLink) *entry {
+	if t.gone {
+		return c.goneTo(t.fallback)
+	}
+	var exp time.Time
+	if t.expiresMs != 0 {
+		exp = time.UnixMilli(t.expiresMs)
+	}
+	e := liveEntry(t.long, exp, 0)
+	e.ttl = c.localTTL(stateLive, e.expires)
+	if t.rules != (entryRules{}) {
+		r := t.rules
+		e.rules = &r
+	}
+	e.set = c.compile([]byte(t.targeting))
+	e.fallback = asciiURL(t.fallback)
+	return e
+}
+
 // encodeLink returns the Redis value and TTL for a stored link: cache_ttl,
 // never beyond its expiry; revoked, expired and exhausted links become "G".
 func (c *cache) encodeLink(l link.Link) (string, time.Duration) {
 	now := c.now()
 	if l.Gone(now) || l.Exhausted() {
+		if l.FallbackURL != "" {
+			return encodeTargeted(targetedLink{gone: true, fallback: l.FallbackURL}), c.cacheTTL
+		}
 		return "G", c.cacheTTL
 	}
 	ttl := c.cacheTTL
@@ -294,6 +362,13 @@ func (c *cache) encodeLink(l link.Link) (string, time.Duration) {
 		if left := l.ExpiresAt.Sub(now); left < ttl {
 			ttl = left
 		}
+	}
+	if len(l.Targeting) > 0 || l.FallbackURL != "" {
+		t := targetedLink{expiresMs: ms, fallback: l.FallbackURL, targeting: string(l.Targeting), long: l.LongURL}
+		if r := rulesOf(l); r != nil {
+			t.rules = *r
+		}
+		return encodeTargeted(t), ttl
 	}
 	if r := rulesOf(l); r != nil {
 		return encodeRules(ms, r, l.LongURL), ttl

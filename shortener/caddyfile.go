@@ -63,6 +63,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    code_filter   on|off
 //	    code_filter_sync <interval>
 //	    app_schemes   <scheme...>
+//	    not_found_redirect <url>
+//	    root_redirect <url>
+//	    app_links     { apple_app_site_association <file>; assetlinks <file> }
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
@@ -121,6 +124,9 @@ var handlerBlock = cfparse.Block[reading]{
 		"code_filter":             (*reading).unmarshalCodeFilter,
 		"code_filter_sync":        (*reading).unmarshalCodeFilterSync,
 		"app_schemes":             (*reading).unmarshalAppSchemes,
+		"not_found_redirect":      (*reading).unmarshalNotFoundRedirect,
+		"root_redirect":           (*reading).unmarshalRootRedirect,
+		"app_links":               (*reading).unmarshalAppLinks,
 	},
 }
 

@@ -1,18 +1,32 @@
 package shortener
 
 import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"go.uber.org/zap"
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/edgekit/caddy-edgekit/shortener/targeting"
+	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
 // destinations are the handler's settings for where visitors go besides a
@@ -27,7 +41,52 @@ type destinations struct {
 	// data, vbscript, file, blob and about are never allowed. Default:
 	// none, so no rule can carry a custom-scheme `app_url`.
 	AppSchemes []string `json:"app_schemes,omitempty"`
+
+	// Where an unknown or invalid code sends visitors: a 302 to this
+	// absolute URL instead of a 404 (which handle_errors could shape).
+	// Checked at load by the handler's URL policy (allow_schemes,
+	// deny_hosts, deny_private). Default: none, a 404.
+	NotFoundRedirect string `json:"not_found_redirect,omitempty"`
+
+	// Where a GET or HEAD of the bare site path `/` goes: a 302 to this
+	// absolute URL, checked as not_found_redirect. Default: none, the
+	// request goes on to the next handler.
+	RootRedirect string `json:"root_redirect,omitempty"`
+
+	// The app site association files the handler serves, before any code
+	// lookup, as `application/json` to GET and HEAD: Apple's
+	// `/.well-known/apple-app-site-association` and Android's
+	// `/.well-known/assetlinks.json`. Default: none.
+	AppLinks *AppLinks `json:"app_links,omitempty"`
+
+	wellKnown  map[string][]byte // path → app_links file
+	uaDims     func(ua string) (device, os, browser string)
+	geo        *clicks.GeoIP // the clicks pipeline's GeoIP; nil: none
+	visitorKey [2]uint64     // SipHash key of targeting.Visitor.Key
 }
+
+// AppLinks are the app site association files: each given inline (a JSON
+// value) or as a file read at load, valid JSON of at most 64 KiB; one of
+// the two per file.
+type AppLinks struct {
+	// apple-app-site-association's JSON.
+	AppleAppSiteAssociation json.RawMessage `json:"apple_app_site_association,omitempty"`
+	// The path of a file holding apple-app-site-association's JSON.
+	AppleAppSiteAssociationFile string `json:"apple_app_site_association_file,omitempty"`
+	// assetlinks.json's JSON.
+	Assetlinks json.RawMessage `json:"assetlinks,omitempty"`
+	// The path of a file holding assetlinks.json's JSON.
+	AssetlinksFile string `json:"assetlinks_file,omitempty"`
+}
+
+// maxAppLinksFile bounds an app site association file.
+const maxAppLinksFile = 64 << 10
+
+// Where the app_links files are served.
+const (
+	pathAASA       = "/.well-known/apple-app-site-association"
+	pathAssetlinks = "/.well-known/assetlinks.json"
+)
 
 // neverAppSchemes are schemes no app_url may use, listed or not.
 var neverAppSchemes = []string{"http", "https", "javascript", "data", "vbscript", "file", "blob", "about"}
@@ -38,8 +97,59 @@ func (r *reading) unmarshalAppSchemes(d *caddyfile.Dispenser) (err error) {
 	return err
 }
 
+// unmarshalNotFoundRedirect reads `not_found_redirect <url>`.
+func (r *reading) unmarshalNotFoundRedirect(d *caddyfile.Dispenser) (err error) {
+	r.NotFoundRedirect, err = cfparse.OneArg(d)
+	return err
+}
+
+// unmarshalRootRedirect reads `root_redirect <url>`.
+func (r *reading) unmarshalRootRedirect(d *caddyfile.Dispenser) (err error) {
+	r.RootRedirect, err = cfparse.OneArg(d)
+	return err
+}
+
+// unmarshalAppLinks reads `app_links { apple_app_site_association <file>; assetlinks <file> }`.
+func (r *reading) unmarshalAppLinks(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if r.AppLinks == nil {
+		r.AppLinks = &AppLinks{}
+	}
+	return appLinksBlock.Parse(d, r)
+}
+
+var appLinksBlock = cfparse.Block[reading]{
+	Kind: "app_links setting",
+	Hint: " (want apple_app_site_association or assetlinks)",
+	Subdirectives: cfparse.Table[reading]{
+		"apple_app_site_association": func(r *reading, d *caddyfile.Dispenser) (err error) {
+			r.pos["app_links.apple_app_site_association"] = cfparse.PosOf(d)
+			r.AppLinks.AppleAppSiteAssociationFile, err = cfparse.OneArg(d)
+			return err
+		},
+		"assetlinks": func(r *reading, d *caddyfile.Dispenser) (err error) {
+			r.pos["app_links.assetlinks"] = cfparse.PosOf(d)
+			r.AppLinks.AssetlinksFile, err = cfparse.OneArg(d)
+			return err
+		},
+	},
+}
+
 // validateDestinations judges the destination settings.
 func (h *Handler) validateDestinations(pos positions) error {
+	if err := h.validateRedirectSettings(pos); err != nil {
+		return err
+	}
+	if a := h.AppLinks; a != nil {
+		if err := checkAppLinksFile("apple_app_site_association", a.AppleAppSiteAssociation, a.AppleAppSiteAssociationFile); err != nil {
+			return pos.at("app_links.apple_app_site_association", err)
+		}
+		if err := checkAppLinksFile("assetlinks", a.Assetlinks, a.AssetlinksFile); err != nil {
+			return pos.at("app_links.assetlinks", err)
+		}
+	}
 	for _, s := range h.AppSchemes {
 		if !validScheme(s) {
 			return pos.at("app_schemes", fmt.Errorf("invalid app scheme %q: want a URL scheme (a letter, then letters, digits, + - .)", s))
@@ -160,4 +270,146 @@ func targetingMessage(field string, err error) string {
 		return msg
 	}
 	return field + ": " + msg
+}
+
+// validateRedirectSettings judges not_found_redirect and root_redirect by
+// the handler's URL policy; a loop back to this handler cannot be told
+// from the configuration, so none is looked for.
+func (h *Handler) validateRedirectSettings(pos positions) error {
+	schemes := h.AllowSchemes
+	if len(schemes) == 0 {
+		schemes = []string{"http", "https"}
+	}
+	policy, err := urlpolicy.New(schemes, h.DenyHosts, h.denyPrivate())
+	if err != nil {
+		return nil // validateTargets names the bad entry
+	}
+	for _, f := range []struct{ name, url string }{{"not_found_redirect", h.NotFoundRedirect}, {"root_redirect", h.RootRedirect}} {
+		if f.url == "" {
+			continue
+		}
+		if _, err := policy.Check(f.url); err != nil {
+			return pos.at(f.name, fmt.Errorf("invalid %s %q: %s", f.name, f.url, strings.TrimPrefix(err.Error(), "long_url ")))
+		}
+	}
+	return nil
+}
+
+// checkAppLinksFile judges one app_links file as configured: inline JSON
+// or a path, not both; inline JSON must be valid and within the bound.
+func checkAppLinksFile(name string, inline json.RawMessage, file string) error {
+	if len(inline) > 0 && file != "" {
+		return fmt.Errorf("%s is given both inline and as %s_file", name, name)
+	}
+	if len(inline) > 0 {
+		return checkAppLinksJSON(name, inline)
+	}
+	return nil
+}
+
+func checkAppLinksJSON(name string, b []byte) error {
+	if len(b) > maxAppLinksFile {
+		return fmt.Errorf("%s is %d bytes, at most %d are allowed", name, len(b), maxAppLinksFile)
+	}
+	if !json.Valid(b) {
+		return fmt.Errorf("%s is not valid JSON", name)
+	}
+	return nil
+}
+
+// loadAppLinks reads the app_links files (Provision).
+func (h *Handler) loadAppLinks() error {
+	a := h.AppLinks
+	if a == nil {
+		return nil
+	}
+	h.wellKnown = map[string][]byte{}
+	for _, f := range []struct {
+		name, path, file string
+		inline           []byte
+	}{
+		{"apple_app_site_association", pathAASA, a.AppleAppSiteAssociationFile, a.AppleAppSiteAssociation},
+		{"assetlinks", pathAssetlinks, a.AssetlinksFile, a.Assetlinks},
+	} {
+		b := f.inline
+		if f.file != "" {
+			var err error
+			if b, err = readAppLinksFile(f.file); err != nil {
+				return fmt.Errorf("shortener: app_links %s: %w", f.name, err)
+			}
+			if err := checkAppLinksJSON(f.file, b); err != nil {
+				return fmt.Errorf("shortener: app_links %s: %w", f.name, err)
+			}
+		}
+		if len(b) > 0 {
+			h.wellKnown[f.path] = b
+		}
+	}
+	return nil
+}
+
+// readAppLinksFile reads at most one byte past the bound, so that a
+// larger file is refused without being read whole.
+func readAppLinksFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxAppLinksFile+1))
+}
+
+// provisionDestinations readies what a redirect of a link with targeting
+// needs (Provision, last): the app_links files, how loaded targeting is
+// read, the user-agent parser and GeoIP file of the clicks pipeline (a
+// parser of its own, made on first use, when clicks are off), and the key
+// of visitor keys.
+func (h *Handler) provisionDestinations(ctx context.Context) error {
+	if err := h.loadAppLinks(); err != nil {
+		return err
+	}
+	// Judged when saved: any URL the stores hold is read as it is, and
+	// app_url schemes are this configuration's.
+	h.cache.targeting = targeting.Options{AppSchemes: append(slices.Clone(h.AppSchemes), "http", "https"), GeoIP: true}
+	if h.clicks != nil {
+		h.uaDims, h.geo = h.clicks.Ua.Dims, h.clicks.Geo
+	} else {
+		ua := sync.OnceValue(clicks.NewUAParser)
+		h.uaDims = func(s string) (string, string, string) { return ua().Dims(s) }
+	}
+	secret, err := h.visitorSecret(ctx)
+	if err != nil {
+		// Not fatal: configurations that use no split worked before
+		// splits existed. This instance's splits hold until it restarts.
+		h.logger.Warn("no shared secret for A/B visitor keys; this instance uses one of its own", zap.Error(err))
+		secret = make([]byte, 32)
+		_, _ = rand.Read(secret) // never fails (crypto/rand panics rather)
+	}
+	sum := sha256.Sum256(append([]byte("edgekit shortener visitor key\x00"), secret...))
+	h.visitorKey = [2]uint64{binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:16])}
+	return nil
+}
+
+// visitorSecret is the secret visitor keys are derived from, the same on
+// every instance: with Redis, a random value kept at
+// <prefix>:visitor_secret (the first instance to write it wins, SET NX,
+// and it never expires); without Redis, or when Redis does not answer at
+// start, the secret generated in Caddy's data directory (ui_secret.go),
+// which instances share when they share that directory.
+func (h *Handler) visitorSecret(ctx context.Context) ([]byte, error) {
+	if h.rdb != nil {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		key := h.cache.prefix + ":visitor_secret"
+		fresh := make([]byte, 32)
+		_, _ = rand.Read(fresh) // never fails (crypto/rand panics rather)
+		h.rdb.SetNX(ctx, key, hex.EncodeToString(fresh), 0)
+		v, err := h.rdb.Get(ctx, key).Result()
+		if err == nil && len(v) >= 32 {
+			return []byte(v), nil
+		}
+		h.logger.Warn("redis did not give the shared visitor secret; A/B splits use the one in Caddy's data directory", zap.Error(err))
+	}
+	secret, _, err := dataDirSecret(cmp.Or(h.dataDir, caddy.AppDataDir()))
+	return secret, err
 }

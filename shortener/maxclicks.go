@@ -13,9 +13,9 @@ var errNoCounter = errors.New("the link store has no redirect counter for max_cl
 
 // takeServe asks the store whether a redirect of code, a link with
 // max_clicks, may be served and counts it. Once the link is exhausted,
-// this instance's L1 holds it as gone, so later requests answer 410
+// this instance's L1 holds it as gone (with its fallback URL), so later requests answer 410
 // without asking (an invalidation meanwhile, an edit, wins).
-func (c *cache) takeServe(ctx context.Context, code string) (bool, error) {
+func (c *cache) takeServe(ctx context.Context, code, fallback string) (bool, error) {
 	s := c.store
 	if sh, ok := s.(sharedStore); ok {
 		s = sh.Store
@@ -32,7 +32,7 @@ func (c *cache) takeServe(ctx context.Context, code string) (bool, error) {
 		return false, err
 	}
 	if !ok || left == 0 {
-		c.setLocal(code, c.gone(), epoch)
+		c.setLocal(code, c.goneTo(fallback), epoch)
 	}
 	return ok, nil
 }

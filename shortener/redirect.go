@@ -3,6 +3,7 @@ package shortener
 import (
 	"errors"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -46,7 +47,7 @@ func codeOf(path string) (string, bool) {
 func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code string) error {
 	if !link.ValidLookupCode(code) {
 		h.metrics.count(sourceNone, resultInvalid)
-		return h.fail(w, r, http.StatusNotFound, errInvalidCode)
+		return h.notFound(w, r, errInvalidCode)
 	}
 	if c := h.clicks; c != nil {
 		c.Enter()
@@ -79,12 +80,12 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 		} else {
 			h.metrics.count(source, resultNotFound)
 		}
-		return h.fail(w, r, http.StatusNotFound, errUnknownCode)
+		return h.notFound(w, r, errUnknownCode)
 	}
 	now := h.now()
 	if e.gone(now.UnixNano()) {
 		h.metrics.count(source, resultGone)
-		return h.fail(w, r, http.StatusGone, errGoneCode)
+		return h.failTo(w, r, e.fallback, http.StatusGone, errGoneCode)
 	}
 	status, location := h.Status, e.location
 	qr := false
@@ -93,25 +94,38 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 	}
 	if e.rules != nil {
 		var err error
-		if status, err = h.ruleStatus(w, r, code, e.rules, source, now); status == 0 {
+		if status, err = h.ruleStatus(w, r, code, e, source, now); status == 0 {
 			return err
 		}
+	}
+	var app, rule, variant string
+	var addr netip.Addr // the client's, parsed once for targeting and the click
+	if e.set != nil {
+		addr = clientip.Addr(r)
+		location, app, rule, variant = h.target(w, r, code, e, addr, now)
 	}
 	if r.URL.RawQuery != "" && h.forwards(e.rules) {
 		location = withQuery(location, r.URL.RawQuery)
 	}
-	// One allocation for the three values: later handlers (a `header`
-	// replacement) may edit values in place, so cached strings are copied
-	// into a per-response array rather than shared.
-	vals := make([]string, 3)
-	vals[0], vals[1], vals[2] = location, h.cacheControl, "noindex"
-	hdr["Location"] = vals[0:1:1]
-	hdr["Cache-Control"] = vals[1:2:2]
-	hdr["X-Robots-Tag"] = vals[2:3:3]
-	w.WriteHeader(status)
+	if app != "" {
+		h.writeAppPage(w, r, app, location)
+	} else {
+		// One allocation for the three values: later handlers (a `header`
+		// replacement) may edit values in place, so cached strings are copied
+		// into a per-response array rather than shared.
+		vals := make([]string, 3)
+		vals[0], vals[1], vals[2] = location, h.cacheControl, "noindex"
+		hdr["Location"] = vals[0:1:1]
+		hdr["Cache-Control"] = vals[1:2:2]
+		hdr["X-Robots-Tag"] = vals[2:3:3]
+		w.WriteHeader(status)
+	}
 	if h.clicks != nil {
-		if c, ok := clicks.ClassifyRequest(r, clientip.Addr(r), code, now); ok {
-			c.QR = qr
+		if e.set == nil {
+			addr = clientip.Addr(r)
+		}
+		if c, ok := clicks.ClassifyRequest(r, addr, code, now); ok {
+			c.QR, c.Rule, c.Variant = qr, rule, variant
 			h.clicks.Record(c)
 		}
 	}

@@ -15,14 +15,16 @@ import (
 // ruleStatus applies a live link's rules to one redirect and returns its
 // status; 0 when the rules answered instead, with err to return: 404
 // before valid_from (as an unknown code), 410 once max_clicks redirects
-// were served, 503 when the max_clicks counter cannot be reached.
-func (h *Handler) ruleStatus(w http.ResponseWriter, r *http.Request, code string, rules *entryRules, source string, now time.Time) (int, error) {
+// were served (either a redirect to the link's fallback URL when it has
+// one), 503 when the max_clicks counter cannot be reached.
+func (h *Handler) ruleStatus(w http.ResponseWriter, r *http.Request, code string, e *entry, source string, now time.Time) (int, error) {
+	rules := e.rules
 	if rules.notYet(now.UnixNano()) {
 		h.metrics.count(source, resultNotFound)
-		return 0, h.fail(w, r, http.StatusNotFound, errUnknownCode)
+		return 0, h.failTo(w, r, e.fallback, http.StatusNotFound, errUnknownCode)
 	}
 	if rules.maxClicks > 0 {
-		ok, err := h.cache.takeServe(r.Context(), code)
+		ok, err := h.cache.takeServe(r.Context(), code, e.fallback)
 		if err != nil {
 			h.metrics.count(source, resultError)
 			if c := h.logger.Check(zapcore.WarnLevel, "max_clicks counter failed"); c != nil {
@@ -32,7 +34,7 @@ func (h *Handler) ruleStatus(w http.ResponseWriter, r *http.Request, code string
 		}
 		if !ok {
 			h.metrics.count(source, resultGone)
-			return 0, h.fail(w, r, http.StatusGone, errUsedUp)
+			return 0, h.failTo(w, r, e.fallback, http.StatusGone, errUsedUp)
 		}
 	}
 	if rules.status != 0 {

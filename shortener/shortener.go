@@ -391,7 +391,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return err
 		}
 	}
-	return nil
+	return h.provisionDestinations(ctx)
 }
 
 func (h *Handler) setDefaults() {
@@ -480,14 +480,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if h.API != "" && (path == h.API || strings.HasPrefix(path, h.API) && path[len(h.API)] == '/') {
 		return h.serveAPI(w, r, path[len(h.API):])
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return next.ServeHTTP(w, r)
-	}
-	code, ok := codeOf(path)
-	if !ok {
-		return next.ServeHTTP(w, r)
-	}
-	return h.serveRedirect(w, r, code)
+	return h.serveGet(w, r, next)
 }
 
 // Interface guards

@@ -26,6 +26,7 @@ type GeoIP struct {
 	Loads  atomic.Int64          // files loaded, the first included
 	Bad    atomic.Int64          // changed files rejected
 	Done   chan struct{}         // closed when the watcher has stopped
+	shared sharedReader          // the redirect path's reader (Country)
 }
 
 // OpenGeoIP loads the GeoIP file at path; an error names the path. When
@@ -44,6 +45,7 @@ func OpenGeoIP(path string, poll time.Duration, logger *slog.Logger) (*GeoIP, er
 	if err == nil {
 		lastGoodGeo.use(path, db)
 		g.Cur, g.seen = db, db.info
+		g.share(db)
 		g.loaded(db, "GeoIP database loaded")
 		return g, nil
 	}
@@ -51,6 +53,7 @@ func OpenGeoIP(path string, poll time.Duration, logger *slog.Logger) (*GeoIP, er
 		return nil, fmt.Errorf("clicks_geoip %q: %w", path, err)
 	}
 	g.seen, g.failed = seen, err.Error()
+	g.share(g.Cur)
 	g.Bad.Add(1)
 	typ, built := g.Cur.describe()
 	logger.Warn("GeoIP database not loaded; the last good one stays", slog.String("path", path), slog.Any("error", err),
@@ -126,6 +129,7 @@ func (g *GeoIP) Check() {
 	}
 	g.failed = ""
 	lastGoodGeo.put(g.path, db)
+	g.share(db)
 	if old := g.Next.Swap(db); old != nil {
 		old.close() // never taken by the writer
 	}
