@@ -18,8 +18,10 @@ import (
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
-// maxBody is the largest API request body; larger ones get 413.
-const maxBody = 16 << 10
+// maxBody is the largest API request body (a link: 16 KiB of fields and
+// up to 64 KiB of rules and variants, targeting.MaxJSON); larger ones get
+// 413.
+const maxBody = 96 << 10
 
 // maxCodeAttempts is how many random codes of one length are tried before
 // the length grows by one.

@@ -3,6 +3,7 @@ package shortener
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -105,5 +106,21 @@ func TestAPITargetingRefusals(t *testing.T) {
 		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), tc.want) {
 			t.Errorf("POST %s = %d %s, want 400 with %q", tc.body, w.Code, w.Body, tc.want)
 		}
+	}
+}
+
+// Rules near their 64 KiB bound fit in a create's body (maxBody).
+func TestAPITargetingBodyRoom(t *testing.T) {
+	h := newHandler(t, newMemStore(), nil)
+	var rules []string
+	for i := range 40 {
+		rules = append(rules, fmt.Sprintf(`{"if":{"query":[{"name":"v","equals":"%d"}]},"url":"https://example.com/%d/%s"}`, i, i, strings.Repeat("p", 1500)))
+	}
+	body := `{"long_url":"https://example.com/","rules":[` + strings.Join(rules, ",") + `]}`
+	if len(body) < 60<<10 {
+		t.Fatalf("body of %d bytes, want about 60 KiB", len(body))
+	}
+	if w := serve(t, h, "POST", "http://sho.rt/api/links", body, auth()...); w.Code != http.StatusCreated {
+		t.Errorf("create with %d bytes of rules = %d %.200s, want 201", len(body), w.Code, w.Body)
 	}
 }

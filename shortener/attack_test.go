@@ -157,7 +157,7 @@ func (e *endless) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Bodies over 16 KiB are refused with 413 before any parsing, with or
+// Bodies over maxBody (96 KiB) are refused with 413 before any parsing, with or
 // without a Content-Length, and an endless body is not read to its end.
 func TestAttackBodyLimit(t *testing.T) {
 	s := &countingStore{Store: newMemStore()}
