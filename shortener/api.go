@@ -95,6 +95,12 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on %s", r.Method, "links/batch")
 		}
 		return h.apiBatch(w, r)
+	case rest == "/rules/preview":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on rules/preview", r.Method)
+		}
+		return h.apiPreview(w, r)
 	case rest == "/stats":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

@@ -46,6 +46,15 @@ var apiRefusals = []refusal{
 	{"POST", "/api/links/batch", `{"dry_run":false,"links":[{"long_url":"https://example.com/"}]}`, nil},
 	{"POST", "/api/links/batch", `{"links":[]}`, nil},
 	{"POST", "/api/links/batch", `{"mode":"import","links":[{"code":"i1","long_url":"https://example.com/"}]}`, []string{"Idempotency-Key", "k1"}},
+	// rules preview
+	{"POST", "/api/rules/preview", `{`, nil},
+	{"POST", "/api/rules/preview", `{"rules":[{}],"visitor":{}}`, nil},
+	{"POST", "/api/rules/preview", `{"visitor":{"user_agent":"` + strings.Repeat("u", 513) + `"}}`, nil},
+	{"POST", "/api/rules/preview", `{"visitor":{"accept_language":"` + strings.Repeat("e", 1025) + `"}}`, nil},
+	{"POST", "/api/rules/preview", `{"visitor":{"query":"` + strings.Repeat("q", 4097) + `"}}`, nil},
+	{"POST", "/api/rules/preview", `{"visitor":{"country":"fr"}}`, nil},
+	{"POST", "/api/rules/preview", `{"visitor":{"ip":"1.2.3"}}`, nil},
+	{"POST", "/api/rules/preview", `{"visitor":{"at":"now"}}`, nil},
 	// list
 	{"GET", "/api/links?q=ab", "", nil},
 	{"GET", "/api/links?tag=%21", "", nil},

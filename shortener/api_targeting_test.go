@@ -124,3 +124,36 @@ func TestAPITargetingBodyRoom(t *testing.T) {
 		t.Errorf("create with %d bytes of rules = %d %.200s, want 201", len(body), w.Code, w.Body)
 	}
 }
+
+// POST <api>/rules/preview decides as a redirect does: the same rule for
+// a user agent, the same variant for a visitor, storing nothing.
+func TestAPIRulesPreview(t *testing.T) {
+	h := newHandler(t, newMemStore(), func(h *Handler) { h.SourceHeader = true })
+	rules := `[{"name":"phones","if":{"device":["mobile"]},"url":"https://example.com/m"},
+		{"if":{"time":{"tz":"Europe/Paris","hours":{"from":9,"until":18}}},"url":"https://example.com/day"}]`
+	variants := `[{"name":"a","url":"https://example.com/a","weight":50},{"name":"b","url":"https://example.com/b","weight":50}]`
+	preview := func(visitor string) map[string]any {
+		t.Helper()
+		w := serve(t, h, "POST", "/api/rules/preview", `{"code":"pv1","rules":`+rules+`,"variants":`+variants+`,"visitor":`+visitor+`}`, auth()...)
+		var out map[string]any
+		if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &out) != nil {
+			t.Fatalf("preview %s = %d %s", visitor, w.Code, w.Body)
+		}
+		return out
+	}
+	if out := preview(`{"user_agent":"` + iphoneUA + `"}`); out["rule"] != "phones" || out["url"] != "https://example.com/m" || out["device"] != "mobile" || out["os"] != "ios" {
+		t.Errorf("an iPhone: %v, want the phones rule", out)
+	}
+	if out := preview(`{"user_agent":"` + firefoxUA + `","at":"2026-12-07T10:30:00+01:00"}`); out["rule"] != "rule-2" || out["url"] != "https://example.com/day" {
+		t.Errorf("a desktop at 10:30 in Paris: %v, want rule-2", out)
+	}
+	create(t, h, `{"long_url":"https://example.com/long","code":"pv1","variants":`+variants+`}`)
+	for i := range 20 {
+		ip := fmt.Sprintf("198.51.100.%d", i)
+		got := preview(`{"user_agent":"` + firefoxUA + `","ip":"` + ip + `","at":"2026-12-07T03:00:00Z"}`)
+		w := visit(t, h, "GET", "/pv1", ip+":1", "User-Agent", firefoxUA)
+		if v := w.Header().Get("X-Shortener-Variant"); got["variant"] != v || got["rule"] != nil {
+			t.Errorf("visitor %s: preview variant %v, redirect %q; want the same", ip, got["variant"], v)
+		}
+	}
+}
