@@ -78,7 +78,7 @@ func TestAPIBaseURL(t *testing.T) {
 func TestAPIErrors(t *testing.T) {
 	s := newMemStore()
 	h := newHandler(t, s, func(h *Handler) { h.DenyHosts = []string{"evil.example"} })
-	big := `{"long_url":"https://example.com/` + strings.Repeat("a", 17<<10) + `"}`
+	big := `{"long_url":"https://example.com/` + strings.Repeat("a", maxBody+1) + `"}`
 	for _, tc := range []struct {
 		name, method, target, body string
 		header                     []string
