@@ -285,7 +285,7 @@ func (h *Handler) newLink(r *http.Request, req link.CreateRequest) (link.Link, s
 	l := link.Link{LongURL: long, CreatedAt: now.UTC().Truncate(time.Microsecond),
 		Title: req.Title, Tags: link.TagsOrNil(req.Tags), Notes: req.Notes}
 	if req.ExpiresAt != "" {
-		t, err := time.Parse(time.RFC3339, req.ExpiresAt)
+		t, err := link.ParseTime(req.ExpiresAt)
 		if err != nil {
 			return link.Link{}, "", apiErr(http.StatusBadRequest, "expires_at must be an RFC 3339 time")
 		}

@@ -60,7 +60,7 @@ var patchFields = map[string]func(h *Handler, r *http.Request, raw json.RawMessa
 		var t time.Time
 		if v != nil {
 			var err error
-			if t, err = time.Parse(time.RFC3339, *v); err != nil {
+			if t, err = link.ParseTime(*v); err != nil {
 				return apiErr(http.StatusBadRequest, "valid_from must be an RFC 3339 time or null")
 			}
 			if t = t.UTC().Truncate(time.Microsecond); t.Before(link.MinValidFrom) {
@@ -216,7 +216,7 @@ func patchExpiresAt(h *Handler, _ *http.Request, raw json.RawMessage, p *linkPat
 			return err
 		}
 		var err error
-		if t, err = time.Parse(time.RFC3339, s); err != nil {
+		if t, err = link.ParseTime(s); err != nil {
 			return apiErr(http.StatusBadRequest, "expires_at must be an RFC 3339 time or null")
 		}
 		if !t.After(h.now()) {

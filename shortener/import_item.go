@@ -183,7 +183,7 @@ func importTimes(it link.ImportItem, l *link.Link, now time.Time) error {
 // importTime parses an RFC 3339 time of field, from minImportTime to
 // latest (zero: no bound), to the microsecond the stores keep.
 func importTime(field, v string, latest time.Time) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339, v)
+	t, err := link.ParseTime(v)
 	if err != nil {
 		return time.Time{}, refuse(field, "%s must be an RFC 3339 time", field)
 	}

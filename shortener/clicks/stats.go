@@ -81,7 +81,7 @@ func ParseStatsRange(q url.Values, now time.Time) (from, to time.Time, err error
 		default:
 			return time.Time{}, false, fmt.Errorf("%w: %s given %d times", ErrBadStatsRange, name, len(vs))
 		}
-		t, err := time.Parse(time.RFC3339, vs[0])
+		t, err := link.ParseTime(vs[0])
 		if err != nil {
 			return time.Time{}, false, fmt.Errorf("%w: %s must be an RFC 3339 time like 2006-01-02T15:04:05Z", ErrBadStatsRange, name)
 		}

@@ -61,7 +61,7 @@ func (req RuleRequest) ApplyRules(l *Link) error {
 		}
 	}
 	if req.ValidFrom != "" {
-		t, err := time.Parse(time.RFC3339, req.ValidFrom)
+		t, err := ParseTime(req.ValidFrom)
 		if err != nil {
 			return errors.New("valid_from must be an RFC 3339 time")
 		}
