@@ -9,6 +9,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/strictjson"
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/edgekit/caddy-edgekit/shortener/targeting"
 )
 
@@ -111,7 +112,7 @@ func (h *Handler) previewVisit(pv previewVisitor) (*http.Request, netip.Addr, ti
 		}
 	}
 	if pv.At != "" {
-		t, err := time.Parse(time.RFC3339, pv.At)
+		t, err := link.ParseTime(pv.At)
 		if err != nil {
 			return nil, addr, now, apiErr(http.StatusBadRequest, "visitor.at must be an RFC 3339 time")
 		}
