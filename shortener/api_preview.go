@@ -79,7 +79,7 @@ func (h *Handler) apiPreview(w http.ResponseWriter, r *http.Request) error {
 	if code == "" {
 		code = "preview"
 	}
-	v := h.visitor(vr, code, ^targeting.Needs(0), addr, now)
+	v, _ := h.visitor(vr, code, ^targeting.Needs(0), addr, now)
 	if req.Visitor.Country != "" {
 		v.Country = req.Visitor.Country
 	}

@@ -60,7 +60,7 @@ type destinations struct {
 	AppLinks *AppLinks `json:"app_links,omitempty"`
 
 	wellKnown  map[string][]byte // path → app_links file
-	uaDims     func(ua string) (device, os, browser string)
+	uaDims     func(ua string) (device, os, browser string, class clicks.UAClass)
 	geo        *clicks.GeoIP // the clicks pipeline's GeoIP; nil: none
 	visitorKey [2]uint64     // SipHash key of targeting.Visitor.Key
 }
@@ -375,7 +375,7 @@ func (h *Handler) provisionDestinations(ctx context.Context) error {
 		h.uaDims, h.geo = h.clicks.Ua.Dims, h.clicks.Geo
 	} else {
 		ua := sync.OnceValue(clicks.NewUAParser)
-		h.uaDims = func(s string) (string, string, string) { return ua().Dims(s) }
+		h.uaDims = func(s string) (string, string, string, clicks.UAClass) { return ua().Dims(s) }
 	}
 	secret, err := h.visitorSecret(ctx)
 	if err != nil {

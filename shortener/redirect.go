@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/edgekit/caddy-edgekit/internal/clientip"
-	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -98,17 +97,18 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 			return err
 		}
 	}
-	var app, rule, variant string
+	var t targeted
 	var addr netip.Addr // the client's, parsed once for targeting and the click
 	if e.set != nil {
 		addr = clientip.Addr(r)
-		location, app, rule, variant = h.target(w, r, code, e, addr, now)
+		t = h.target(w, r, code, e, addr, now)
+		location = t.location
 	}
 	if r.URL.RawQuery != "" && h.forwards(e.rules) {
 		location = withQuery(location, r.URL.RawQuery)
 	}
-	if app != "" {
-		h.writeAppPage(w, r, app, location)
+	if t.app != "" {
+		h.writeAppPage(w, r, t.app, location)
 	} else {
 		// One allocation for the three values: later handlers (a `header`
 		// replacement) may edit values in place, so cached strings are copied
@@ -124,8 +124,8 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 		if e.set == nil {
 			addr = clientip.Addr(r)
 		}
-		if c, ok := clicks.ClassifyRequest(r, addr, code, now); ok {
-			c.QR, c.Rule, c.Variant = qr, rule, variant
+		if c, ok := h.classify(r, addr, code, now, &t); ok {
+			c.QR, c.Rule, c.Variant = qr, t.rule, t.variant
 			h.clicks.Record(c)
 		}
 	}

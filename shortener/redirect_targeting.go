@@ -80,17 +80,26 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request, err error) er
 	return h.failTo(w, r, h.NotFoundRedirect, http.StatusNotFound, err)
 }
 
-// target decides where a link with targeting sends this visit. It returns
-// the destination (the link's long URL when no rule or variant chose one,
-// or an http(s) app_url: a universal link), for a custom-scheme app_url
-// the app URL the page opens (writeAppPage), and the names of the rule and
-// variant chosen, for the click.
-func (h *Handler) target(w http.ResponseWriter, r *http.Request, code string, e *entry, addr netip.Addr, now time.Time) (location, app, rule, variant string) {
-	v := h.visitor(r, code, e.set.Needs(), addr, now)
+// targeted is what target decided for one visit.
+type targeted struct {
+	location string // the destination: a rule's or variant's URL, an http(s) app_url, else the link's
+	app      string // a custom-scheme app_url the page opens (writeAppPage)
+	rule     string // the names of the rule and variant chosen, for the click
+	variant  string
+	class    clicks.UAClass // the user agent's, when classKnown
+	// classKnown: a user-agent condition classified the User-Agent, so
+	// the click need not again.
+	classKnown bool
+}
+
+// target decides where a link with targeting sends this visit; addr is
+// the client's address.
+func (h *Handler) target(w http.ResponseWriter, r *http.Request, code string, e *entry, addr netip.Addr, now time.Time) targeted {
+	v, t := h.visitor(r, code, e.set.Needs(), addr, now)
 	d := e.set.Decide(&v)
-	location = e.location
+	t.location, t.rule, t.variant = e.location, d.RuleName, d.VariantName
 	if d.URL != "" {
-		location = d.URL
+		t.location = d.URL
 	}
 	if h.SourceHeader {
 		hdr := w.Header()
@@ -102,26 +111,29 @@ func (h *Handler) target(w http.ResponseWriter, r *http.Request, code string, e 
 		}
 	}
 	if d.AppURL == "" {
-		return location, "", d.RuleName, d.VariantName
+		return t
 	}
 	if s, _, _ := strings.Cut(d.AppURL, ":"); strings.EqualFold(s, "http") || strings.EqualFold(s, "https") {
-		return d.AppURL, "", d.RuleName, d.VariantName
+		t.location = d.AppURL
+	} else {
+		t.app = d.AppURL
 	}
-	return location, d.AppURL, d.RuleName, d.VariantName
+	return t
 }
 
-// visitor computes what the set needs of this visit, nothing more; addr
-// is the client's address.
-func (h *Handler) visitor(r *http.Request, code string, needs targeting.Needs, addr netip.Addr, now time.Time) targeting.Visitor {
+// visitor computes what the set needs of this visit, nothing more, and
+// the user agent's class when it classified it.
+func (h *Handler) visitor(r *http.Request, code string, needs targeting.Needs, addr netip.Addr, now time.Time) (targeting.Visitor, targeted) {
 	v := targeting.Visitor{Link: code, Now: now, RawQuery: r.URL.RawQuery}
+	var t targeted
 	var ua string
 	if vs := r.Header["User-Agent"]; len(vs) > 0 {
 		ua = vs[0]
 	}
 	if needs&targeting.NeedUA != 0 && h.uaDims != nil {
 		var os string
-		v.Device, os, v.Browser = h.uaDims(ua)
-		v.OS = targetingOS(os)
+		v.Device, os, v.Browser, t.class = h.uaDims(ua)
+		v.OS, t.classKnown = targetingOS(os), true
 	}
 	if needs&targeting.NeedLanguage != 0 {
 		if vs := r.Header["Accept-Language"]; len(vs) > 0 {
@@ -137,7 +149,16 @@ func (h *Handler) visitor(r *http.Request, code string, needs targeting.Needs, a
 	if needs&targeting.NeedVisitor != 0 {
 		v.Key = visitorKey(h.visitorKey, v.Addr, ua)
 	}
-	return v
+	return v, t
+}
+
+// classify makes the click of a redirect: with the class target found
+// when a user-agent condition read the User-Agent.
+func (h *Handler) classify(r *http.Request, addr netip.Addr, code string, now time.Time, t *targeted) (clicks.Click, bool) {
+	if t.classKnown {
+		return clicks.ClassifyRequestAs(r, addr, code, now, t.class)
+	}
+	return clicks.ClassifyRequest(r, addr, code, now)
 }
 
 // targetingOS maps the clicks parser's OS names onto the values an os

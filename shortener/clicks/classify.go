@@ -109,6 +109,17 @@ func hasFoldPrefixAt(v, lower string) bool {
 // request (at most a copy of the referrer host when the Referer header is
 // long, of the user agent's first MaxUserAgent bytes when it is longer).
 func ClassifyRequest(r *http.Request, addr netip.Addr, code string, now time.Time) (Click, bool) {
+	return classifyRequest(r, addr, code, now, 0, false)
+}
+
+// ClassifyRequestAs is ClassifyRequest for a request whose User-Agent
+// (of at most MaxUserAgent bytes) a redirect has classified already
+// (uaParser.Dims): the click takes class instead of classifying again.
+func ClassifyRequestAs(r *http.Request, addr netip.Addr, code string, now time.Time, class UAClass) (Click, bool) {
+	return classifyRequest(r, addr, code, now, class, true)
+}
+
+func classifyRequest(r *http.Request, addr netip.Addr, code string, now time.Time, class UAClass, known bool) (Click, bool) {
 	if !CountedRequest(r) {
 		return Click{}, false
 	}
@@ -124,7 +135,10 @@ func ClassifyRequest(r *http.Request, addr netip.Addr, code string, now time.Tim
 		// memory until the flush (the buffer counts only the code).
 		code = strings.Clone(code)
 	}
-	c := Click{Code: code, At: now, Referrer: ReferrerHost(ref), Class: ClassifyUserAgent(ua), Addr: addr, UA: ua}
+	if !known || len(ua) > MaxUserAgent {
+		class = ClassifyUserAgent(ua)
+	}
+	c := Click{Code: code, At: now, Referrer: ReferrerHost(ref), Class: class, Addr: addr, UA: ua}
 	if len(ua) > MaxUserAgent {
 		// Do not pin a long header until the flush: its start is enough
 		// to tell a device, system and browser.

@@ -9,20 +9,22 @@ import (
 )
 
 // Dims returns the device, OS and browser of a user agent as clicks name
-// them (ClassifyUserAgent judging bots), from the parser's bounded cache.
-// Only the first MaxUserAgent bytes are read. Safe for concurrent use: the
-// redirect path calls it beside the writer.
-func (p *uaParser) Dims(ua string) (device, os, browser string) {
+// them, and its class (ClassifyUserAgent judging bots), from the parser's
+// bounded cache. Only the first MaxUserAgent bytes are read, so class is
+// that of ua when ua is no longer (a click of a longer one classifies it
+// whole: ClassifyRequest). Safe for concurrent use: the redirect path
+// calls it beside the writer.
+func (p *uaParser) Dims(ua string) (device, os, browser string, class UAClass) {
 	if len(ua) > MaxUserAgent {
 		ua = ua[:MaxUserAgent]
 	}
 	// Only user agents that are not bots are cached (dims): a hit needs no
 	// classifying.
-	if d, ok := p.cache.GetIfPresent(ua); ok {
-		return d.device, d.os, d.browser
+	d, ok := p.cache.GetIfPresent(ua)
+	if !ok {
+		d = p.dims(ua, ClassifyUserAgent(ua))
 	}
-	d := p.dims(ua, ClassifyUserAgent(ua))
-	return d.device, d.os, d.browser
+	return d.device, d.os, d.browser, d.class
 }
 
 // countryReader is a GeoIP file's reader for the redirect path: its own

@@ -12,12 +12,16 @@ import (
 func TestUAParserDims(t *testing.T) {
 	p := NewUAParser()
 	iphone := "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1"
-	cases := []struct{ ua, device, os, browser string }{
-		{iphone, DeviceMobile, "ios", "safari"},
-		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36", DeviceDesktop, "windows", "chrome"},
-		{"Googlebot/2.1 (+http://www.google.com/bot.html)", DeviceBot, UnknownDim, UnknownDim},
-		{"", DeviceBot, UnknownDim, UnknownDim},
-		{iphone + strings.Repeat("x", 4*MaxUserAgent), DeviceMobile, "ios", "safari"},
+	cases := []struct {
+		ua, device, os, browser string
+		class                   UAClass
+	}{
+		{iphone, DeviceMobile, "ios", "safari", ClassBrowser},
+		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36", DeviceDesktop, "windows", "chrome", ClassBrowser},
+		{"Googlebot/2.1 (+http://www.google.com/bot.html)", DeviceBot, UnknownDim, UnknownDim, ClassBot},
+		{"", DeviceBot, UnknownDim, UnknownDim, ClassBot},
+		{"MyApp/1.2 (iPhone; iOS 17.4)", DeviceOther, UnknownDim, UnknownDim, ClassOther},
+		{iphone + strings.Repeat("x", 4*MaxUserAgent), DeviceMobile, "ios", "safari", ClassBrowser},
 	}
 	var wg sync.WaitGroup
 	for range 4 {
@@ -25,8 +29,12 @@ func TestUAParserDims(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for _, c := range cases {
-				if d, o, b := p.Dims(c.ua); d != c.device || o != c.os || b != c.browser {
-					t.Errorf("Dims(%.40q) = %q %q %q, want %q %q %q", c.ua, d, o, b, c.device, c.os, c.browser)
+				d, o, b, cl := p.Dims(c.ua)
+				if d != c.device || o != c.os || b != c.browser || cl != c.class {
+					t.Errorf("Dims(%.40q) = %q %q %q %v, want %q %q %q %v", c.ua, d, o, b, cl, c.device, c.os, c.browser, c.class)
+				}
+				if len(c.ua) <= MaxUserAgent && cl != ClassifyUserAgent(c.ua) {
+					t.Errorf("Dims(%.40q) class %v, ClassifyUserAgent %v", c.ua, cl, ClassifyUserAgent(c.ua))
 				}
 			}
 		}()

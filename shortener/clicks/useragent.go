@@ -32,6 +32,7 @@ const uaCacheSize = 10000
 // cannot make up values.
 type uaDims struct {
 	device, os, browser string
+	class               UAClass // ClassifyUserAgent's
 }
 
 // uaParser derives device, OS and browser from user agents, with a
@@ -56,12 +57,13 @@ func NewUAParser() *uaParser {
 // stays the judge of bots.
 func (p *uaParser) dims(ua string, class UAClass) uaDims {
 	if class == ClassBot {
-		return uaDims{DeviceBot, UnknownDim, UnknownDim}
+		return uaDims{DeviceBot, UnknownDim, UnknownDim, ClassBot}
 	}
 	if d, ok := p.cache.GetIfPresent(ua); ok {
 		return d
 	}
 	d := p.parse(ua)
+	d.class = class
 	p.cache.Set(ua, d)
 	return d
 }

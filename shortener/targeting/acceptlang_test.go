@@ -47,10 +47,7 @@ func TestLanguageLookup(t *testing.T) {
 		for i, tag := range tc.tags {
 			tc.tags[i], _ = languageValue(tag)
 		}
-		ls := newLangSet(tc.tags)
-		var rs langRanges
-		rs.parse(tc.header)
-		if got := ls.matches(&rs); got != tc.want {
+		if got := langMatches(tc.tags, tc.header); got != tc.want {
 			t.Errorf("tags %v, Accept-Language %q: %v, want %v", tc.tags, tc.header, got, tc.want)
 		}
 	}
@@ -82,28 +79,87 @@ func TestLanguageRangesOrder(t *testing.T) {
 // TestLanguageBounds: only the first 1024 bytes and 32 ranges are read,
 // and a range cut at byte 1024 is left out.
 func TestLanguageBounds(t *testing.T) {
-	ls := newLangSet([]string{"fr"})
-	var rs langRanges
+	fr := []string{"fr"}
 	filler := strings.Repeat("xx,", 31) // 31 ranges
-	rs.parse(filler + "fr")
-	if !ls.matches(&rs) {
+	if !langMatches(fr, filler+"fr") {
 		t.Error("the 32nd range is not read")
 	}
-	rs.parse(filler + "@@," + "fr")
-	if ls.matches(&rs) {
+	if langMatches(fr, filler+"@@,"+"fr") {
 		t.Error("a 33rd range is read (malformed ranges count)")
 	}
 	pad := strings.Repeat(" ", 1021)
-	rs.parse(pad + ",fr")
-	if !ls.matches(&rs) {
+	if !langMatches(fr, pad+",fr") {
 		t.Error("a range ending at byte 1024 is not read")
 	}
+	var rs langRanges
 	rs.parse(pad + ",fra")
-	if ls.matches(&rs) || rs.n != 0 {
+	if langMatches(fr, pad+",fra") || rs.n != 0 {
 		t.Errorf("a range cut at byte 1024 is read (%d ranges)", rs.n)
 	}
 	rs.parse(strings.Repeat("en-", 2000) + "fr")
 	if rs.n != 0 {
 		t.Errorf("an over-long first range is read: %d ranges", rs.n)
 	}
+}
+
+// langMatches decides a language condition of tags (normalised) for the
+// header, as Decide does: one set's index, the visitor's mask, the
+// condition's bits.
+func langMatches(tags []string, header string) bool {
+	var ix langIndex
+	ls := ix.add(tags)
+	var rs langRanges
+	rs.parse(header)
+	var m [langWords]uint64
+	ix.mask(&rs, &m)
+	return ls.hit(&m)
+}
+
+// lookupOracle is RFC 4647 §3.4 lookup written plainly, the oracle of
+// FuzzLanguageMask: each range in preference order, then its truncations,
+// compared without case with every tag.
+func lookupOracle(tags []string, header string) bool {
+	var rs langRanges
+	rs.parse(header)
+	for i := 0; i < rs.n; i++ {
+		for r := rs.text(i); r != ""; r = truncateRange(r) {
+			for _, t := range tags {
+				if strings.EqualFold(t, r) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// FuzzLanguageMask: over two conditions sharing one set's index, the bit
+// test agrees with plain lookup for any header.
+func FuzzLanguageMask(f *testing.F) {
+	f.Add("de-CH,fr", "en-US, de-CH-x-phonebk;q=0.5, zh;q=0")
+	f.Add("zh-Hant,en", "zh-Hant-CN-x-a, *")
+	f.Fuzz(func(t *testing.T, tagList, header string) {
+		var a, b []string
+		for i, s := range strings.Split(tagList, ",") {
+			v, msg := languageValue(s)
+			if msg != "" || slices.Contains(a, v) || slices.Contains(b, v) {
+				continue
+			}
+			if i%2 == 0 {
+				a = append(a, v)
+			} else {
+				b = append(b, v)
+			}
+		}
+		var ix langIndex
+		la, lb := ix.add(a), ix.add(b)
+		var rs langRanges
+		rs.parse(header)
+		var m [langWords]uint64
+		ix.mask(&rs, &m)
+		if la.hit(&m) != lookupOracle(a, header) || lb.hit(&m) != lookupOracle(b, header) {
+			t.Fatalf("tags %q / %q, header %q: mask %v %v, lookup %v %v",
+				a, b, header, la.hit(&m), lb.hit(&m), lookupOracle(a, header), lookupOracle(b, header))
+		}
+	})
 }

@@ -57,7 +57,7 @@ func (c *compiler) condition(path string, in *Condition, idx *queryIndex) (cond,
 			return out, nil, err
 		}
 	}
-	out.compile(&norm)
+	out.compile(&norm, &c.langs)
 	if out.needs == 0 {
 		return cond{}, nil, nil
 	}
@@ -66,9 +66,9 @@ func (c *compiler) condition(path string, in *Condition, idx *queryIndex) (cond,
 
 // compile fills c's lists from the normalised condition and says what
 // they need.
-func (c *cond) compile(n *Condition) {
+func (c *cond) compile(n *Condition, langs *langIndex) {
 	c.device, c.os, c.browser, c.country = n.Device, n.OS, n.Browser, n.Country
-	c.lang = newLangSet(n.Language)
+	c.lang = langs.add(n.Language)
 	for _, s := range n.IP {
 		c.ips = append(c.ips, netip.MustParsePrefix(s)) // ipValue wrote it
 	}

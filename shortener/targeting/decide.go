@@ -83,7 +83,7 @@ type eval struct {
 
 	addrDone, langDone, queryDone bool
 	addr                          netip.Addr
-	langs                         langRanges
+	langs                         [langWords]uint64 // the set's tags the visitor's languages match
 	hits                          queryHits
 	clock                         localClock
 }
@@ -102,7 +102,7 @@ func (e *eval) holds(c *cond) bool {
 		c.time != nil && !c.time.holds(v.Now, &e.clock),
 		len(c.ips) > 0 && !inPrefixes(c.ips, e.visitorAddr()),
 		c.queryTo > c.queryFrom && !e.queryHolds(c.queryFrom, c.queryTo),
-		len(c.lang.tags) > 0 && !c.lang.matches(e.languages()):
+		len(c.lang.ids) > 0 && !c.lang.hit(e.languages()):
 		return false
 	}
 	return true
@@ -128,9 +128,11 @@ func (e *eval) visitorAddr() netip.Addr {
 	return e.addr
 }
 
-func (e *eval) languages() *langRanges {
+func (e *eval) languages() *[langWords]uint64 {
 	if !e.langDone {
-		e.langs.parse(e.v.AcceptLanguage)
+		var rs langRanges
+		rs.parse(e.v.AcceptLanguage)
+		e.set.langs.mask(&rs, &e.langs)
 		e.langDone = true
 	}
 	return &e.langs

@@ -76,41 +76,76 @@ func upper(c byte) byte {
 	return c
 }
 
-// langSet is a language condition compiled: its tags and the longest.
+// langSet is a language condition compiled: its tags (for the reference
+// lookup in tests) and their ids in the set's langIndex.
 type langSet struct {
-	tags   []string
+	tags []string
+	ids  []uint16
+}
+
+// langIndex numbers the distinct language tags of a set's rules (their
+// lower-case form), so that a visitor's Accept-Language is read once per
+// decision into a bit set of the tags it matches (langIndex.mask) and
+// each language condition is a test of its tags' bits.
+type langIndex struct {
+	ids    map[string]uint16
 	maxLen int
 }
 
-func newLangSet(tags []string) langSet {
+// langWords is how many words a decision's bit set of tags takes: every
+// tag of every rule distinct.
+const langWords = (MaxRules*MaxLanguages + 63) / 64
+
+// add compiles the normalised tags of one condition.
+func (ix *langIndex) add(tags []string) langSet {
 	ls := langSet{tags: tags}
+	if len(tags) == 0 {
+		return ls
+	}
+	if ix.ids == nil {
+		ix.ids = make(map[string]uint16)
+	}
 	for _, t := range tags {
-		ls.maxLen = max(ls.maxLen, len(t))
+		k := strings.ToLower(t)
+		id, ok := ix.ids[k]
+		if !ok {
+			id = uint16(len(ix.ids))
+			ix.ids[k] = id
+			ix.maxLen = max(ix.maxLen, len(k))
+		}
+		ls.ids = append(ls.ids, id)
 	}
 	return ls
 }
 
-// matches applies RFC 4647 §3.4 lookup to the visitor's ranges, in
-// preference order: a range, then each truncation of it (its last subtag
-// dropped, and a singleton left at the end dropped with it), is compared
-// without case with every tag; the condition holds at the first equal.
-// ("zh-Hant-CN-x-a" tries "zh-Hant-CN-x-a", "zh-Hant-CN", "zh-Hant", "zh".)
-func (ls *langSet) matches(rs *langRanges) bool {
+// mask sets in m the bit of every tag RFC 4647 §3.4 lookup finds for one
+// of the visitor's ranges: the range, then each truncation of it (its
+// last subtag dropped, and a singleton left at the end dropped with it),
+// compared without case. ("zh-Hant-CN-x-a" tries "zh-Hant-CN-x-a",
+// "zh-Hant-CN", "zh-Hant", "zh".) A condition holds when lookup finds one
+// of its tags for some range, which is when one of its bits is set.
+func (ix *langIndex) mask(rs *langRanges, m *[langWords]uint64) {
+	var buf [MaxLanguageTag]byte
 	for i := 0; i < rs.n; i++ {
 		r := rs.text(i)
 		for r != "" {
-			if len(r) <= ls.maxLen && ls.has(r) {
-				return true
+			if len(r) <= ix.maxLen {
+				for j := 0; j < len(r); j++ {
+					buf[j] = lower(r[j])
+				}
+				if id, ok := ix.ids[string(buf[:len(r)])]; ok {
+					m[id/64] |= 1 << (id % 64)
+				}
 			}
 			r = truncateRange(r)
 		}
 	}
-	return false
 }
 
-func (ls *langSet) has(r string) bool {
-	for _, t := range ls.tags {
-		if len(t) == len(r) && strings.EqualFold(t, r) {
+// hit reports whether one of the condition's tags has its bit set in m.
+func (ls *langSet) hit(m *[langWords]uint64) bool {
+	for _, id := range ls.ids {
+		if m[id/64]&(1<<(id%64)) != 0 {
 			return true
 		}
 	}

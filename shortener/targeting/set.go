@@ -13,6 +13,7 @@ type Set struct {
 	rules    []rule
 	variants split // the link-level split; empty without one
 	query    queryIndex
+	langs    langIndex
 	needs    Needs
 
 	src         []Rule // normalised, for Rules
@@ -80,6 +81,7 @@ func New(rules []Rule, variants []Variant, opts Options) (*Set, error) {
 			s.needs |= NeedVisitor
 		}
 	}
+	s.langs = c.langs
 	if len(variants) > 0 {
 		sp, norm, err := c.split("variants", variants)
 		if err != nil {
@@ -101,6 +103,7 @@ type compiler struct {
 	opts      Options
 	names     map[string]bool           // rule names given so far
 	locations map[string]*time.Location // time zones loaded so far
+	langs     langIndex                 // the language tags of the rules so far
 }
 
 // Rules returns the rules in normalised form: what to store and show.
