@@ -61,8 +61,9 @@ type destinations struct {
 
 	wellKnown  map[string][]byte // path → app_links file
 	uaDims     func(ua string) (device, os, browser string, class clicks.UAClass)
-	geo        *clicks.GeoIP // the clicks pipeline's GeoIP; nil: none
-	visitorKey [2]uint64     // SipHash key of targeting.Visitor.Key
+	geo        *clicks.GeoIP   // the clicks pipeline's GeoIP; nil: none
+	visitorKey [2]uint64       // SipHash key of targeting.Visitor.Key
+	memo       *targeting.Memo // the rules recent visitors got, for every link's set
 }
 
 // AppLinks are the app site association files: each given inline (a JSON
@@ -370,6 +371,7 @@ func (h *Handler) provisionDestinations(ctx context.Context) error {
 	}
 	// Judged when saved: any URL the stores hold is read as it is, and
 	// app_url schemes are this configuration's.
+	h.memo = targeting.NewMemo()
 	h.cache.targeting = targeting.Options{AppSchemes: append(slices.Clone(h.AppSchemes), "http", "https"), GeoIP: true}
 	if h.clicks != nil {
 		h.uaDims, h.geo = h.clicks.Ua.Dims, h.clicks.Geo

@@ -96,7 +96,7 @@ type targeted struct {
 // the client's address.
 func (h *Handler) target(w http.ResponseWriter, r *http.Request, code string, e *entry, addr netip.Addr, now time.Time) targeted {
 	v, t := h.visitor(r, code, e.set.Needs(), addr, now)
-	d := e.set.Decide(&v)
+	d := e.set.DecideWith(h.memo, &v)
 	t.location, t.rule, t.variant = e.location, d.RuleName, d.VariantName
 	if d.URL != "" {
 		t.location = d.URL

@@ -47,32 +47,42 @@ type Decision struct {
 // all hold, else the link-level variants, else nothing (URL ""). It
 // allocates nothing and never panics; a nil Visitor is an unknown one.
 func (s *Set) Decide(v *Visitor) Decision {
-	none := Decision{Rule: -1, Variant: -1}
 	if s == nil {
-		return none
+		return Decision{Rule: -1, Variant: -1}
 	}
 	var zero Visitor
 	if v == nil {
 		v = &zero
 	}
+	return s.decision(s.firstRule(v), v)
+}
+
+// firstRule returns the index of the first rule whose conditions all
+// hold for v, -1 for none.
+func (s *Set) firstRule(v *Visitor) int {
 	e := eval{set: s, v: v}
 	for i := range s.rules {
+		if e.holds(&s.rules[i].cond) {
+			return i
+		}
+	}
+	return -1
+}
+
+// decision is where rule i (-1: none) sends v: its URL, or its
+// variants' pick for v; with no rule the link-level variants' pick.
+func (s *Set) decision(i int, v *Visitor) Decision {
+	d := Decision{Rule: i, Variant: -1}
+	sp := &s.variants
+	if i >= 0 {
 		r := &s.rules[i]
-		if !e.holds(&r.cond) {
-			continue
-		}
-		d := Decision{Rule: i, Variant: -1, URL: r.url, AppURL: r.appURL, RuleName: r.name}
-		if r.variants.n() > 0 {
-			d.Variant = r.variants.pick(bucket(v.Key, v.Link, i))
-			d.URL, d.VariantName = r.variants.variants[d.Variant].URL, r.variants.variants[d.Variant].Name
-		}
-		return d
+		d.URL, d.AppURL, d.RuleName, sp = r.url, r.appURL, r.name, &r.variants
 	}
-	if s.variants.n() > 0 {
-		none.Variant = s.variants.pick(bucket(v.Key, v.Link, -1))
-		none.URL, none.VariantName = s.variants.variants[none.Variant].URL, s.variants.variants[none.Variant].Name
+	if sp.n() > 0 {
+		d.Variant = sp.pick(bucket(v.Key, v.Link, i))
+		d.URL, d.VariantName = sp.variants[d.Variant].URL, sp.variants[d.Variant].Name
 	}
-	return none
+	return d
 }
 
 // eval is one Decide's state: the visitor values read so far, each

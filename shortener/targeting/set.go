@@ -15,6 +15,8 @@ type Set struct {
 	query    queryIndex
 	langs    langIndex
 	needs    Needs
+	id       uint64 // unique among the sets made (Memo)
+	memo     bool   // its rules read only what a Memo keys on (memoable)
 
 	src         []Rule // normalised, for Rules
 	srcVariants []Variant
@@ -95,6 +97,7 @@ func New(rules []Rule, variants []Variant, opts Options) (*Set, error) {
 	if b, _ := json.Marshal(wire{s.src, s.srcVariants}); len(b) > MaxJSON {
 		return nil, fieldErr("", "the rule set is %d bytes as normalised, at most %d are allowed", len(b), MaxJSON)
 	}
+	s.id, s.memo = setIDs.Add(1), s.memoable()
 	return s, nil
 }
 
