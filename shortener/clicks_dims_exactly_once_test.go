@@ -22,8 +22,10 @@ import (
 // GeoIP file written here), devices and 600 visitors over two instances,
 // one killed after a commit and before its XACK and the other before its
 // commit, recovered by a third: every country, device, browser and source
-// count is exact, and the uniques are the 600 visitors (within 2%), on
-// PostgreSQL and in the embedded file.
+// count is exact, and so are the targeting rule and variant counts
+// (issue 35: a click without a rule or variant counted in neither), and
+// the uniques are the 600 visitors (within 2%), on PostgreSQL and in the
+// embedded file.
 func TestClickDimensionsExactlyOnce(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		dimensionsExactlyOnce(t, store.NewPostgresClickSink(testClickPool(t, testenv.Postgres(t)), 0))
@@ -60,7 +62,11 @@ func dimensionsExactlyOnce(t *testing.T, sink clicks.Sink) {
 	a, b := newTestRecorder(t, ca), newTestRecorder(t, cb)
 
 	code := testClickCodes[0]
-	want := map[string]map[string]int64{clicks.DimCountry: {}, clicks.DimDevice: {}, clicks.DimBrowser: {}, clicks.DimSource: {}}
+	want := map[string]map[string]int64{clicks.DimCountry: {}, clicks.DimDevice: {}, clicks.DimBrowser: {}, clicks.DimSource: {},
+		clicks.DimRule: {}, clicks.DimVariant: {}}
+	// The rule and variant a redirect chose: none, a rule's split, a
+	// rule without one, the link-level split.
+	targets := []struct{ rule, variant string }{{"", ""}, {"French", "a"}, {"French", "b"}, {"mobile", ""}, {"", "x"}}
 	click := func(i int) clicks.Click {
 		v := i % 600 // the visitor: an address and a user agent
 		var addr netip.Addr
@@ -80,6 +86,14 @@ func dimensionsExactlyOnce(t *testing.T, sink clicks.Sink) {
 		want[clicks.DimBrowser][u.browser]++
 		c := clicks.Click{Code: code, At: time.Now(), Class: clicks.ClassBrowser, Addr: addr, UA: u.ua, QR: i%5 == 0}
 		want[clicks.DimSource][clicks.ClickSourceDim(c.QR)]++
+		tg := targets[i%len(targets)]
+		c.Rule, c.Variant = tg.rule, tg.variant
+		if tg.rule != "" {
+			want[clicks.DimRule][tg.rule]++
+		}
+		if tg.variant != "" {
+			want[clicks.DimVariant][tg.variant]++
+		}
 		return c
 	}
 	clickList := make([]clicks.Click, 3000)
@@ -114,9 +128,13 @@ func dimensionsExactlyOnce(t *testing.T, sink clicks.Sink) {
 	ctx := context.Background()
 	from, to := time.Now().Add(-48*time.Hour), time.Now().Add(48*time.Hour)
 	for dim, w := range want {
-		got, err := sink.ClickBreakdown(ctx, code, dim, from, to, 100)
+		bd, err := sink.ClickBreakdown(ctx, code, dim, from, to, 100)
 		if err != nil {
 			t.Fatal(err)
+		}
+		var got []clicks.BreakdownEntry // the values and their clicks
+		for _, e := range bd {
+			got = append(got, clicks.BreakdownEntry{Value: e.Value, Clicks: e.Clicks})
 		}
 		var wl []clicks.BreakdownEntry
 		for v, n := range w {
