@@ -366,14 +366,15 @@ function previewer(l, read) {
       a.app_url ? row('app_url', 'Opens the app at', a.app_url) : [],
       row('seen', 'Seen as', [a.device, a.os, a.browser, a.country].filter(Boolean).join(', ') || 'nothing known')].flat());
   }
-  const form = h('form', { class: 'grid card', onsubmit: (e) => { e.preventDefault(); schedule(); } },
-    h('label', {}, 'Device preset', preset), h('label', { class: 'wide' }, 'User agent', ua),
+  const form = h('form', { class: 'grid', onsubmit: (e) => { e.preventDefault(); schedule(); } },
+    h('label', {}, 'Device preset', preset), h('label', {}, 'User agent', ua),
     h('label', {}, 'Country (ISO code)', country), h('label', {}, 'Accept-Language', language));
   form.addEventListener('input', schedule);
   return {
     schedule,
     el: h('section', { 'aria-labelledby': 'preview-h' }, h('h3', { id: 'preview-h' }, 'Preview: what would this visitor get?'),
-      h('p', { class: 'muted' }, 'Asks the server about the rules as they are in the form, saved or not.'), form, status),
+      h('div', { class: 'card' }, h('p', { class: 'muted' }, 'Asks the server about the rules as they are in the form above, saved or not.'),
+        form, status)),
   };
 }
 
