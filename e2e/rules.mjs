@@ -139,7 +139,10 @@ try {
     await page.goto(`${UI}#/links/${code}`);
     await poll('the tables show the visits', 15000, async () => {
       await page.getByRole('button', { name: 'Show' }).click();
-      const cells = async (sel) => page.locator(sel).locator('td').allTextContents({ timeout: 500 });
+      const cells = async (sel) => {
+        await page.locator(sel).waitFor();
+        return page.locator(sel).locator('td').allTextContents();
+      };
       const r = await cells('table.side tr[data-rule="rule-2"]');
       const v = await cells(`table.side tr[data-variant="${visits.variant}"]`);
       return r[0] === '1' && v[1] === '2' && [r, v];
