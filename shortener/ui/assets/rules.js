@@ -76,7 +76,7 @@ function variantList(variants, prefix, changed) {
   // renumber relabels the rows (after one moved or went) and says the sum.
   function renumber() {
     rows.forEach((r, i) => {
-      const p = `${prefix()}Variant ${i + 1}`;
+      const p = prefix() ? `${prefix()}variant ${i + 1}` : `Variant ${i + 1}`;
       r.labels[0].textContent = `${p} name`;
       r.labels[1].textContent = `${p} URL`;
       r.labels[2].textContent = `${p} weight (%)`;
