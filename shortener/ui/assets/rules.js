@@ -146,9 +146,9 @@ function ruleBox(r, changed, move, remove) {
   // show enables the chosen destination; the other is hidden and
   // disabled, so the browser's form checks skip it.
   function show() {
-    const many_ = radios[1].checked;
-    one.hidden = one.disabled = many_;
-    many.hidden = many.disabled = !many_;
+    const splits = radios[1].checked;
+    one.hidden = one.disabled = splits;
+    many.hidden = many.disabled = !splits;
   }
   show();
 
@@ -178,6 +178,7 @@ function ruleBox(r, changed, move, remove) {
   self.focus = (which) => (which === 'up' ? up : which === 'down' ? down : name).focus();
   self.read = (i) => {
     const path = `rules[${i}]`;
+    self.el.dataset.path = path;
     name.dataset.path = `${path}.name`;
     url.dataset.path = `${path}.url`;
     app.dataset.path = `${path}.app_url`;
@@ -196,8 +197,10 @@ function ruleBox(r, changed, move, remove) {
     const lists = { device: dev.values(), os: sys.values(), country: words(countries.value).map((c) => c.toUpperCase()), language: words(langs.value) };
     for (const [k, v] of Object.entries(lists)) if (v.length) cond[k] = v;
     if (Object.keys(cond).length) out.if = cond;
-    if (radios[1].checked) out.variants = split.read(`${path}.variants`) || [];
-    else {
+    if (radios[1].checked) {
+      out.variants = split.read(`${path}.variants`);
+      if (!out.variants) throw new FieldError(`${path}.variants`, 'add the variants of its A/B split');
+    } else {
       out.url = url.value.trim();
       if (app.value.trim()) out.app_url = app.value.trim();
     }
