@@ -314,7 +314,7 @@ export function targetingEditor(l, saved) {
   err, h('div', { class: 'actions' }, save));
   form.addEventListener('input', changed);
   form.addEventListener('change', changed);
-  preview.schedule();
+  preview.now();
   return h('section', { 'aria-labelledby': 'targeting-h' }, h('h2', { id: 'targeting-h' }, 'Targeting'), form, preview.el);
 }
 
@@ -375,8 +375,9 @@ function previewer(l, read) {
   form.addEventListener('input', schedule);
   return {
     schedule,
+    now: run,
     el: h('section', { 'aria-labelledby': 'preview-h' }, h('h3', { id: 'preview-h' }, 'Preview: what would this visitor get?'),
-      h('div', { class: 'card' }, h('p', { class: 'muted' }, 'Asks the server about the rules as they are in the form above, saved or not.'),
+      h('div', { class: 'card preview-card' }, h('p', { class: 'muted' }, 'Asks the server about the rules as they are in the form above, saved or not.'),
         form, status)),
   };
 }
