@@ -75,6 +75,7 @@ export const api = {
   revoke: (code) => call('DELETE', `${session.api}/links/${enc(code)}`),
   history: (code, params) => call('GET', `${session.api}/links/${enc(code)}/history${qs(params || {})}`),
   stats: (code, params) => call('GET', `${session.api}/links/${enc(code)}/stats${qs(params)}`),
+  preview: (req) => call('POST', `${session.api}/rules/preview`, req),
   overview: (params) => call('GET', `${session.api}/stats${qs(params)}`),
   qrURL: (code, params) => `${session.api}/links/${enc(code)}/qr${qs(params)}`,
 };

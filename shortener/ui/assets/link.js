@@ -1,9 +1,11 @@
-// One link: its details, QR code, clicks (timeseries, breakdowns), edit
-// form with history, and revoke.
+// One link: its details, QR code, clicks (timeseries, breakdowns, per
+// rule and variant), targeting (rules.js), edit form with history, and
+// revoke.
 import { h, mount, fmt, when, copyText, errorBox, toast } from './dom.js';
 import { api, session } from './api.js';
 import { linkFields, fieldValues, select } from './links.js';
 import { barChart } from './chart.js';
+import { targetingEditor, targetingSummary, targetingStats } from './rules.js';
 
 export async function linkView(code) {
   mount(h('p', { class: 'muted' }, 'Loading…'));
@@ -16,14 +18,16 @@ export async function linkView(code) {
     return;
   }
   const stats = h('section', { 'aria-labelledby': 'stats-h' });
+  const write = session.scope === 'write' && !l.revoked_at;
   mount(
     h('h1', {}, l.title || l.code),
     details(l),
     h('h2', { id: 'stats-h' }, 'Clicks'), stats,
-    session.scope === 'write' && !l.revoked_at ? editor(l) : null,
+    write ? targetingEditor(l, () => linkView(l.code)) : targetingSummary(l),
+    write ? editor(l) : null,
     historySection(code),
   );
-  statsSection(stats, code);
+  statsSection(stats, l);
 }
 
 function details(l) {
@@ -60,7 +64,8 @@ function rules(l) {
 
 const ranges = [['24h', 'Last 24 hours', 1], ['7d', 'Last 7 days', 7], ['30d', 'Last 30 days', 30], ['90d', 'Last 90 days', 90]];
 
-function statsSection(box, code) {
+function statsSection(box, l) {
+  const code = l.code;
   const range = select('range', '30d', ranges.map(([v, label]) => [v, label]));
   const gran = select('granularity', 'day', ['hour', 'day', 'week', 'month']);
   const out = h('div');
@@ -83,7 +88,7 @@ function statsSection(box, code) {
         if (e.status !== 400) throw e;
         s = await api.stats(code, params); // hourly data gone: UTC buckets
       }
-      out.replaceChildren(kpis(s), barChart(s.timeseries, s.granularity), breakdowns(code, params));
+      out.replaceChildren(...[kpis(s), barChart(s.timeseries, s.granularity), targetingStats(l, params), breakdowns(code, params)].filter(Boolean));
     } catch (e) {
       out.replaceChildren(errorBox(e, 'Could not load clicks'));
     }
