@@ -23,6 +23,10 @@ import (
 type EmbeddedStore struct {
 	Db   *bolt.DB
 	path string
+	// Events: record every change of a link in the outbox (the events
+	// bucket, link.EventLog) in the change's own transaction. Set before
+	// use, by a handler with webhooks.
+	Events bool
 }
 
 // Buckets and keys of the file.
@@ -215,6 +219,9 @@ func (s *EmbeddedStore) Create(ctx context.Context, l link.Link) error {
 			if err := b.Put(key, v); err != nil {
 				return err
 			}
+			if err := recordEvent(tx, s.Events, link.EventCreated, l.Code, v); err != nil {
+				return err
+			}
 			if err := putReuseIndex(tx, l); err != nil {
 				return err
 			}
@@ -276,6 +283,9 @@ func (s *EmbeddedStore) Revoke(ctx context.Context, code string, at time.Time) e
 		if err != nil {
 			return err
 		}
+		if err := recordEvent(tx, s.Events, link.EventRevoked, code, nv); err != nil {
+			return err
+		}
 		return b.Put(key, nv)
 	})
 	switch {
@@ -322,6 +332,11 @@ func (s *EmbeddedStore) TakeServe(ctx context.Context, code string) (int64, bool
 		nv, err := json.Marshal(rec)
 		if err != nil {
 			return err
+		}
+		if left == 0 {
+			if err := recordEvent(tx, s.Events, link.EventMaxClicks, code, nv); err != nil {
+				return err
+			}
 		}
 		return b.Put(key, nv)
 	})

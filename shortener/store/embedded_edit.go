@@ -70,6 +70,9 @@ func (s *EmbeddedStore) Edit(ctx context.Context, code string, e link.Edit) (lin
 		if err := h.Put(historyKey(code, next.Version), hv); err != nil {
 			return err
 		}
+		if err := recordEvent(tx, s.Events, link.EventUpdated, code, nv); err != nil {
+			return err
+		}
 		out = next
 		return b.Put([]byte(code), nv)
 	})

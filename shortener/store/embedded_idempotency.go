@@ -64,7 +64,7 @@ func (s *EmbeddedStore) CreateTx(ctx context.Context, claim *link.IdemClaim, now
 			}
 		}
 		var err error
-		ans, err = fn(ctx, embeddedLinkTx{tx})
+		ans, err = fn(ctx, embeddedLinkTx{tx, s.Events})
 		if err != nil {
 			return err
 		}
@@ -214,7 +214,10 @@ func putReuseIndex(tx *bolt.Tx, l link.Link) error {
 }
 
 // embeddedLinkTx is LinkTx in a bbolt write transaction.
-type embeddedLinkTx struct{ tx *bolt.Tx }
+type embeddedLinkTx struct {
+	tx     *bolt.Tx
+	events bool // record link.created events (EmbeddedStore.Events)
+}
 
 // Insert implements LinkTx.
 func (t embeddedLinkTx) Insert(ctx context.Context, links []link.Link) ([]bool, error) {
@@ -237,6 +240,9 @@ func (t embeddedLinkTx) Insert(ctx context.Context, links []link.Link) ([]bool, 
 			return nil, err
 		}
 		if err := b.Put(key, v); err != nil {
+			return nil, err
+		}
+		if err := recordEvent(t.tx, t.events, link.EventCreated, l.Code, v); err != nil {
 			return nil, err
 		}
 		seq, err := o.NextSequence()

@@ -33,7 +33,7 @@ func (s *EmbeddedStore) ImportTx(ctx context.Context, commit bool, fn func(conte
 		return err
 	}
 	err := s.Db.Update(func(tx *bolt.Tx) error {
-		if err := fn(ctx, embeddedImportTx{tx}); err != nil {
+		if err := fn(ctx, embeddedImportTx{tx, s.Events}); err != nil {
 			return err
 		}
 		if !commit {
@@ -48,7 +48,7 @@ func (s *EmbeddedStore) ImportTx(ctx context.Context, commit bool, fn func(conte
 }
 
 // embeddedImportTx is ImportTx in a bbolt write transaction.
-type embeddedImportTx struct{ tx *bolt.Tx }
+type embeddedImportTx embeddedLinkTx
 
 // Stored implements ImportTx.
 func (t embeddedImportTx) Stored(ctx context.Context, codes []string) (map[string]link.ImportLink, error) {

@@ -30,6 +30,10 @@ type PostgresStore struct {
 	// SearchWalk, when set (by tests), replaces the steps of searchWalks
 	// by two of this many links.
 	SearchWalk int
+	// Events: record every change of a link in the outbox
+	// (shortener_events, link.EventLog) in the change's own statement or
+	// transaction. Set before use, by a handler with webhooks.
+	Events bool
 }
 
 // OpenPostgres applies the pending migrations and returns a store on pool.
@@ -128,15 +132,19 @@ func (s *PostgresStore) Create(ctx context.Context, l link.Link) error {
 	if tags == nil {
 		tags = []string{} // NOT NULL: no tags is the empty array
 	}
-	tag, err := s.Pool.Exec(ctx,
+	rows, err := s.Pool.Query(ctx, "WITH "+changeCTE(
 		`INSERT INTO shortener_links (code, long_url, created_at, expires_at, revoked_at, title, tags, notes,
 		                              redirect_status, valid_from, max_clicks, forward_query, clicks_served, custom,
 		                              targeting, fallback_url)
 		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-		 ON CONFLICT (code) DO NOTHING`,
+		 ON CONFLICT (code) DO NOTHING`, link.EventCreated, "", s.Events)+" SELECT code FROM ch",
 		l.Code, l.LongURL, l.CreatedAt, nullTime(l.ExpiresAt), nullTime(l.RevokedAt), l.Title, tags, l.Notes,
 		int16(l.RedirectStatus), nullTime(l.ValidFrom), l.MaxClicks, l.ForwardQuery, l.ClicksServed, l.Custom,
 		targetingText(l.Targeting), l.FallbackURL)
+	var created []string
+	if err == nil {
+		created, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
@@ -144,7 +152,7 @@ func (s *PostgresStore) Create(ctx context.Context, l link.Link) error {
 		}
 		return fmt.Errorf("creating link: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
+	if len(created) == 0 {
 		return link.ErrCodeTaken
 	}
 	return nil
@@ -156,15 +164,19 @@ func (s *PostgresStore) Revoke(ctx context.Context, code string, at time.Time) e
 	if at.IsZero() {
 		return errors.New("revoking link: zero time")
 	}
-	tag, err := s.Pool.Exec(ctx,
-		`UPDATE shortener_links
-		 SET revoked_at = COALESCE(revoked_at, $2), version = version + (revoked_at IS NULL)::int
-		 WHERE code = $1`,
-		code, at)
+	// Only the first revocation writes (and records an event); exists
+	// tells a link already revoked from none.
+	var exists bool
+	err := s.Pool.QueryRow(ctx,
+		"WITH "+changeCTE(
+			`UPDATE shortener_links SET revoked_at = $2, version = version + 1 WHERE code = $1 AND revoked_at IS NULL`,
+			link.EventRevoked, "", s.Events)+
+			` SELECT EXISTS (SELECT 1 FROM ch) OR EXISTS (SELECT 1 FROM shortener_links WHERE code = $1)`,
+		code, at).Scan(&exists)
 	if err != nil {
 		return fmt.Errorf("revoking link: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
+	if !exists {
 		return link.ErrNotFound
 	}
 	return nil
@@ -251,11 +263,9 @@ func (s *PostgresStore) TakeServe(ctx context.Context, code string) (int64, bool
 	var left *int64
 	var maxClicks int64
 	err := s.Pool.QueryRow(ctx,
-		`WITH taken AS (
-		     UPDATE shortener_links SET clicks_served = clicks_served + 1
-		     WHERE code = $1 AND clicks_served < max_clicks
-		     RETURNING max_clicks - clicks_served AS remaining)
-		 SELECT (SELECT remaining FROM taken), max_clicks FROM shortener_links WHERE code = $1`,
+		"WITH "+changeCTE(`UPDATE shortener_links SET clicks_served = clicks_served + 1
+		     WHERE code = $1 AND clicks_served < max_clicks`, link.EventMaxClicks, "clicks_served = max_clicks", s.Events)+
+			` SELECT (SELECT max_clicks - clicks_served FROM ch), max_clicks FROM shortener_links WHERE code = $1`,
 		code).Scan(&left, &maxClicks)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):

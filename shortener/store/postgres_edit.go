@@ -41,12 +41,12 @@ func (s *PostgresStore) Edit(ctx context.Context, code string, e link.Edit) (lin
 	if tags == nil {
 		tags = []string{}
 	}
-	if _, err := tx.Exec(ctx,
+	if _, err := tx.Exec(ctx, "WITH "+changeCTE(
 		`UPDATE shortener_links
 		 SET long_url = $2, expires_at = $3, title = $4, tags = $5, notes = $6, version = $7,
 		     redirect_status = $8, valid_from = $9, max_clicks = $10, forward_query = $11,
 		     targeting = $12, fallback_url = $13
-		 WHERE code = $1`,
+		 WHERE code = $1`, link.EventUpdated, "", s.Events)+" SELECT count(*) FROM ch",
 		code, next.LongURL, nullTime(next.ExpiresAt), next.Title, tags, next.Notes, next.Version,
 		next.RedirectStatus, nullTime(next.ValidFrom), next.MaxClicks, next.ForwardQuery,
 		targetingText(next.Targeting), next.FallbackURL); err != nil {

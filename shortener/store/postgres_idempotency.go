@@ -43,7 +43,7 @@ func (s *PostgresStore) CreateTx(ctx context.Context, claim *link.IdemClaim, now
 			return ans, done, err
 		}
 	}
-	ans, err := fn(ctx, pgLinkTx{tx})
+	ans, err := fn(ctx, pgLinkTx{tx, s.Events})
 	if err != nil || ans.Status >= 500 {
 		return ans, false, err
 	}
@@ -118,7 +118,10 @@ func (s *PostgresStore) pruneIdem(ctx context.Context, now time.Time) {
 }
 
 // pgLinkTx is LinkTx on a PostgreSQL transaction.
-type pgLinkTx struct{ tx pgx.Tx }
+type pgLinkTx struct {
+	tx     pgx.Tx
+	events bool // record link.created events (PostgresStore.Events)
+}
 
 // Insert implements LinkTx: one multi-row INSERT ... ON CONFLICT DO NOTHING
 // RETURNING code, its rows in code order so that two transactions inserting
@@ -165,8 +168,8 @@ func (t pgLinkTx) Insert(ctx context.Context, links []link.Link) ([]bool, error)
 			int16(l.RedirectStatus), nullTime(l.ValidFrom), l.MaxClicks, l.ForwardQuery, l.ClicksServed,
 			targetingText(l.Targeting), l.FallbackURL)
 	}
-	q.WriteString(` ON CONFLICT (code) DO NOTHING RETURNING code`)
-	rows, err := t.tx.Query(ctx, q.String(), args...)
+	q.WriteString(` ON CONFLICT (code) DO NOTHING`)
+	rows, err := t.tx.Query(ctx, "WITH "+changeCTE(q.String(), link.EventCreated, "", t.events)+" SELECT code FROM ch", args...)
 	if err != nil {
 		return nil, fmt.Errorf("creating links: %w", err)
 	}

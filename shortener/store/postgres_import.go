@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
@@ -20,7 +18,7 @@ func (s *PostgresStore) ImportTx(ctx context.Context, commit bool, fn func(conte
 		return fmt.Errorf("beginning import: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	if err := fn(ctx, pgImportTx{tx}); err != nil || !commit {
+	if err := fn(ctx, pgImportTx{tx, s.Events}); err != nil || !commit {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -30,7 +28,7 @@ func (s *PostgresStore) ImportTx(ctx context.Context, commit bool, fn func(conte
 }
 
 // pgImportTx is ImportTx on a PostgreSQL transaction.
-type pgImportTx struct{ tx pgx.Tx }
+type pgImportTx pgLinkTx
 
 // Stored implements ImportTx: one query by primary key.
 func (t pgImportTx) Stored(ctx context.Context, codes []string) (map[string]link.ImportLink, error) {

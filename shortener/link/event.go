@@ -1,0 +1,55 @@
+package link
+
+import (
+	"context"
+	"time"
+)
+
+// Types of the link events a store records (webhooks announce them).
+const (
+	EventCreated   = "link.created"
+	EventUpdated   = "link.updated"
+	EventRevoked   = "link.revoked"
+	EventMaxClicks = "link.max_clicks_reached"
+)
+
+// Event is one change of a link as its store recorded it: in the
+// statement or transaction of the change itself, so a change that
+// commits has its event and one that does not has none (the webhooks'
+// outbox). Link is the link as the change left it.
+type Event struct {
+	// Cursor is the event's place in the log (EventsAfter from it reads
+	// the events after it).
+	Cursor EventCursor
+	ID     string // "evt_" and 32 hex digits, unique: webhook-id's base
+	Type   string
+	At     time.Time
+	Link   Link
+}
+
+// EventLog is a store's outbox of link events; both stores implement it.
+// A store records events only when told to (its Events field: the
+// handler has webhooks), from then on for every change: create (batch
+// and import included), edit, revocation, and the redirect that uses up
+// a link's max_clicks.
+type EventLog interface {
+	// EventsAfter returns up to limit events after the cursor, in log
+	// order. Only events that can no longer
+	// be overtaken are returned: an event committed later never gets a
+	// place before one already read, so reading from the last cursor
+	// misses none. The zero cursor is the log's start.
+	EventsAfter(ctx context.Context, after EventCursor, limit int) ([]Event, EventCursor, error)
+}
+
+// EventCursor is a place in an EventLog: events are ordered by Tx, then
+// Seq. PostgreSQL: Tx is the recording transaction's id (xid8), Seq the
+// event's number; the embedded store, whose transactions commit one at a
+// time in number order, keeps Tx 0.
+type EventCursor struct {
+	Tx, Seq int64
+}
+
+// Less orders cursors as their log does.
+func (c EventCursor) Less(o EventCursor) bool {
+	return c.Tx < o.Tx || c.Tx == o.Tx && c.Seq < o.Seq
+}

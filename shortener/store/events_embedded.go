@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
+)
+
+// embeddedEvents is the outbox of link events: its sequence number (8
+// bytes big-endian) → embeddedEvent. bbolt commits one write transaction
+// at a time, so events become visible in number order.
+var embeddedEvents = []byte("events")
+
+// embeddedEvent is a link event as stored: Link is the link's record as
+// the change wrote it.
+type embeddedEvent struct {
+	ID   string          `json:"id"`
+	Type string          `json:"type"`
+	At   int64           `json:"at"` // Unix microseconds
+	Code string          `json:"code"`
+	Link json.RawMessage `json:"link"`
+}
+
+// recordEvent appends an event of type typ for the link code, whose
+// record the change wrote as rec, in the change's transaction tx, when
+// events are on.
+func recordEvent(tx *bolt.Tx, on bool, typ, code string, rec []byte) error {
+	if !on {
+		return nil
+	}
+	b, err := tx.CreateBucketIfNotExists(embeddedEvents)
+	if err != nil {
+		return err
+	}
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	v, err := json.Marshal(embeddedEvent{ID: newEventID(), Type: typ, At: link.ToMicros(time.Now()), Code: code, Link: rec})
+	if err != nil {
+		return err
+	}
+	return b.Put(seqKey(int64(seq)), v)
+}
+
+// newEventID is "evt_" and 32 random hex digits, as PostgreSQL's
+// shortener_events ids.
+func newEventID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "evt_" + hex.EncodeToString(b[:])
+}
+
+// EventsAfter implements link.EventLog: the events numbered after the
+// cursor's Seq (Tx is always 0 here).
+func (s *EmbeddedStore) EventsAfter(ctx context.Context, after link.EventCursor, limit int) ([]link.Event, link.EventCursor, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, after, err
+	}
+	limit = min(max(limit, 1), maxEventPage)
+	var events []link.Event
+	err := s.Db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(embeddedEvents)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Seek(seqKey(after.Seq + 1)); k != nil && len(events) < limit; k, v = c.Next() {
+			e, err := decodeEvent(k, v)
+			if err != nil {
+				return err
+			}
+			events = append(events, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, after, fmt.Errorf("reading link events: %w", err)
+	}
+	if len(events) > 0 {
+		after = events[len(events)-1].Cursor
+	}
+	return events, after, nil
+}
+
+func decodeEvent(k, v []byte) (link.Event, error) {
+	var ee embeddedEvent
+	if err := json.Unmarshal(v, &ee); err != nil {
+		return link.Event{}, err
+	}
+	var rec embeddedRecord
+	if err := json.Unmarshal(ee.Link, &rec); err != nil {
+		return link.Event{}, fmt.Errorf("event %s: %w", ee.ID, err)
+	}
+	return link.Event{Cursor: link.EventCursor{Seq: int64(binary.BigEndian.Uint64(k))}, ID: ee.ID, Type: ee.Type,
+		At: link.FromMicros(ee.At), Link: rec.link(ee.Code)}, nil
+}
+
+var _ link.EventLog = (*EmbeddedStore)(nil)

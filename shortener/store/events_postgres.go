@@ -1,0 +1,104 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
+)
+
+// changeCTE makes stmt, an INSERT or UPDATE of shortener_links without a
+// RETURNING clause, the common table expression "ch" of the rows it
+// writes and, when on, records an event of type typ for each of them
+// (those for which the SQL condition when holds, if given) in the same
+// statement: the link's change and its event are one atomic write. The
+// caller writes "WITH " + changeCTE(...) + " SELECT ... FROM ch". typ
+// and when are this package's constants, never client input.
+func changeCTE(stmt, typ, when string, on bool) string {
+	cte := "ch AS (" + stmt + " RETURNING *)"
+	if on {
+		cte += ", ev AS (INSERT INTO shortener_events (type, code, data) SELECT '" + typ + "', code, to_jsonb(ch) FROM ch"
+		if when != "" {
+			cte += " WHERE " + when
+		}
+		cte += ")"
+	}
+	return cte
+}
+
+// pgEventRow is a link's row as to_jsonb writes it in an event's data.
+type pgEventRow struct {
+	Code           string     `json:"code"`
+	LongURL        string     `json:"long_url"`
+	CreatedAt      time.Time  `json:"created_at"`
+	ExpiresAt      *time.Time `json:"expires_at"`
+	RevokedAt      *time.Time `json:"revoked_at"`
+	Title          string     `json:"title"`
+	Tags           []string   `json:"tags"`
+	Notes          string     `json:"notes"`
+	RedirectStatus int        `json:"redirect_status"`
+	ValidFrom      *time.Time `json:"valid_from"`
+	MaxClicks      int64      `json:"max_clicks"`
+	ForwardQuery   *bool      `json:"forward_query"`
+	ClicksServed   int64      `json:"clicks_served"`
+	Version        int64      `json:"version"`
+	Custom         bool       `json:"custom"`
+	Targeting      *string    `json:"targeting"`
+	FallbackURL    string     `json:"fallback_url"`
+}
+
+func (r pgEventRow) link() link.Link {
+	l := link.Link{Code: r.Code, LongURL: r.LongURL, CreatedAt: r.CreatedAt.UTC(), ExpiresAt: utcOrZero(r.ExpiresAt),
+		RevokedAt: utcOrZero(r.RevokedAt), Title: r.Title, Tags: r.Tags, Notes: r.Notes, RedirectStatus: r.RedirectStatus,
+		ValidFrom: utcOrZero(r.ValidFrom), MaxClicks: r.MaxClicks, ForwardQuery: r.ForwardQuery,
+		ClicksServed: r.ClicksServed, Version: r.Version, Custom: r.Custom, FallbackURL: r.FallbackURL}
+	if len(l.Tags) == 0 {
+		l.Tags = nil
+	}
+	if r.Targeting != nil {
+		l.Targeting = []byte(*r.Targeting)
+	}
+	return l
+}
+
+// EventsAfter implements link.EventLog: events whose transaction is older
+// than every one still running, in (tx, seq) order.
+func (s *PostgresStore) EventsAfter(ctx context.Context, after link.EventCursor, limit int) ([]link.Event, link.EventCursor, error) {
+	limit = min(max(limit, 1), maxEventPage)
+	rows, err := s.Pool.Query(ctx,
+		`SELECT tx::text::bigint, seq, id, type, at, data FROM shortener_events
+		 WHERE (tx, seq) > ($1::text::xid8, $2) AND tx < pg_snapshot_xmin(pg_current_snapshot())
+		 ORDER BY tx, seq LIMIT $3`, fmt.Sprint(after.Tx), after.Seq, limit)
+	if err != nil {
+		return nil, after, fmt.Errorf("reading link events: %w", err)
+	}
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (link.Event, error) {
+		var e link.Event
+		var data []byte
+		if err := row.Scan(&e.Cursor.Tx, &e.Cursor.Seq, &e.ID, &e.Type, &e.At, &data); err != nil {
+			return e, err
+		}
+		var r pgEventRow
+		if err := json.Unmarshal(data, &r); err != nil {
+			return e, fmt.Errorf("event %s: %w", e.ID, err)
+		}
+		e.At, e.Link = e.At.UTC(), r.link()
+		return e, nil
+	})
+	if err != nil {
+		return nil, after, fmt.Errorf("reading link events: %w", err)
+	}
+	if len(events) > 0 {
+		after = events[len(events)-1].Cursor
+	}
+	return events, after, nil
+}
+
+// maxEventPage bounds one EventsAfter.
+const maxEventPage = 1000
+
+var _ link.EventLog = (*PostgresStore)(nil)

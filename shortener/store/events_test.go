@@ -1,0 +1,224 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
+)
+
+// eventStore is a store with its outbox switched on or off.
+type eventStore interface {
+	link.Store
+	link.EventLog
+	link.LinkEditor
+	link.TxStore
+	link.ImportStore
+	link.ServeCounter
+}
+
+func openEventStores(t *testing.T, on bool) map[string]eventStore {
+	pg := openPostgres(t).(*store.PostgresStore)
+	em := openEmbedded(t).(*store.EmbeddedStore)
+	pg.Events, em.Events = on, on
+	return map[string]eventStore{"postgres": pg, "embedded": em}
+}
+
+var eventID = regexp.MustCompile(`^evt_[0-9a-f]{32}$`)
+
+// TestEventLog: with events on, each write path records exactly one
+// event for a change, in its own statement or transaction, and none for
+// a write that changes nothing or fails; EventsAfter pages through them
+// in order. With events off, nothing is recorded.
+func TestEventLog(t *testing.T) {
+	for name, s := range openEventStores(t, true) {
+		t.Run(name, func(t *testing.T) { eventPaths(t, s) })
+	}
+	for name, s := range openEventStores(t, false) {
+		t.Run(name+"/off", func(t *testing.T) {
+			ctx := context.Background()
+			if err := s.Create(ctx, link.Link{Code: "quiet", LongURL: "https://example.com/"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Revoke(ctx, "quiet", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if evs := readEvents(t, s, 10); len(evs) != 0 {
+				t.Errorf("events off, yet %d recorded", len(evs))
+			}
+		})
+	}
+}
+
+func eventPaths(t *testing.T, s eventStore) {
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Create(ctx, link.Link{Code: "ev-a", LongURL: "https://example.com/a", Tags: []string{"x"}}))
+	if err := s.Create(ctx, link.Link{Code: "ev-a", LongURL: "https://example.com/other"}); !errors.Is(err, link.ErrCodeTaken) {
+		t.Fatalf("a taken code: %v", err)
+	}
+	_, _, err := s.CreateTx(ctx, nil, now, func(ctx context.Context, tx link.LinkTx) (link.IdemAnswer, error) {
+		_, err := tx.Insert(ctx, []link.Link{{Code: "ev-b", LongURL: "https://example.com/b"}, {Code: "ev-a", LongURL: "https://example.com/a2"}})
+		return link.IdemAnswer{Status: 201}, err
+	})
+	must(err)
+	must(s.ImportTx(ctx, true, func(ctx context.Context, tx link.ImportTx) error {
+		_, err := tx.Insert(ctx, []link.ImportLink{{Link: link.Link{Code: "ev-i", LongURL: "https://example.com/i", CreatedAt: now}}})
+		return err
+	}))
+	setTitle := func(title string) link.Edit {
+		return link.Edit{Apply: func(l *link.Link) error { l.Title = title; return nil }, At: now}
+	}
+	_, err = s.Edit(ctx, "ev-a", setTitle("Alpha"))
+	must(err)
+	_, err = s.Edit(ctx, "ev-a", setTitle("Alpha")) // no change, no event
+	must(err)
+	must(s.Revoke(ctx, "ev-b", now))
+	must(s.Revoke(ctx, "ev-b", now.Add(time.Hour))) // revoked already
+	if err := s.Revoke(ctx, "ev-none", now); !errors.Is(err, link.ErrNotFound) {
+		t.Fatalf("revoking a missing link: %v", err)
+	}
+	must(s.Create(ctx, link.Link{Code: "ev-m", LongURL: "https://example.com/m", MaxClicks: 2}))
+	for i, want := range []bool{true, true, false} {
+		if _, ok, err := s.TakeServe(ctx, "ev-m"); err != nil || ok != want {
+			t.Fatalf("serve %d: ok %v, %v", i, ok, err)
+		}
+	}
+	want := []struct {
+		typ, code string
+		version   int64
+	}{
+		{link.EventCreated, "ev-a", 1}, {link.EventCreated, "ev-b", 1}, {link.EventCreated, "ev-i", 1},
+		{link.EventUpdated, "ev-a", 2}, {link.EventRevoked, "ev-b", 2}, {link.EventCreated, "ev-m", 1},
+		{link.EventMaxClicks, "ev-m", 1},
+	}
+	evs := readEvents(t, s, 2)
+	if len(evs) != len(want) {
+		t.Fatalf("%d events, want %d: %+v", len(evs), len(want), evs)
+	}
+	ids := map[string]bool{}
+	for i, e := range evs {
+		w := want[i]
+		if e.Type != w.typ || e.Link.Code != w.code || e.Link.Version != w.version || !eventID.MatchString(e.ID) || ids[e.ID] {
+			t.Errorf("event %d: %s %s v%d id %s; want %s %s v%d", i, e.Type, e.Link.Code, e.Link.Version, e.ID, w.typ, w.code, w.version)
+		}
+		ids[e.ID] = true
+		if d := time.Since(e.At); d < 0 || d > time.Minute {
+			t.Errorf("event %d at %v", i, e.At)
+		}
+	}
+	if l := evs[0].Link; l.LongURL != "https://example.com/a" || len(l.Tags) != 1 || l.Tags[0] != "x" || l.CreatedAt.IsZero() {
+		t.Errorf("created link as recorded: %+v", l)
+	}
+	if evs[3].Link.Title != "Alpha" || evs[4].Link.RevokedAt.IsZero() || !evs[4].Link.RevokedAt.Equal(now) {
+		t.Errorf("updated %+v, revoked %+v", evs[3].Link, evs[4].Link)
+	}
+	if m := evs[6].Link; m.ClicksServed != 2 || m.MaxClicks != 2 {
+		t.Errorf("used-up link as recorded: %+v", m)
+	}
+}
+
+// readEvents reads the whole log, page by page.
+func readEvents(t *testing.T, s link.EventLog, page int) []link.Event {
+	t.Helper()
+	var all []link.Event
+	var cur link.EventCursor
+	for {
+		evs, next, err := s.EventsAfter(context.Background(), cur, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) == 0 {
+			if next != cur {
+				t.Fatalf("an empty page moved the cursor from %v to %v", cur, next)
+			}
+			return all
+		}
+		for _, e := range evs {
+			if !cur.Less(e.Cursor) {
+				t.Fatalf("event %s at %v is not after %v", e.ID, e.Cursor, cur)
+			}
+			cur = e.Cursor
+		}
+		all = append(all, evs...)
+	}
+}
+
+// TestEventLogLateCommit: a reader polling the log while a writer holds
+// its transaction open after taking its event's number, and others
+// commit events numbered after it, reads every event exactly once: the
+// held one too, once it commits (PostgreSQL: events are read in
+// transaction order, only below every running transaction; ordering by
+// number alone skips it, as checked by breaking the query).
+func TestEventLogLateCommit(t *testing.T) {
+	for name, s := range openEventStores(t, true) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			hold, held := make(chan struct{}), make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { // takes its event number, then waits before committing
+				defer wg.Done()
+				_, _, err := s.CreateTx(ctx, nil, time.Now(), func(ctx context.Context, tx link.LinkTx) (link.IdemAnswer, error) {
+					_, err := tx.Insert(ctx, []link.Link{{Code: "late", LongURL: "https://example.com/late"}})
+					close(held)
+					<-hold
+					return link.IdemAnswer{Status: 201}, err
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			}()
+			<-held
+			seen := map[string]int{}
+			var cur link.EventCursor
+			poll := func() {
+				evs, next, err := s.EventsAfter(ctx, cur, 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range evs {
+					seen[e.Link.Code]++
+				}
+				cur = next
+			}
+			_, embedded := s.(*store.EmbeddedStore)
+			for i := range 20 {
+				if !embedded { // bbolt: the held transaction blocks other writers
+					if err := s.Create(ctx, link.Link{Code: fmt.Sprintf("early-%d", i), LongURL: "https://example.com/e"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				poll()
+			}
+			close(hold)
+			wg.Wait()
+			for range 50 {
+				if poll(); seen["late"] > 0 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			for i := range 20 {
+				if !embedded && seen[fmt.Sprintf("early-%d", i)] != 1 {
+					t.Errorf("early-%d read %d times", i, seen[fmt.Sprintf("early-%d", i)])
+				}
+			}
+			if seen["late"] != 1 {
+				t.Errorf("the late event read %d times, want once", seen["late"])
+			}
+		})
+	}
+}
