@@ -13,18 +13,21 @@ const (
 	EventMaxClicks = "link.max_clicks_reached"
 )
 
-// Event is one change of a link as its store recorded it: in the
-// statement or transaction of the change itself, so a change that
-// commits has its event and one that does not has none (the webhooks'
-// outbox). Link is the link as the change left it.
+// Event is one entry of a store's outbox, recorded in the statement or
+// transaction of what it announces, so a change that commits has its
+// event and one that does not has none: a change of a link (the Event*
+// types above, Link the link as the change left it), or a click counted
+// by the click sink (type "click", Data its JSON, clicks.ClickEvent).
 type Event struct {
 	// Cursor is the event's place in the log (EventsAfter from it reads
 	// the events after it).
 	Cursor EventCursor
-	ID     string // "evt_" and 32 hex digits, unique: webhook-id's base
+	ID     string // "evt_" and 32 hex digits, unique
 	Type   string
 	At     time.Time
-	Link   Link
+	Code   string // the link's
+	Link   Link   // link events
+	Data   []byte // other events: their data as recorded (JSON)
 }
 
 // EventLog is a store's outbox of link events; both stores implement it.

@@ -19,14 +19,15 @@ import (
 // at a time, so events become visible in number order.
 var embeddedEvents = []byte("events")
 
-// embeddedEvent is a link event as stored: Link is the link's record as
-// the change wrote it.
+// embeddedEvent is an event as stored: Link is a link event's record as
+// the change wrote it, Data another event's data.
 type embeddedEvent struct {
 	ID   string          `json:"id"`
 	Type string          `json:"type"`
 	At   int64           `json:"at"` // Unix microseconds
 	Code string          `json:"code"`
-	Link json.RawMessage `json:"link"`
+	Link json.RawMessage `json:"link,omitempty"`
+	Data json.RawMessage `json:"data,omitempty"`
 }
 
 // recordEvent appends an event of type typ for the link code, whose
@@ -96,12 +97,16 @@ func decodeEvent(k, v []byte) (link.Event, error) {
 	if err := json.Unmarshal(v, &ee); err != nil {
 		return link.Event{}, err
 	}
-	var rec embeddedRecord
-	if err := json.Unmarshal(ee.Link, &rec); err != nil {
-		return link.Event{}, fmt.Errorf("event %s: %w", ee.ID, err)
+	e := link.Event{Cursor: link.EventCursor{Seq: int64(binary.BigEndian.Uint64(k))}, ID: ee.ID, Type: ee.Type,
+		At: link.FromMicros(ee.At), Code: ee.Code, Data: ee.Data}
+	if ee.Link != nil {
+		var rec embeddedRecord
+		if err := json.Unmarshal(ee.Link, &rec); err != nil {
+			return link.Event{}, fmt.Errorf("event %s: %w", ee.ID, err)
+		}
+		e.Link = rec.link(ee.Code)
 	}
-	return link.Event{Cursor: link.EventCursor{Seq: int64(binary.BigEndian.Uint64(k))}, ID: ee.ID, Type: ee.Type,
-		At: link.FromMicros(ee.At), Link: rec.link(ee.Code)}, nil
+	return e, nil
 }
 
 var _ link.EventLog = (*EmbeddedStore)(nil)

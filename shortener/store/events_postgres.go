@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,7 +71,7 @@ func (r pgEventRow) link() link.Link {
 func (s *PostgresStore) EventsAfter(ctx context.Context, after link.EventCursor, limit int) ([]link.Event, link.EventCursor, error) {
 	limit = min(max(limit, 1), maxEventPage)
 	rows, err := s.Pool.Query(ctx,
-		`SELECT tx::text::bigint, seq, id, type, at, data FROM shortener_events
+		`SELECT tx::text::bigint, seq, id, type, at, code, data FROM shortener_events
 		 WHERE (tx, seq) > ($1::text::xid8, $2) AND tx < pg_snapshot_xmin(pg_current_snapshot())
 		 ORDER BY tx, seq LIMIT $3`, fmt.Sprint(after.Tx), after.Seq, limit)
 	if err != nil {
@@ -79,14 +80,19 @@ func (s *PostgresStore) EventsAfter(ctx context.Context, after link.EventCursor,
 	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (link.Event, error) {
 		var e link.Event
 		var data []byte
-		if err := row.Scan(&e.Cursor.Tx, &e.Cursor.Seq, &e.ID, &e.Type, &e.At, &data); err != nil {
+		if err := row.Scan(&e.Cursor.Tx, &e.Cursor.Seq, &e.ID, &e.Type, &e.At, &e.Code, &data); err != nil {
 			return e, err
+		}
+		e.At = e.At.UTC()
+		if !strings.HasPrefix(e.Type, linkEventPrefix) {
+			e.Data = data
+			return e, nil
 		}
 		var r pgEventRow
 		if err := json.Unmarshal(data, &r); err != nil {
 			return e, fmt.Errorf("event %s: %w", e.ID, err)
 		}
-		e.At, e.Link = e.At.UTC(), r.link()
+		e.Link = r.link()
 		return e, nil
 	})
 	if err != nil {
@@ -100,5 +106,9 @@ func (s *PostgresStore) EventsAfter(ctx context.Context, after link.EventCursor,
 
 // maxEventPage bounds one EventsAfter.
 const maxEventPage = 1000
+
+// linkEventPrefix starts the types of link events, whose data is the
+// link's row.
+const linkEventPrefix = "link."
 
 var _ link.EventLog = (*PostgresStore)(nil)

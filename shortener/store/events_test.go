@@ -111,7 +111,7 @@ func eventPaths(t *testing.T, s eventStore) {
 	ids := map[string]bool{}
 	for i, e := range evs {
 		w := want[i]
-		if e.Type != w.typ || e.Link.Code != w.code || e.Link.Version != w.version || !eventID.MatchString(e.ID) || ids[e.ID] {
+		if e.Type != w.typ || e.Link.Code != w.code || e.Code != w.code || e.Link.Version != w.version || !eventID.MatchString(e.ID) || ids[e.ID] {
 			t.Errorf("event %d: %s %s v%d id %s; want %s %s v%d", i, e.Type, e.Link.Code, e.Link.Version, e.ID, w.typ, w.code, w.version)
 		}
 		ids[e.ID] = true
