@@ -44,6 +44,13 @@ var embeddingPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("64:ff9b::/96"),
 }
 
+// PrivateAddr reports an address deny_private refuses: one in the
+// private, loopback, link-local, unspecified, shared (CGNAT) or
+// unique-local ranges, or an IPv6 address embedding such an IPv4 address
+// (IPv4-mapped, IPv4-compatible, NAT64). Webhook deliveries judge the
+// address they dial with it.
+func PrivateAddr(a netip.Addr) bool { return privateAddr(a) }
+
 func privateAddr(a netip.Addr) bool {
 	for _, p := range privatePrefixes {
 		if p.Contains(a) {

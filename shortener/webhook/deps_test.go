@@ -1,0 +1,13 @@
+package webhook
+
+import (
+	"testing"
+
+	"github.com/edgekit/caddy-edgekit/internal/testenv"
+)
+
+// The webhook package is a library below the module: it imports nothing
+// of Caddy or zap, and of this module only the URL policy.
+func TestImportsNoCaddyZapOrModule(t *testing.T) {
+	testenv.LibraryDeps(t, "github.com/edgekit/caddy-edgekit/shortener/urlpolicy")
+}
