@@ -7,7 +7,8 @@ import (
 )
 
 // The webhook package is a library below the module: it imports nothing
-// of Caddy or zap, and of this module only the URL policy.
+// of Caddy or zap, and of this module only the URL policy and the link
+// model (the outbox it reads).
 func TestImportsNoCaddyZapOrModule(t *testing.T) {
-	testenv.LibraryDeps(t, "github.com/edgekit/caddy-edgekit/shortener/urlpolicy")
+	testenv.LibraryDeps(t, "github.com/edgekit/caddy-edgekit/shortener/urlpolicy", "github.com/edgekit/caddy-edgekit/shortener/link")
 }
