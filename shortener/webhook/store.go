@@ -42,22 +42,24 @@ type Store interface {
 	// DeleteEndpoint removes the endpoint, its messages and attempts.
 	DeleteEndpoint(ctx context.Context, id string) error
 
-	// Lease gives owner the endpoint's lease until until, when it is free
-	// (never taken, ended before now) or owner's already, and returns the
-	// endpoint and its outbox cursor; ok false when another owner holds it.
-	Lease(ctx context.Context, id, owner string, now, until time.Time) (e Endpoint, cursor link.EventCursor, ok bool, err error)
+	// Lease gives owner the endpoint's lease for d from now, when it is
+	// free (never taken, or ended) or owner's already, and returns the
+	// endpoint and its outbox cursor; ok false when another owner holds
+	// it. The store's clock judges leases (PostgreSQL's, so instances'
+	// clocks need not agree).
+	Lease(ctx context.Context, id, owner string, d time.Duration) (e Endpoint, cursor link.EventCursor, ok bool, err error)
 	// Enqueue stores msgs (pending, due at their NextAt) and moves the
 	// endpoint's cursor to cursor, together, if owner still holds the
-	// lease at now; else ErrLeaseLost and nothing changes.
-	Enqueue(ctx context.Context, id, owner string, now time.Time, msgs []Message, cursor link.EventCursor) error
+	// lease; else ErrLeaseLost and nothing changes.
+	Enqueue(ctx context.Context, id, owner string, msgs []Message, cursor link.EventCursor) error
 	// Due returns up to limit pending messages of the endpoint whose
 	// NextAt is not after now, earliest first.
 	Due(ctx context.Context, id string, now time.Time, limit int) ([]Message, error)
 	// Settle records attempts and their messages' new states together, if
-	// owner still holds the lease at now; else ErrLeaseLost and nothing
-	// changes. disable, when not "", disables the endpoint with that
-	// reason (a 410 Gone).
-	Settle(ctx context.Context, id, owner string, now time.Time, results []Result, disable string) error
+	// owner still holds the lease; else ErrLeaseLost and nothing changes.
+	// disable, when not "", disables the endpoint with that reason (a 410
+	// Gone).
+	Settle(ctx context.Context, id, owner string, results []Result, disable string) error
 
 	// Messages lists an endpoint's messages, newest first, before the
 	// message ID before ("" for the newest), at most limit; state ""
