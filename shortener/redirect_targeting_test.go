@@ -347,6 +347,14 @@ func TestTargetingClickDims(t *testing.T) {
 			if len(ans.Breakdown) != len(clicksOf) {
 				t.Errorf("variant breakdown = %+v, want %d values", ans.Breakdown, len(clicksOf))
 			}
+			csv := serve(t, a, "GET", "/api/links/"+code+"/stats?group_by=variant&format=csv", "", auth()...).Body.String()
+			want := "variant,clicks,uniques\n"
+			for _, e := range ans.Breakdown {
+				want += fmt.Sprintf("%s,%d,%d\n", e.Value, clicksOf[e.Value], len(people[e.Value]))
+			}
+			if csv != want {
+				t.Errorf("variant breakdown as CSV = %q, want %q", csv, want)
+			}
 			var o clicks.Overview
 			getJSON(t, a, "/api/stats?group_by=variant", http.StatusOK, &o)
 			for _, e := range o.Breakdown {
