@@ -48,7 +48,7 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 			return h.clicksErr(err)
 		}
 		if format == "csv" {
-			return clicks.WriteBreakdownCSV(w, code+"-"+group.Dim, group.Dim, breakdown)
+			return clicks.WriteBreakdownCSV(w, code+"-"+group.Dim, group.Dim, breakdown, clicks.HasUniques(group.Dim))
 		}
 	}
 	st, err := h.clicks.Stats(ctx, code, from, to)
@@ -127,14 +127,14 @@ func (h *Handler) apiOverview(w http.ResponseWriter, r *http.Request) error {
 	}
 	o.GroupBy = group.Dim
 	if format == "csv" && group.Dim != "" {
-		return clicks.WriteBreakdownCSV(w, "clicks-"+group.Dim, group.Dim, o.Breakdown)
+		return clicks.WriteBreakdownCSV(w, "clicks-"+group.Dim, group.Dim, o.Breakdown, false)
 	}
 	if format == "csv" {
 		links := make([]clicks.BreakdownEntry, len(o.Links))
 		for i, l := range o.Links {
 			links[i] = clicks.BreakdownEntry{Value: l.Code, Clicks: l.Clicks}
 		}
-		return clicks.WriteBreakdownCSV(w, "clicks-links", "code", links)
+		return clicks.WriteBreakdownCSV(w, "clicks-links", "code", links, false)
 	}
 	writeJSON(w, http.StatusOK, o)
 	return nil

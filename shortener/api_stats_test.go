@@ -68,8 +68,14 @@ func TestAPIStatsBreakdown(t *testing.T) {
 			for _, limit := range []int{1, 3, 1000} {
 				var st clicks.StatsAnswer
 				getJSON(t, h, base+"&group_by="+dim+"&limit="+itoa(int64(limit)), http.StatusOK, &st)
-				if st.GroupBy != dim || !reflect.DeepEqual(st.Breakdown, topOf(want[dim], limit)) {
-					t.Errorf("group_by=%s limit=%d: %s %v, want %v", dim, limit, st.GroupBy, st.Breakdown, topOf(want[dim], limit))
+				wantTop := topOf(want[dim], limit)
+				for i := range wantTop {
+					if clicks.HasUniques(dim) {
+						wantTop[i].Uniques = new(int64) // dimMix's clicks have no visitor hash
+					}
+				}
+				if st.GroupBy != dim || !reflect.DeepEqual(st.Breakdown, wantTop) {
+					t.Errorf("group_by=%s limit=%d: %s %v, want %v", dim, limit, st.GroupBy, st.Breakdown, wantTop)
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package shortener
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/netip"
 	"path/filepath"
 	"reflect"
@@ -24,8 +25,8 @@ import (
 // commit, recovered by a third: every country, device, browser and source
 // count is exact, and so are the targeting rule and variant counts
 // (issue 35: a click without a rule or variant counted in neither), and
-// the uniques are the 600 visitors (within 2%), on PostgreSQL and in the
-// embedded file.
+// the uniques are the 600 visitors (within 2%), each rule's and variant's
+// the visitors who had it, on PostgreSQL and in the embedded file.
 func TestClickDimensionsExactlyOnce(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		dimensionsExactlyOnce(t, store.NewPostgresClickSink(testClickPool(t, testenv.Postgres(t)), 0))
@@ -67,6 +68,13 @@ func dimensionsExactlyOnce(t *testing.T, sink clicks.Sink) {
 	// The rule and variant a redirect chose: none, a rule's split, a
 	// rule without one, the link-level split.
 	targets := []struct{ rule, variant string }{{"", ""}, {"French", "a"}, {"French", "b"}, {"mobile", ""}, {"", "x"}}
+	people := map[string]map[string]map[int]bool{clicks.DimRule: {}, clicks.DimVariant: {}} // dim, value: visitors
+	met := func(dim, value string, v int) {
+		if people[dim][value] == nil {
+			people[dim][value] = map[int]bool{}
+		}
+		people[dim][value][v] = true
+	}
 	click := func(i int) clicks.Click {
 		v := i % 600 // the visitor: an address and a user agent
 		var addr netip.Addr
@@ -90,9 +98,11 @@ func dimensionsExactlyOnce(t *testing.T, sink clicks.Sink) {
 		c.Rule, c.Variant = tg.rule, tg.variant
 		if tg.rule != "" {
 			want[clicks.DimRule][tg.rule]++
+			met(clicks.DimRule, tg.rule, v)
 		}
 		if tg.variant != "" {
 			want[clicks.DimVariant][tg.variant]++
+			met(clicks.DimVariant, tg.variant, v)
 		}
 		return c
 	}
@@ -135,6 +145,9 @@ func dimensionsExactlyOnce(t *testing.T, sink clicks.Sink) {
 		var got []clicks.BreakdownEntry // the values and their clicks
 		for _, e := range bd {
 			got = append(got, clicks.BreakdownEntry{Value: e.Value, Clicks: e.Clicks})
+			if n := int64(len(people[dim][e.Value])); clicks.HasUniques(dim) && (e.Uniques == nil || math.Abs(float64(*e.Uniques-n)) > 0.02*float64(n)) {
+				t.Errorf("%s %q: uniques %v, want %d within 2%%", dim, e.Value, e.Uniques, n)
+			}
 		}
 		var wl []clicks.BreakdownEntry
 		for v, n := range w {

@@ -299,44 +299,69 @@ func FuzzRedirectTargeting(f *testing.F) {
 }
 
 // A redirect's click carries the rule and variant chosen: the rule and
-// variant breakdowns count them.
+// variant breakdowns of the stats API count them on both stores, two
+// instances sharing the stream, each value with its uniques: the distinct
+// people who hit it, a repeat visit once, bots not at all.
 func TestTargetingClickDims(t *testing.T) {
-	h := &Handler{Path: filepath.Join(t.TempDir(), "links.db"), API: "/api", APIKeys: []string{testKey}, dataDir: t.TempDir()}
-	h.ClicksInterval = caddy.Duration(10 * time.Millisecond)
-	if err := provision(t, h); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Cleanup() })
-	putLink(t, h, link.Link{Code: "dims", LongURL: "https://example.com/long", Targeting: []byte(
-		`{"rules":[{"name":"French","if":{"language":["fr"]},"variants":[{"name":"a","url":"https://example.com/a","weight":50},{"name":"b","url":"https://example.com/b","weight":50}]}]}`)})
-	for i := range 4 {
-		visit(t, h, "GET", "/dims", fmt.Sprintf("192.0.2.%d:1", i), "User-Agent", firefoxUA, "Accept-Language", "fr")
-	}
-	visit(t, h, "GET", "/dims", "", "User-Agent", firefoxUA)
-	sink, err := h.clickSink()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bd, ok := sink.(interface {
-		ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]clicks.BreakdownEntry, error)
-	})
-	if !ok {
-		t.Fatalf("sink %T has no breakdown", sink)
-	}
-	from, to := time.Now().Add(-48*time.Hour), time.Now().Add(48*time.Hour)
-	eventually(t, 5*time.Second, "the rule breakdown counts 4 clicks", func() bool {
-		e, err := bd.ClickBreakdown(context.Background(), "dims", clicks.DimRule, from, to, 10)
-		return err == nil && len(e) == 1 && e[0].Value == "French" && e[0].Clicks == 4
-	})
-	e, err := bd.ClickBreakdown(context.Background(), "dims", clicks.DimVariant, from, to, 10)
-	var n int64
-	for _, x := range e {
-		n += x.Clicks
-		if x.Value != "a" && x.Value != "b" {
-			t.Errorf("variant %q", x.Value)
-		}
-	}
-	if err != nil || n != 4 {
-		t.Errorf("variant breakdown = %+v, %v; want 4 clicks over a and b", e, err)
+	for _, st := range targetingStores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			a, b := st.mk(t, func(h *Handler) { h.ClicksInterval = caddy.Duration(10 * time.Millisecond) })
+			code := "dims" + testenv.RandomID(4)
+			putLink(t, a, link.Link{Code: code, LongURL: "https://example.com/long", Targeting: []byte(
+				`{"rules":[{"name":"French","if":{"language":["fr"]},"variants":[{"name":"a","url":"https://example.com/a","weight":50},{"name":"b","url":"https://example.com/b","weight":50}]}]}`)}, b)
+			clicksOf, people := map[string]int64{}, map[string]map[string]bool{"a": {}, "b": {}}
+			hit := func(h *Handler, remote, ua string) string {
+				v := visit(t, h, "GET", "/"+code, remote, "User-Agent", ua, "Accept-Language", "fr").Header().Get("X-Shortener-Variant")
+				if v != "a" && v != "b" {
+					t.Fatalf("visit from %s: variant %q", remote, v)
+				}
+				clicksOf[v]++
+				return v
+			}
+			for i := range 12 {
+				remote := fmt.Sprintf("192.0.2.%d:1", i)
+				for j := range 1 + i%3 { // repeat visits, on both instances
+					people[hit([]*Handler{a, b}[(i+j)%2], remote, firefoxUA)][remote] = true
+				}
+			}
+			for i := range 3 {
+				hit(a, fmt.Sprintf("192.0.2.%d:1", 100+i), "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)")
+			}
+			visit(t, b, "GET", "/"+code, "192.0.2.200:1", "User-Agent", firefoxUA) // no rule, no variant
+			total := clicksOf["a"] + clicksOf["b"]
+			var ans clicks.StatsAnswer
+			eventually(t, 10*time.Second, fmt.Sprintf("the rule breakdown counts %d clicks", total), func() bool {
+				getJSON(t, a, "/api/links/"+code+"/stats?group_by=rule", http.StatusOK, &ans)
+				return len(ans.Breakdown) == 1 && ans.Breakdown[0].Clicks == total
+			})
+			if e := ans.Breakdown[0]; e.Value != "French" || e.Uniques == nil || *e.Uniques != 12 {
+				t.Errorf("rule breakdown = %+v, want French with 12 uniques", e)
+			}
+			ans = clicks.StatsAnswer{}
+			getJSON(t, b, "/api/links/"+code+"/stats?group_by=variant", http.StatusOK, &ans)
+			for _, e := range ans.Breakdown {
+				if e.Clicks != clicksOf[e.Value] || e.Uniques == nil || *e.Uniques != int64(len(people[e.Value])) {
+					t.Errorf("variant %q: %d clicks, uniques %v; want %d and %d", e.Value, e.Clicks, e.Uniques, clicksOf[e.Value], len(people[e.Value]))
+				}
+			}
+			if len(ans.Breakdown) != len(clicksOf) {
+				t.Errorf("variant breakdown = %+v, want %d values", ans.Breakdown, len(clicksOf))
+			}
+			csv := serve(t, a, "GET", "/api/links/"+code+"/stats?group_by=variant&format=csv", "", auth()...).Body.String()
+			want := "variant,clicks,uniques\n"
+			for _, e := range ans.Breakdown {
+				want += fmt.Sprintf("%s,%d,%d\n", e.Value, clicksOf[e.Value], len(people[e.Value]))
+			}
+			if csv != want {
+				t.Errorf("variant breakdown as CSV = %q, want %q", csv, want)
+			}
+			var o clicks.Overview
+			getJSON(t, a, "/api/stats?group_by=variant", http.StatusOK, &o)
+			for _, e := range o.Breakdown {
+				if e.Uniques != nil {
+					t.Errorf("overview variant %q has uniques %d", e.Value, *e.Uniques)
+				}
+			}
+		})
 	}
 }

@@ -48,16 +48,28 @@ func ParseBreakdownSpec(q url.Values) (BreakdownSpec, error) {
 }
 
 // WriteBreakdownCSV writes a breakdown as CSV: a header (the dimension,
-// clicks), then one row per value, most clicks first. The values are what
-// clients sent (a referrer, a city): every cell goes through link.CSVCell,
-// as the export's do.
-func WriteBreakdownCSV(w http.ResponseWriter, name, dim string, entries []BreakdownEntry) error {
+// clicks and, with uniques, uniques), then one row per value, most clicks
+// first. The values are what clients sent (a referrer, a city): every
+// cell goes through link.CSVCell, as the export's do.
+func WriteBreakdownCSV(w http.ResponseWriter, name, dim string, entries []BreakdownEntry, uniques bool) error {
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{dim, "clicks"})
+	header := []string{dim, "clicks"}
+	if uniques {
+		header = append(header, "uniques")
+	}
+	_ = cw.Write(header)
 	for _, e := range entries {
-		_ = cw.Write([]string{link.CSVCell(e.Value), link.CSVCell(strconv.FormatInt(e.Clicks, 10))})
+		row := []string{link.CSVCell(e.Value), link.CSVCell(strconv.FormatInt(e.Clicks, 10))}
+		if uniques {
+			var n int64
+			if e.Uniques != nil {
+				n = *e.Uniques
+			}
+			row = append(row, link.CSVCell(strconv.FormatInt(n, 10)))
+		}
+		_ = cw.Write(row)
 	}
 	cw.Flush()
 	return cw.Error()

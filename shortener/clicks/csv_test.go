@@ -35,7 +35,7 @@ func TestStatsCSVFormulaGuard(t *testing.T) {
 		entries[i] = BreakdownEntry{Value: v, Clicks: int64(i + 1)}
 	}
 	rec := httptest.NewRecorder()
-	if err := WriteBreakdownCSV(rec, "x", DimReferrer, entries); err != nil {
+	if err := WriteBreakdownCSV(rec, "x", DimReferrer, entries, false); err != nil {
 		t.Fatal(err)
 	}
 	rows := readCSV(t, rec.Body.String())
@@ -63,7 +63,7 @@ func FuzzStatsCSV(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string, n int64) {
 		n = max(n, 0)
 		rec := httptest.NewRecorder()
-		if err := WriteBreakdownCSV(rec, "x", DimCity, []BreakdownEntry{{Value: v, Clicks: n}}); err != nil {
+		if err := WriteBreakdownCSV(rec, "x", DimCity, []BreakdownEntry{{Value: v, Clicks: n}}, false); err != nil {
 			t.Fatal(err)
 		}
 		rows := readCSV(t, rec.Body.String())

@@ -127,6 +127,13 @@ func (k DimKey) Compare(o DimKey) int {
 type BreakdownEntry struct {
 	Value  string `json:"value"`
 	Clicks int64  `json:"clicks"`
+	// Uniques estimates the distinct visitors (people, not bots, with a
+	// known visitor) counted under the value over the UTC days overlapping
+	// the range, as Stats.Uniques does for the link: one day's visitors,
+	// over several days visitor-days; exact while small. Only a link's
+	// breakdown by rule or variant (UniqueDims) has it; other dimensions
+	// and the overview across links (GET <api>/stats) leave it out.
+	Uniques *int64 `json:"uniques,omitempty"`
 }
 
 // Bounds of the breakdown's `limit` parameter: entries listed.

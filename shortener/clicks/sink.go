@@ -36,7 +36,8 @@ type Sink interface {
 	// ClickBreakdown returns code's limit values of dim (one of
 	// ClickDimensions or DimReferrer) with the most clicks over the UTC
 	// days overlapping [from, to), by clicks then value; code "": across
-	// all links.
+	// all links. A link's breakdown by a dimension of UniqueDims sets
+	// each entry's Uniques.
 	ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]BreakdownEntry, error)
 	// Overview returns the clicks of all links over the UTC days
 	// overlapping [from, to): totals and the limit links with the most

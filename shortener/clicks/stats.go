@@ -120,6 +120,10 @@ type ClickAggregate struct {
 	Referrers map[RefKey]int64
 	Visitors  map[DayKey][]uint64 // hashes of the people with a known visitor
 	Dims      map[DimKey]int64
+	// DimVisitors are the Visitors per value of the dimensions in
+	// UniqueDims (DimRule, DimVariant): the sketches behind a breakdown's
+	// uniques.
+	DimVisitors map[DimKey][]uint64
 }
 
 type HourKey struct {
@@ -134,7 +138,8 @@ type RefKey struct {
 }
 
 func AggregateClicks(batches []Batch) ClickAggregate {
-	a := ClickAggregate{Hourly: make(map[HourKey]*[2]int64), Referrers: make(map[RefKey]int64), Visitors: make(map[DayKey][]uint64), Dims: make(map[DimKey]int64)}
+	a := ClickAggregate{Hourly: make(map[HourKey]*[2]int64), Referrers: make(map[RefKey]int64), Visitors: make(map[DayKey][]uint64),
+		Dims: make(map[DimKey]int64), DimVisitors: make(map[DimKey][]uint64)}
 	for _, b := range batches {
 		for _, c := range b.Clicks {
 			sec := c.At.Unix()
@@ -159,11 +164,7 @@ func AggregateClicks(batches []Batch) ClickAggregate {
 				}
 				a.Referrers[RefKey{c.Code, sec - Mod(sec, 86400), ref}]++
 			}
-			for i, v := range ClickDims(c) {
-				if v != "" { // a click without a rule or variant
-					a.Dims[DimKey{c.Code, sec - Mod(sec, 86400), ClickDimensions[i], v}]++
-				}
-			}
+			a.addDims(c, sec-Mod(sec, 86400))
 		}
 	}
 	return a

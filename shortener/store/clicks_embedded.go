@@ -47,7 +47,7 @@ func NewEmbeddedClickSink(db *bbolt.DB, referrers int) (*EmbeddedClickSink, erro
 // missing.
 func createClickBuckets(tx *bbolt.Tx) error {
 	for _, b := range [][]byte{bucketClicksHourly, bucketClicksReferrers, bucketClickBatches, clicks.BucketClicksDaily, BucketVisitorSalts,
-		bucketClicksDims, bucketDimDays} {
+		bucketClicksDims, bucketDimDays, bucketDimVisitors} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}
@@ -159,10 +159,14 @@ func (s *EmbeddedClickSink) ApplyClicks(ctx context.Context, batches []clicks.Ba
 		if err := countVisitorsBolt(tx, agg); err != nil {
 			return err
 		}
-		if err := boltReferrers.count(tx, agg.Referrers, s.referrers); err != nil {
+		if _, err := boltReferrers.count(tx, agg.Referrers, s.referrers); err != nil {
 			return err
 		}
-		if err := boltDims.count(tx, agg.Dims, s.referrers); err != nil {
+		dims, err := boltDims.count(tx, agg.Dims, s.referrers)
+		if err != nil {
+			return err
+		}
+		if err := countDimVisitorsBolt(tx, agg.DimVisitors, dims); err != nil {
 			return err
 		}
 		if now.Sub(s.lastPrune) > time.Hour {

@@ -14,7 +14,8 @@ import (
 
 // ClickBreakdown implements Sink: one cursor over the days in
 // [first, end) of the link's referrer or dimension bucket, or across
-// links of BucketDayDims (keys of code "", by day first).
+// links of BucketDayDims (keys of code "", by day first). A link's
+// breakdown by rule or variant adds each value's uniques.
 func (s *EmbeddedClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]clicks.BreakdownEntry, error) {
 	first, end := clicks.DayRange(from, to)
 	bucket, sub := bucketClicksDims, []byte(dim+"\x00")
@@ -26,6 +27,7 @@ func (s *EmbeddedClickSink) ClickBreakdown(ctx context.Context, code, dim string
 	}
 	prefix := append([]byte(code), 0)
 	sums := map[string]int64{}
+	var out []clicks.BreakdownEntry
 	err := s.Db.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucket).Cursor()
 		for k, v := c.Seek(clickKey(code, first.Unix(), "")); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -36,12 +38,16 @@ func (s *EmbeddedClickSink) ClickBreakdown(ctx context.Context, code, dim string
 				sums[string(rest[len(sub):])] += int64(binary.BigEndian.Uint64(v))
 			}
 		}
+		out = clicks.TopEntries(sums, limit)
+		if code != "" && clicks.HasUniques(dim) {
+			dimUniquesBolt(tx, code, dim, first, end, out)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("click breakdown: %w", err)
 	}
-	return clicks.TopEntries(sums, limit), nil
+	return out, nil
 }
 
 // Overview implements Sink: one cursor over the days in

@@ -44,10 +44,11 @@ var (
 )
 
 // count adds the increments within the cap of limit named values per
-// Slot; bbolt's single writer makes the count exact.
-func (c boltCapped[K, S]) count(tx *bbolt.Tx, incs map[K]int64, limit int) error {
+// Slot; bbolt's single writer makes the count exact. It returns the
+// increments written, by row (clicks.CapValues).
+func (c boltCapped[K, S]) count(tx *bbolt.Tx, incs map[K]int64, limit int) (map[K]int64, error) {
 	if len(incs) == 0 {
-		return nil
+		return nil, nil
 	}
 	values, slots, across := tx.Bucket(c.values), tx.Bucket(c.slots), tx.Bucket(BucketDayDims)
 	used := map[S]int64{}
@@ -60,18 +61,18 @@ func (c boltCapped[K, S]) count(tx *bbolt.Tx, incs map[K]int64, limit int) error
 	writes, added := clicks.CapValues(incs, stored, used, limit)
 	for _, k := range clicks.SortedCapKeys(writes) {
 		if err := addUint64(values, c.keyOf(k), writes[k]); err != nil {
-			return err
+			return nil, err
 		}
 		if err := addUint64(across, c.acrossOf(k), writes[k]); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for s, a := range added {
 		if err := addUint64(slots, c.slotOf(s), a); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return writes, nil
 }
 
 // addUint64 adds n to the 8-byte counter at key (0 if absent).

@@ -15,7 +15,7 @@ import (
 // prunedBuckets are the embedded rollups retention prunes, in the order a
 // pass walks them (a day's count of named values after its values).
 var prunedBuckets = [...][]byte{bucketClicksHourly, clicks.BucketClicksDaily, bucketClicksReferrers, BucketReferrerDays,
-	bucketClicksDims, bucketDimDays, BucketDayDims, BucketDayLinks}
+	bucketClicksDims, bucketDimVisitors, bucketDimDays, BucketDayDims, BucketDayLinks}
 
 // pruneScan bounds the keys one page looks at, so a page's write
 // transaction stays short however few of them are old.

@@ -23,7 +23,8 @@ const clickBatchRetention = 7 * 24 * time.Hour
 
 // PostgresClickSink keeps click counters in the tables of
 // migrations/002_clicks.up.sql, 003_click_bounds.up.sql,
-// 012_clicks_daily.up.sql and 014_clicks_dims.up.sql.
+// 012_clicks_daily.up.sql, 014_clicks_dims.up.sql and
+// 019_clicks_dim_visitors.up.sql.
 type PostgresClickSink struct {
 	Pool      *pgxpool.Pool
 	referrers int          // named referrer hosts (and values of each dimension) per link per day
@@ -92,10 +93,14 @@ func (s *PostgresClickSink) apply(ctx context.Context, batches []clicks.Batch) (
 	if err := countVisitorsPG(ctx, tx, agg); err != nil {
 		return 0, err
 	}
-	if err := pgReferrers.count(ctx, tx, agg.Referrers, s.referrers); err != nil {
+	if _, err := pgReferrers.count(ctx, tx, agg.Referrers, s.referrers); err != nil {
 		return 0, err
 	}
-	if err := pgDims.count(ctx, tx, agg.Dims, s.referrers); err != nil {
+	dims, err := pgDims.count(ctx, tx, agg.Dims, s.referrers)
+	if err != nil {
+		return 0, err
+	}
+	if err := countDimVisitorsPG(ctx, tx, agg.DimVisitors, dims); err != nil {
 		return 0, err
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -12,7 +12,8 @@ import (
 
 // ClickBreakdown implements Sink on the daily dimension and referrer
 // rollups: for a link on their primary keys (led by code), across links
-// on their (dim, day) and day indexes.
+// on their (dim, day) and day indexes. A link's breakdown by rule or
+// variant adds each value's uniques.
 func (s *PostgresClickSink) ClickBreakdown(ctx context.Context, code, dim string, from, to time.Time, limit int) ([]clicks.BreakdownEntry, error) {
 	first, end := clicks.DayRange(from, to)
 	args := []any{first.Format(time.DateOnly), end.Format(time.DateOnly), limit}
@@ -30,12 +31,19 @@ func (s *PostgresClickSink) ClickBreakdown(ctx context.Context, code, dim string
 	if err != nil {
 		return nil, fmt.Errorf("click breakdown: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[clicks.BreakdownEntry])
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (e clicks.BreakdownEntry, err error) {
+		return e, r.Scan(&e.Value, &e.Clicks)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("click breakdown: %w", err)
 	}
 	if out == nil {
 		out = []clicks.BreakdownEntry{}
+	}
+	if code != "" && clicks.HasUniques(dim) {
+		if err := s.dimUniquesPG(ctx, code, dim, first, end, out); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -32,14 +32,15 @@ type pgCapped[K clicks.CappedKey[K, S], S clicks.CappedSlot[S]] struct {
 // instance waits there until this one commits. Then, in a new statement
 // and so a new snapshot (read committed), it reads which of the keys are
 // stored: under the lock, this and the count are exact, and the values
-// added past the cap go to the slot's OtherReferrer row.
-func (c pgCapped[K, S]) count(ctx context.Context, tx pgx.Tx, incs map[K]int64, limit int) error {
+// added past the cap go to the slot's OtherReferrer row. It returns the
+// increments written, by row (clicks.CapValues).
+func (c pgCapped[K, S]) count(ctx context.Context, tx pgx.Tx, incs map[K]int64, limit int) (map[K]int64, error) {
 	if len(incs) == 0 {
-		return nil
+		return nil, nil
 	}
 	rows, err := tx.Query(ctx, c.lock, c.slotArgs(clicks.CapSlots(incs))...)
 	if err != nil {
-		return fmt.Errorf("locking %s days: %w", c.what, err)
+		return nil, fmt.Errorf("locking %s days: %w", c.what, err)
 	}
 	used := make(map[S]int64)
 	if _, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct{}, error) {
@@ -47,7 +48,7 @@ func (c pgCapped[K, S]) count(ctx context.Context, tx pgx.Tx, incs map[K]int64, 
 		used[s] = n
 		return struct{}{}, err
 	}); err != nil {
-		return fmt.Errorf("locking %s days: %w", c.what, err)
+		return nil, fmt.Errorf("locking %s days: %w", c.what, err)
 	}
 	asked := make([]K, 0, len(incs))
 	for k := range incs {
@@ -55,11 +56,11 @@ func (c pgCapped[K, S]) count(ctx context.Context, tx pgx.Tx, incs map[K]int64, 
 	}
 	rows, err = tx.Query(ctx, c.stored, c.keyArgs(asked)...)
 	if err != nil {
-		return fmt.Errorf("reading %ss: %w", c.what, err)
+		return nil, fmt.Errorf("reading %ss: %w", c.what, err)
 	}
 	have, err := pgx.CollectRows(rows, c.scanKey)
 	if err != nil {
-		return fmt.Errorf("reading %ss: %w", c.what, err)
+		return nil, fmt.Errorf("reading %ss: %w", c.what, err)
 	}
 	stored := make(map[K]bool, len(have))
 	for _, k := range have {
@@ -72,10 +73,10 @@ func (c pgCapped[K, S]) count(ctx context.Context, tx pgx.Tx, incs map[K]int64, 
 		counts[i] = writes[k]
 	}
 	if _, err := tx.Exec(ctx, c.write, append(c.keyArgs(keys), counts)...); err != nil {
-		return fmt.Errorf("counting %ss: %w", c.what, err)
+		return nil, fmt.Errorf("counting %ss: %w", c.what, err)
 	}
 	if len(added) == 0 {
-		return nil
+		return writes, nil
 	}
 	var slots []S
 	var more []int64
@@ -85,9 +86,9 @@ func (c pgCapped[K, S]) count(ctx context.Context, tx pgx.Tx, incs map[K]int64, 
 		}
 	}
 	if _, err := tx.Exec(ctx, c.bump, append(c.slotArgs(slots), more)...); err != nil {
-		return fmt.Errorf("counting %s values: %w", c.what, err)
+		return nil, fmt.Errorf("counting %s values: %w", c.what, err)
 	}
-	return nil
+	return writes, nil
 }
 
 // pgReferrers are the referrer hosts of 002_clicks.up.sql, capped per

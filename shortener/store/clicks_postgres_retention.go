@@ -10,9 +10,10 @@ import (
 
 // postgresPruneSteps are the statements of one prune page, in order, each
 // deleting at most $2 rows (a short statement of its own on the date
-// indexes of 003_click_bounds.up.sql, 012_clicks_daily.up.sql and
-// 014_clicks_dims.up.sql). Rows a click transaction holds are skipped,
-// not waited for: the next prune takes them.
+// indexes of 003_click_bounds.up.sql, 012_clicks_daily.up.sql,
+// 014_clicks_dims.up.sql and 019_clicks_dim_visitors.up.sql). Rows a
+// click transaction holds are skipped, not waited for: the next prune
+// takes them.
 var postgresPruneSteps = [...]struct {
 	sql   string
 	daily bool // $1 is the daily cutoff (else the hourly one)
@@ -43,6 +44,8 @@ var postgresPruneSteps = [...]struct {
 		SELECT ctid FROM shortener_link_referrer_days WHERE day < $1::date LIMIT $2 FOR UPDATE SKIP LOCKED)`, true},
 	{`DELETE FROM shortener_link_dims_daily WHERE ctid IN (
 		SELECT ctid FROM shortener_link_dims_daily WHERE day < $1::date LIMIT $2 FOR UPDATE SKIP LOCKED)`, true},
+	{`DELETE FROM shortener_link_dim_visitors WHERE ctid IN (
+		SELECT ctid FROM shortener_link_dim_visitors WHERE day < $1::date LIMIT $2 FOR UPDATE SKIP LOCKED)`, true},
 	{`DELETE FROM shortener_link_dim_days WHERE ctid IN (
 		SELECT ctid FROM shortener_link_dim_days WHERE day < $1::date LIMIT $2 FOR UPDATE SKIP LOCKED)`, true},
 }
