@@ -28,8 +28,12 @@ type Message struct {
 	Events   int       // events it carries: 1, or a batch's size
 
 	State    State
-	Attempts int       // attempts made
+	Attempts int       // attempts made, replays included (they number the attempt log)
 	NextAt   time.Time // when a pending message is tried next
+	// Series is how many of Attempts came before the last replay: the
+	// Schedule counts from it, so a replayed message gets its attempts
+	// anew.
+	Series int
 }
 
 // AttemptLog is one attempt of a message as the API lists it.

@@ -67,8 +67,8 @@ type Store interface {
 	Messages(ctx context.Context, id string, state State, before string, limit int) ([]Message, error)
 	// Attempts lists a message's attempts, first first.
 	Attempts(ctx context.Context, id, msgID string) ([]AttemptLog, error)
-	// Replay makes messages pending again, due at now, keeping their IDs
-	// and bodies: the one with ID msgID, or (msgID "") every message of
+	// Replay makes messages pending again, due at now, with a new series
+	// of attempts (Series = Attempts), keeping their IDs and bodies: the one with ID msgID, or (msgID "") every message of
 	// the endpoint made at or after since. It returns how many.
 	Replay(ctx context.Context, id, msgID string, since, now time.Time) (int, error)
 	// Prune deletes messages (and their attempts) made before cutoff that
