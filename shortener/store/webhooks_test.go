@@ -16,7 +16,7 @@ import (
 
 // webhookStores are the stores implementing webhook.Store.
 func webhookStores(t *testing.T) map[string]webhook.Store {
-	return map[string]webhook.Store{"postgres": openPostgres(t).(*store.PostgresStore)}
+	return map[string]webhook.Store{"postgres": openPostgres(t).(*store.PostgresStore), "embedded": openEmbedded(t).(*store.EmbeddedStore)}
 }
 
 func newEndpoint(now time.Time) webhook.Endpoint {

@@ -1,0 +1,345 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/webhook"
+)
+
+// embeddedMessage is a message as stored.
+type embeddedMessage struct {
+	ID       string `json:"id"`
+	Endpoint string `json:"endpoint"`
+	Type     string `json:"type"`
+	At       int64  `json:"at"` // Unix µs
+	Body     []byte `json:"body"`
+	Events   int    `json:"events"`
+	State    string `json:"state"`
+	Attempts int    `json:"attempts"`
+	NextAt   int64  `json:"next_at"`
+	Series   int    `json:"series,omitempty"`
+	MadeAt   int64  `json:"made_at"`
+}
+
+func (m embeddedMessage) message() webhook.Message {
+	return webhook.Message{ID: m.ID, Endpoint: m.Endpoint, Type: m.Type, At: link.FromMicros(m.At), Body: m.Body,
+		Events: m.Events, State: webhook.State(m.State), Attempts: m.Attempts, NextAt: link.FromMicros(m.NextAt), Series: m.Series}
+}
+
+func messageKey(endpoint, id string) []byte { return append(append([]byte(endpoint), 0), id...) }
+
+func dueKey(endpoint string, nextAt int64, id string) []byte {
+	k := binary.BigEndian.AppendUint64(append([]byte(endpoint), 0), uint64(nextAt)^1<<63)
+	return append(k, id...)
+}
+
+// Lease implements webhook.Store on this process's clock.
+func (s *EmbeddedStore) Lease(ctx context.Context, id, owner string, d time.Duration) (webhook.Endpoint, link.EventCursor, bool, error) {
+	var e webhook.Endpoint
+	var cur link.EventCursor
+	var ok bool
+	err := s.updateHooks(ctx, func(tx *bolt.Tx) error {
+		r, err := readHookEndpoint(tx, id)
+		if err != nil {
+			return err
+		}
+		now := link.ToMicros(time.Now())
+		if r.LeaseOwner != owner && r.LeaseUntil >= now {
+			return nil
+		}
+		r.LeaseOwner, r.LeaseUntil, ok, cur = owner, now+d.Microseconds(), true, link.EventCursor{Tx: r.CursorTx, Seq: r.Cursor}
+		if e, err = r.endpoint(); err != nil {
+			return err
+		}
+		return putHookEndpoint(tx, r)
+	})
+	return e, cur, ok, err
+}
+
+// holdEmbeddedLease reads the endpoint if owner holds its lease.
+func holdEmbeddedLease(tx *bolt.Tx, id, owner string) (embeddedEndpoint, error) {
+	r, err := readHookEndpoint(tx, id)
+	if err == nil && (r.LeaseOwner != owner || r.LeaseUntil < link.ToMicros(time.Now())) {
+		err = webhook.ErrLeaseLost
+	}
+	return r, err
+}
+
+func putMessage(tx *bolt.Tx, m embeddedMessage) error {
+	v, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(embeddedHookMessages).Put(messageKey(m.Endpoint, m.ID), v)
+}
+
+func readMessage(tx *bolt.Tx, endpoint, id string) (embeddedMessage, error) {
+	var m embeddedMessage
+	v := tx.Bucket(embeddedHookMessages).Get(messageKey(endpoint, id))
+	if v == nil {
+		return m, webhook.ErrNoMessage
+	}
+	return m, json.Unmarshal(v, &m)
+}
+
+// setState moves a message to state (and, pending, to its due time),
+// keeping the due index.
+func setState(tx *bolt.Tx, m *embeddedMessage, state string, nextAt int64) error {
+	due := tx.Bucket(embeddedHookDue)
+	if m.State == string(webhook.StatePending) {
+		if err := due.Delete(dueKey(m.Endpoint, m.NextAt, m.ID)); err != nil {
+			return err
+		}
+	}
+	m.State, m.NextAt = state, nextAt
+	if state == string(webhook.StatePending) {
+		if err := due.Put(dueKey(m.Endpoint, nextAt, m.ID), nil); err != nil {
+			return err
+		}
+	}
+	return putMessage(tx, *m)
+}
+
+// Enqueue implements webhook.Store.
+func (s *EmbeddedStore) Enqueue(ctx context.Context, id, owner string, msgs []webhook.Message, cursor link.EventCursor) error {
+	return s.updateHooks(ctx, func(tx *bolt.Tx) error {
+		r, err := holdEmbeddedLease(tx, id, owner)
+		if err != nil {
+			return err
+		}
+		now := link.ToMicros(time.Now())
+		for _, msg := range msgs {
+			m := embeddedMessage{ID: msg.ID, Endpoint: id, Type: msg.Type, At: link.ToMicros(msg.At), Body: msg.Body,
+				Events: msg.Events, MadeAt: now}
+			if err := setState(tx, &m, string(webhook.StatePending), link.ToMicros(msg.NextAt)); err != nil {
+				return err
+			}
+		}
+		r.Cursor, r.CursorTx = cursor.Seq, cursor.Tx
+		return putHookEndpoint(tx, r)
+	})
+}
+
+// Due implements webhook.Store: a walk of the due index.
+func (s *EmbeddedStore) Due(ctx context.Context, id string, now time.Time, limit int) ([]webhook.Message, error) {
+	limit = min(max(limit, 1), maxMessagePage)
+	var out []webhook.Message
+	err := s.viewHooks(ctx, func(tx *bolt.Tx) error {
+		prefix, end := append([]byte(id), 0), dueKey(id, link.ToMicros(now)+1, "")
+		c := tx.Bucket(embeddedHookDue).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && len(out) < limit && string(k) < string(end); k, _ = c.Next() {
+			m, err := readMessage(tx, id, string(k[len(prefix)+8:]))
+			if err != nil {
+				return err
+			}
+			out = append(out, m.message())
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Settle implements webhook.Store.
+func (s *EmbeddedStore) Settle(ctx context.Context, id, owner string, results []webhook.Result, disable string) error {
+	return s.updateHooks(ctx, func(tx *bolt.Tx) error {
+		r, err := holdEmbeddedLease(tx, id, owner)
+		if err != nil {
+			return err
+		}
+		for _, res := range results {
+			a := res.Attempt
+			m, err := readMessage(tx, id, a.Message)
+			if err != nil {
+				return err
+			}
+			if err := putAttempt(tx, a); err != nil {
+				return err
+			}
+			m.Attempts = a.N
+			if err := setState(tx, &m, string(res.State), link.ToMicros(res.NextAt)); err != nil {
+				return err
+			}
+		}
+		if disable == "" {
+			return nil
+		}
+		r.Disabled, r.DisabledReason, r.Version, r.UpdatedAt = true, disable, r.Version+1, link.ToMicros(time.Now())
+		return putHookEndpoint(tx, r)
+	})
+}
+
+// embeddedAttempt is an attempt as stored.
+type embeddedAttempt struct {
+	At        int64  `json:"at"`
+	Status    int    `json:"status"`
+	LatencyUS int64  `json:"latency_us"`
+	Body      []byte `json:"body,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+func attemptKey(msgID string, n int) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(msgID), 0), uint64(n))
+}
+
+func putAttempt(tx *bolt.Tx, a webhook.AttemptLog) error {
+	v, err := json.Marshal(embeddedAttempt{At: link.ToMicros(a.At), Status: a.Status, LatencyUS: a.Latency.Microseconds(),
+		Body: a.Body, Error: a.Error})
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(embeddedHookAttempts).Put(attemptKey(a.Message, a.N), v)
+}
+
+// Messages implements webhook.Store: a backward walk of the endpoint's
+// messages (ids sort by creation time).
+func (s *EmbeddedStore) Messages(ctx context.Context, id string, state webhook.State, before string, limit int) ([]webhook.Message, error) {
+	limit = min(max(limit, 1), maxMessagePage)
+	var out []webhook.Message
+	err := s.viewHooks(ctx, func(tx *bolt.Tx) error {
+		prefix := append([]byte(id), 0)
+		c := tx.Bucket(embeddedHookMessages).Cursor()
+		var k, v []byte
+		if before == "" {
+			k, v = c.Seek(append([]byte(id), 1))
+			k, v = c.Prev()
+			if k == nil {
+				k, v = c.Last()
+			}
+		} else {
+			c.Seek(messageKey(id, before))
+			k, v = c.Prev()
+		}
+		for ; k != nil && len(out) < limit && len(k) >= len(prefix) && string(k[:len(prefix)]) == string(prefix); k, v = c.Prev() {
+			var m embeddedMessage
+			if err := json.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			if state == "" || m.State == string(state) {
+				out = append(out, m.message())
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Attempts implements webhook.Store.
+func (s *EmbeddedStore) Attempts(ctx context.Context, id, msgID string) ([]webhook.AttemptLog, error) {
+	out, err := []webhook.AttemptLog(nil), webhook.ErrNoMessage
+	_ = s.viewHooks(ctx, func(tx *bolt.Tx) error {
+		if _, err = readMessage(tx, id, msgID); err != nil {
+			return nil
+		}
+		prefix := append([]byte(msgID), 0)
+		c := tx.Bucket(embeddedHookAttempts).Cursor()
+		for k, v := c.Seek(prefix); k != nil && len(k) == len(prefix)+8 && string(k[:len(prefix)]) == string(prefix); k, v = c.Next() {
+			var a embeddedAttempt
+			if err = json.Unmarshal(v, &a); err != nil {
+				return nil
+			}
+			out = append(out, webhook.AttemptLog{Message: msgID, N: int(binary.BigEndian.Uint64(k[len(prefix):])),
+				At: link.FromMicros(a.At), Status: a.Status, Latency: time.Duration(a.LatencyUS) * time.Microsecond,
+				Body: a.Body, Error: a.Error})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Replay implements webhook.Store.
+func (s *EmbeddedStore) Replay(ctx context.Context, id, msgID string, since, now time.Time) (int, error) {
+	n := 0
+	err := s.updateHooks(ctx, func(tx *bolt.Tx) error {
+		var todo []embeddedMessage
+		if msgID != "" {
+			m, err := readMessage(tx, id, msgID)
+			if err != nil {
+				return err
+			}
+			todo = append(todo, m)
+		} else {
+			prefix := append([]byte(id), 0)
+			c := tx.Bucket(embeddedHookMessages).Cursor()
+			for k, v := c.Seek(prefix); k != nil && string(k[:min(len(k), len(prefix))]) == string(prefix); k, v = c.Next() {
+				var m embeddedMessage
+				if err := json.Unmarshal(v, &m); err != nil {
+					return err
+				}
+				if m.At >= link.ToMicros(since) {
+					todo = append(todo, m)
+				}
+			}
+		}
+		for _, m := range todo {
+			m.Series = m.Attempts
+			if err := setState(tx, &m, string(webhook.StatePending), link.ToMicros(now)); err != nil {
+				return err
+			}
+		}
+		n = len(todo)
+		return nil
+	})
+	return n, err
+}
+
+// Prune implements webhook.Store.
+func (s *EmbeddedStore) Prune(ctx context.Context, cutoff time.Time) error {
+	cut := link.ToMicros(cutoff)
+	return s.updateHooks(ctx, func(tx *bolt.Tx) error {
+		msgs := tx.Bucket(embeddedHookMessages)
+		var old [][]byte
+		var oldIDs []string
+		if err := msgs.ForEach(func(k, v []byte) error {
+			var m embeddedMessage
+			if err := json.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			if m.MadeAt < cut && m.State != string(webhook.StatePending) {
+				old, oldIDs = append(old, slices.Clone(k)), append(oldIDs, m.ID)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for i, k := range old {
+			if err := deleteAttempts(tx, oldIDs[i]); err != nil {
+				return err
+			}
+			if err := msgs.Delete(k); err != nil {
+				return err
+			}
+		}
+		return pruneEvents(tx, cut)
+	})
+}
+
+// pruneEvents deletes the outbox events recorded before cut (µs).
+func pruneEvents(tx *bolt.Tx, cut int64) error {
+	b := tx.Bucket(embeddedEvents)
+	if b == nil {
+		return nil
+	}
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.First() {
+		var e embeddedEvent
+		if err := json.Unmarshal(v, &e); err != nil {
+			return err
+		}
+		if e.At >= cut {
+			return nil
+		}
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var _ webhook.Store = (*EmbeddedStore)(nil)
