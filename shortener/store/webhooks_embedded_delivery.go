@@ -205,15 +205,16 @@ func (s *EmbeddedStore) Messages(ctx context.Context, id string, state webhook.S
 	err := s.viewHooks(ctx, func(tx *bolt.Tx) error {
 		prefix := append([]byte(id), 0)
 		c := tx.Bucket(embeddedHookMessages).Cursor()
+		// Start just before the first key past the range: the endpoint's
+		// end, or the message before.
+		from := append([]byte(id), 1)
+		if before != "" {
+			from = messageKey(id, before)
+		}
 		var k, v []byte
-		if before == "" {
-			k, v = c.Seek(append([]byte(id), 1))
-			k, v = c.Prev()
-			if k == nil {
-				k, v = c.Last()
-			}
+		if sk, _ := c.Seek(from); sk == nil {
+			k, v = c.Last()
 		} else {
-			c.Seek(messageKey(id, before))
 			k, v = c.Prev()
 		}
 		for ; k != nil && len(out) < limit && len(k) >= len(prefix) && string(k[:len(prefix)]) == string(prefix); k, v = c.Prev() {

@@ -171,6 +171,18 @@ func webhookMessages(t *testing.T, s webhook.Store) {
 		}
 	}
 	must(s.CreateEndpoint(ctx, e, link.EventCursor{}))
+	// Two more endpoints around e (ids below and above), one message
+	// each, that e's listing must not show.
+	for _, id := range []string{"ep_0", "ep_zzzz"} {
+		o := newEndpoint(now)
+		o.ID = id
+		must(s.CreateEndpoint(ctx, o, link.EventCursor{}))
+		if _, _, ok, err := s.Lease(ctx, id, "me", time.Minute); !ok || err != nil {
+			t.Fatalf("lease %s: %v %v", id, ok, err)
+		}
+		must(s.Enqueue(ctx, id, "me", []webhook.Message{{ID: webhook.NewID(now), Type: webhook.TypeClick, At: now,
+			Body: []byte(`{}`), Events: 1, NextAt: now}}, link.EventCursor{}))
+	}
 	_, _, ok, err := s.Lease(ctx, e.ID, "me", time.Minute)
 	if !ok || err != nil {
 		t.Fatalf("lease: %v %v", ok, err)
