@@ -1,0 +1,85 @@
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
+)
+
+// page makes a page of events: "c" a click, "l" a link.created, "x" an
+// event Render leaves out; each at its own cursor, at the given times.
+func page(kinds string, at func(i int) time.Time) ([]link.Event, []Rendered) {
+	var evs []link.Event
+	var rs []Rendered
+	for i, k := range kinds {
+		evs = append(evs, link.Event{Cursor: link.EventCursor{Tx: 1, Seq: int64(i + 1)}})
+		r := Rendered{At: at(i), Code: "abc", Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+		switch k {
+		case 'c':
+			r.Type = TypeClick
+		case 'l':
+			r.Type = TypeLinkCreated
+		}
+		rs = append(rs, r)
+	}
+	return evs, rs
+}
+
+// TestMessagesFor: wanted events become messages, others only move the
+// cursor; clicks gather into batches of Batch, the last one sent once
+// BatchWait has passed since its first click, else left (with what
+// follows it) for the next page.
+func TestMessagesFor(t *testing.T) {
+	now := time.Now()
+	old := func(int) time.Time { return now.Add(-time.Hour) }
+	recent := func(int) time.Time { return now }
+	all := Endpoint{Types: []string{TypeClick, TypeLinkCreated}}
+	batched := all
+	batched.Batch, batched.BatchWait = 3, time.Minute
+	from := link.EventCursor{Tx: 1}
+	for _, tc := range []struct {
+		name   string
+		e      Endpoint
+		kinds  string
+		at     func(int) time.Time
+		want   []string // per message: type and events
+		cursor int64
+	}{
+		{"one per event", all, "clxc", old, []string{"click 1", "link.created 1", "click 1"}, 4},
+		{"unwanted types", Endpoint{Types: []string{TypeLinkCreated}}, "cclc", old, []string{"link.created 1"}, 4},
+		{"batches of 3", batched, "ccccccc", old, []string{"click.batch 3", "click.batch 3", "click.batch 1"}, 7},
+		{"a filling batch waits", batched, "lccccl", recent, []string{"link.created 1", "click.batch 3"}, 4},
+		{"a filling batch waits from its start", batched, "lclc", recent, []string{"link.created 1"}, 1},
+		{"a batch filled across a link event", batched, "lcclc", recent, []string{"link.created 1", "link.created 1", "click.batch 3"}, 5},
+		{"nothing wanted", Endpoint{Types: []string{TypeLinkRevoked}}, "clc", old, nil, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			evs, rs := page(tc.kinds, tc.at)
+			msgs, cur := messagesFor(tc.e, evs, rs, from, now)
+			var got []string
+			for _, m := range msgs {
+				got = append(got, fmt.Sprintf("%s %d", m.Type, m.Events))
+				if !ValidID(m.ID) || !m.NextAt.Equal(now) || !json.Valid(m.Body) {
+					t.Errorf("message %+v", m)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) || cur.Seq != tc.cursor {
+				t.Errorf("messages %v, cursor %d; want %v, %d", got, cur.Seq, tc.want, tc.cursor)
+			}
+		})
+	}
+}
+
+// TestBatchBody: a batch's body carries each click's data in order under
+// the first click's time.
+func TestBatchBody(t *testing.T) {
+	at := time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)
+	b, err := BatchBody([]Rendered{{At: at, Data: json.RawMessage(`{"code":"a"}`)}, {At: at.Add(time.Second), Data: json.RawMessage(`{"code":"b"}`)}})
+	want := `{"type":"click.batch","timestamp":"2026-12-06T08:00:00Z","data":{"clicks":[{"code":"a"},{"code":"b"}]}}`
+	if err != nil || string(b) != want {
+		t.Errorf("%s, %v\nwant %s", b, err, want)
+	}
+}
