@@ -42,7 +42,9 @@ type Client struct {
 	// Default: `10s`.
 	Timeout time.Duration
 	// Allow lists prefixes the client may reach even though they are
-	// private or reserved (an operator's own receivers, 10.0.0.0/8).
+	// private or reserved (an operator's own receivers: 10.0.0.0/8).
+	// IPv4 prefixes are written as such: an IPv4-mapped IPv6 address is
+	// judged as the IPv4 address it maps. Default: none.
 	Allow []netip.Prefix
 	// LookupNetIP resolves host names; nil means net.DefaultResolver.
 	LookupNetIP func(ctx context.Context, network, host string) ([]netip.Addr, error)
