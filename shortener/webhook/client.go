@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net/http"
@@ -50,6 +51,7 @@ type Client struct {
 	LookupNetIP func(ctx context.Context, network, host string) ([]netip.Addr, error)
 
 	now  func() time.Time // the clock Retry-After dates are read against; nil is time.Now
+	tls  *tls.Config      // nil: the system's roots (tests trust their own)
 	once sync.Once
 	hc   *http.Client
 }
@@ -131,6 +133,7 @@ func (c *Client) init() {
 		Transport: &http.Transport{
 			Proxy:                  nil, // never HTTP(S)_PROXY: the proxy would dial what we refuse
 			DialContext:            c.dial,
+			TLSClientConfig:        c.tls,
 			ForceAttemptHTTP2:      true,
 			MaxIdleConnsPerHost:    8,
 			IdleConnTimeout:        90 * time.Second,

@@ -2,8 +2,11 @@ package webhook
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -210,5 +213,26 @@ func TestSendTimesOut(t *testing.T) {
 				t.Errorf("Send() to a stalled receiver = %+v, want status %d cut by the 300ms timeout", a, tc.wantStatus)
 			}
 		})
+	}
+}
+
+// TestSendHTTPSByName: the client dials the checked IP, yet TLS verifies
+// the receiver's certificate against the URL's name.
+func TestSendHTTPSByName(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.TLS.ServerName)
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate()) // valid for example.com and 127.0.0.1
+	hdr, body := signedMessage(t, NewSecret())
+	for name, ok := range map[string]bool{"example.com": true, "other.example": false} {
+		c := &Client{Allow: loopback, LookupNetIP: answer("127.0.0.1"), tls: &tls.Config{RootCAs: roots}}
+		a := c.Send(context.Background(), strings.Replace(srv.URL, "127.0.0.1", name, 1), hdr, body)
+		if got := a.Err == nil && a.Status == 200 && string(a.Body) == name; got != ok {
+			t.Errorf("Send(https://%s) = %+v, want delivered %v", name, a, ok)
+		}
 	}
 }
