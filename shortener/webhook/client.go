@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"io"
 	"net/http"
 	"net/netip"
@@ -95,8 +94,8 @@ func (c *Client) send(ctx context.Context, url string, hdr http.Header, body []b
 	if err != nil {
 		return Attempt{Err: err}
 	}
-	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-		return Attempt{Err: errors.New("webhook: the target must be an http or https URL")}
+	if err := checkScheme(req.URL); err != nil {
+		return Attempt{Err: err}
 	}
 	for k, v := range hdr {
 		req.Header[k] = v

@@ -32,11 +32,22 @@ func (c *Client) CheckTarget(ctx context.Context, rawURL string) error {
 	if err != nil {
 		return fmt.Errorf("webhook: parsing the target URL: %w", err)
 	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" {
-		return errors.New("webhook: the target must be an http or https URL with a host")
+	if err := checkScheme(u); err != nil {
+		return err
 	}
 	_, err = c.allowedAddrs(ctx, u.Hostname())
 	return err
+}
+
+// errScheme refuses a target that is not an http or https URL with a host.
+var errScheme = errors.New("webhook: the target must be an http or https URL with a host")
+
+// checkScheme refuses what is not an http or https URL with a host.
+func checkScheme(u *url.URL) error {
+	if u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" {
+		return errScheme
+	}
+	return nil
 }
 
 // forbidden reports an address a delivery may not reach unless allowed:
