@@ -23,6 +23,11 @@ const (
 	KeptAnswerBytes = 1 << 10
 )
 
+// maxIdlePerHost is how many idle connections a Client keeps per
+// receiver host: more than a dispatcher sends to one endpoint at once,
+// so a busy endpoint's deliveries reuse connections.
+const maxIdlePerHost = 64
+
 // userAgent identifies deliveries to receivers.
 const userAgent = "caddy-edgekit-webhooks/1"
 
@@ -33,9 +38,11 @@ const userAgent = "caddy-edgekit-webhooks/1"
 // HTTP(S)_PROXY environment, never follows redirects (a 3xx is the
 // answer), reads at most MaxAnswerBytes of an answer and bounds each
 // delivery by Timeout. Set the fields before the first Send; a Client is
-// then safe for concurrent use, and reuses connections per host. Bounding
-// deliveries in flight per endpoint is the caller's business: Send blocks
-// for at most Timeout, and Throttle outcomes say when to send less.
+// then safe for concurrent use, and keeps up to 64 idle connections per
+// host for the next deliveries (a pooled connection was checked when it
+// was dialed). Bounding deliveries in flight per endpoint is the
+// caller's business: Send blocks for at most Timeout, and Throttle
+// outcomes say when to send less.
 type Client struct {
 	// Timeout bounds a delivery from connecting to the end of reading
 	// the answer, so a receiver that stalls or streams forever is cut.
@@ -134,7 +141,7 @@ func (c *Client) init() {
 			DialContext:            c.dial,
 			TLSClientConfig:        c.tls,
 			ForceAttemptHTTP2:      true,
-			MaxIdleConnsPerHost:    8,
+			MaxIdleConnsPerHost:    maxIdlePerHost,
 			IdleConnTimeout:        90 * time.Second,
 			DisableCompression:     true, // count the bytes the receiver sends
 			MaxResponseHeaderBytes: MaxAnswerBytes,

@@ -12,10 +12,6 @@ import (
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
-// ErrForbiddenAddress is wrapped by the error of a delivery (or of
-// CheckTarget) whose host has no address the client may reach.
-var ErrForbiddenAddress = errors.New("webhook: the target's address is private or reserved and not in the allow-list")
-
 // This file is where a delivery meets the network: the host is resolved
 // at connect time, each address judged, and only an allowed one dialed,
 // by its IP. A name that answered with a public address when the endpoint
@@ -23,11 +19,18 @@ var ErrForbiddenAddress = errors.New("webhook: the target's address is private o
 // refused, since the address judged is the address dialed. The dialer's
 // Control hook judges once more the socket address it connects to.
 
+// ErrForbiddenAddress is wrapped by the error of a delivery (or of
+// CheckTarget) whose host has no address the client may reach.
+var ErrForbiddenAddress = errors.New("webhook: the target's address is private or reserved and not in the allow-list")
+
 // CheckTarget reports whether the client may deliver to rawURL now: an
 // http or https URL whose host resolves to at least one address the
 // client may dial. The API calls it when an endpoint is created or
-// changed; every delivery checks again at connect time.
+// changed; every delivery checks again at connect time. Resolving is
+// bounded by the client's Timeout.
 func (c *Client) CheckTarget(ctx context.Context, rawURL string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	defer cancel()
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return fmt.Errorf("webhook: parsing the target URL: %w", err)
