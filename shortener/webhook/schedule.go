@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// Schedule is the delay before each attempt of a message, the first
+// schedule is the delay before each attempt of a message, the first
 // immediate: the first eight steps of the example schedule of the
-// Standard Webhooks specification (the one Svix documents, but for its
-// last step of 14 h instead of 10 h):
+// Standard Webhooks specification (Svix's schedule is the same but for a
+// last step of 10 h instead of 14 h):
 //
 //	attempt  delay   since the event
 //	1        0       0:00:00
@@ -26,7 +26,7 @@ import (
 // schedule spans 24 h even at its shortest, which a 10 h last step would
 // not (27 h 35 min less 20% is 22 h). After the eighth failure the message
 // is kept as failed. A Retry-After longer than the delay replaces it.
-var Schedule = [...]time.Duration{
+var schedule = [...]time.Duration{
 	0,
 	5 * time.Second,
 	5 * time.Minute,
@@ -38,7 +38,14 @@ var Schedule = [...]time.Duration{
 }
 
 // MaxAttempts is how many attempts a message gets.
-const MaxAttempts = len(Schedule)
+const MaxAttempts = len(schedule)
+
+// Schedule returns the delay before each attempt, before jitter, for the
+// documentation and the dashboard: 0, 5s, 5m, 30m, 2h, 5h, 10h, 14h. The
+// last attempt comes 31h35m05s after the first (25h16m04s to 37h54m06s
+// with the jitter), so a message is tried for more than a day; a
+// receiver's Retry-After can lengthen a delay, never add an attempt.
+func Schedule() []time.Duration { return append([]time.Duration(nil), schedule[:]...) }
 
 // Jitter is the largest fraction by which a delay is moved either way.
 const Jitter = 0.2
@@ -58,7 +65,7 @@ func Next(attempts int, now time.Time, retryAfter time.Duration, rnd func() floa
 	if rnd == nil {
 		rnd = rand.Float64
 	}
-	d := jitter(Schedule[attempts], rnd())
+	d := jitter(schedule[attempts], rnd())
 	if r := min(retryAfter, MaxRetryAfter); r > d {
 		d = r
 	}

@@ -9,7 +9,7 @@ func fixed(r float64) func() float64 { return func() float64 { return r } }
 
 func TestScheduleSpansADay(t *testing.T) {
 	var shortest, longest time.Duration
-	for _, d := range Schedule {
+	for _, d := range Schedule() {
 		shortest += jitter(d, 0)
 		longest += jitter(d, 0.999999)
 	}
@@ -54,7 +54,7 @@ func TestNext(t *testing.T) {
 func TestNextJitterWithinBounds(t *testing.T) {
 	now := time.Now()
 	for attempts := 1; attempts < MaxAttempts; attempts++ {
-		base := Schedule[attempts]
+		base := Schedule()[attempts]
 		for range 200 {
 			at, ok := Next(attempts, now, 0, nil)
 			d := at.Sub(now)

@@ -23,7 +23,7 @@ const (
 )
 
 // ErrSecret is wrapped by every error of ParseSecret.
-var ErrSecret = errors.New("invalid webhook signing secret")
+var ErrSecret = errors.New("webhook: invalid signing secret")
 
 // Secret is an endpoint's HMAC-SHA256 signing key. Its zero value is not
 // usable; make one with NewSecret or ParseSecret. String and GoString

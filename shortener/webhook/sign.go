@@ -27,10 +27,10 @@ const signatureVersion = "v1,"
 const maxIDLen = 255
 
 // ErrMessageID is returned by Headers for an id it will not sign.
-var ErrMessageID = errors.New("invalid webhook message id")
+var ErrMessageID = errors.New("webhook: invalid message id")
 
 // ErrNoSecret is returned by Headers when given no secret.
-var ErrNoSecret = errors.New("no webhook signing secret")
+var ErrNoSecret = errors.New("webhook: no signing secret")
 
 // Sign returns the Standard Webhooks symmetric signature of a message:
 // "v1," and the standard base64 of HMAC-SHA256, keyed by the secret, of
