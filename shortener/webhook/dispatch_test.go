@@ -1,0 +1,155 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
+	"github.com/edgekit/caddy-edgekit/shortener/webhook"
+)
+
+// receiver answers each message 500 three times, stalls past the
+// client's timeout once, then answers 200; it checks every signature and
+// records each message's id by the link it announces.
+type receiver struct {
+	t      *testing.T
+	secret webhook.Secret
+	stall  time.Duration
+
+	mu        sync.Mutex
+	tries     map[string]int    // message id → requests
+	delivered map[string]string // message id → code, on its 200
+	inFlight  map[string]bool
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	id := r.Header.Get(webhook.HeaderID)
+	if err := webhook.Verify(r.Header, body, time.Now(), rc.secret); err != nil {
+		rc.t.Errorf("message %s: %v", id, err)
+	}
+	rc.mu.Lock()
+	if rc.inFlight[id] {
+		rc.t.Errorf("message %s sent twice at once", id)
+	}
+	rc.inFlight[id] = true
+	rc.tries[id]++
+	n := rc.tries[id]
+	rc.mu.Unlock()
+	defer func() { rc.mu.Lock(); delete(rc.inFlight, id); rc.mu.Unlock() }()
+	switch {
+	case n <= 3:
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	case n == 4: // the client gives up on it: no longer in flight
+		rc.mu.Lock()
+		delete(rc.inFlight, id)
+		rc.mu.Unlock()
+		select {
+		case <-time.After(rc.stall):
+		case <-r.Context().Done():
+		}
+		return
+	}
+	var p struct {
+		Type string `json:"type"`
+		Data struct {
+			Code string `json:"code"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil || p.Type != webhook.TypeLinkCreated {
+		rc.t.Errorf("message %s: %s, %v", id, body, err)
+	}
+	rc.mu.Lock()
+	rc.delivered[id] = p.Data.Code
+	rc.mu.Unlock()
+}
+
+// TestDispatcherDelivers: 30 link events through a receiver that fails
+// each message three times and stalls once arrive, each under one id,
+// signed, never sent twice at once; every message's attempt log is the
+// five attempts in order, and it ends delivered.
+func TestDispatcherDelivers(t *testing.T) {
+	s, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Events = true
+	secret := webhook.NewSecret()
+	rc := &receiver{t: t, secret: secret, stall: 500 * time.Millisecond, tries: map[string]int{},
+		delivered: map[string]string{}, inFlight: map[string]bool{}}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	now := time.Now()
+	ep := webhook.Endpoint{ID: webhook.NewEndpointID(), URL: srv.URL, Types: []string{webhook.TypeLinkCreated},
+		Keys: []webhook.Key{{Secret: secret}}, CreatedAt: now, UpdatedAt: now}
+	if err := s.CreateEndpoint(ctx, ep, link.EventCursor{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if err := s.Create(ctx, link.Link{Code: fmt.Sprintf("hook-%02d", i), LongURL: "https://example.com/"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := &webhook.Dispatcher{Store: s, Log: s, Owner: "test",
+		Client: &webhook.Client{Timeout: 200 * time.Millisecond, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+		Render: renderLink, Poll: 20 * time.Millisecond,
+		Retry: func(n int, now time.Time, _ time.Duration) (time.Time, bool) {
+			return now.Add(10 * time.Millisecond), n < webhook.MaxAttempts
+		},
+		OnError: func(_ string, err error) { t.Errorf("dispatcher: %v", err) }}
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rc.mu.Lock()
+		n := len(rc.delivered)
+		rc.mu.Unlock()
+		if n == 30 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 30 delivered", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // the last Settle
+	cancel()
+	<-done
+	codes := map[string]bool{}
+	for id, code := range rc.delivered {
+		if codes[code] {
+			t.Errorf("link %s announced under two ids", code)
+		}
+		codes[code] = true
+		logs, err := s.Attempts(context.Background(), ep.ID, id)
+		var got []int
+		for _, a := range logs {
+			got = append(got, a.Status)
+		}
+		if err != nil || fmt.Sprint(got) != "[500 500 500 0 200]" {
+			t.Errorf("message %s attempts %v, %v", id, got, err)
+		}
+	}
+	if msgs, _ := s.Messages(context.Background(), ep.ID, webhook.StateDelivered, "", 100); len(msgs) != 30 {
+		t.Errorf("%d messages delivered in the store", len(msgs))
+	}
+}
+
+func renderLink(_ context.Context, e link.Event) (webhook.Rendered, error) {
+	data, err := json.Marshal(map[string]string{"code": e.Link.Code})
+	return webhook.Rendered{Type: e.Type, At: e.At, Data: data, Code: e.Code, Tags: e.Link.Tags}, err
+}
