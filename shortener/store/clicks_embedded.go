@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -25,7 +26,11 @@ var (
 // EmbeddedClickSink keeps click counters in buckets of the embedded store's
 // bbolt file.
 type EmbeddedClickSink struct {
-	Db        *bbolt.DB
+	Db *bbolt.DB
+	// Events: record each counted click in the outbox (type "click",
+	// clicks.ClickEvent), in the transaction that counts it. A handler
+	// with webhooks on clicks sets it; safe to change at any time.
+	Events    atomic.Bool
 	referrers int       // named referrer hosts (and values of each dimension) per link per day
 	lastPrune time.Time // guarded by bbolt's single writer
 	pruning   embeddedPrunePosition
@@ -167,6 +172,9 @@ func (s *EmbeddedClickSink) ApplyClicks(ctx context.Context, batches []clicks.Ba
 			return err
 		}
 		if err := countDimVisitorsBolt(tx, agg.DimVisitors, dims); err != nil {
+			return err
+		}
+		if err := recordClickEvents(tx, s.Events.Load(), todo); err != nil {
 			return err
 		}
 		if now.Sub(s.lastPrune) > time.Hour {

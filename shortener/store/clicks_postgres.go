@@ -26,7 +26,12 @@ const clickBatchRetention = 7 * 24 * time.Hour
 // 012_clicks_daily.up.sql, 014_clicks_dims.up.sql and
 // 019_clicks_dim_visitors.up.sql.
 type PostgresClickSink struct {
-	Pool      *pgxpool.Pool
+	Pool *pgxpool.Pool
+	// Events: record each counted click in the outbox (shortener_events,
+	// type "click", clicks.ClickEvent), in the transaction that counts
+	// it. A handler with webhooks on clicks sets it; safe to change at
+	// any time.
+	Events    atomic.Bool
 	referrers int          // named referrer hosts (and values of each dimension) per link per day
 	lastPrune atomic.Int64 // unix seconds
 }
@@ -102,6 +107,11 @@ func (s *PostgresClickSink) apply(ctx context.Context, batches []clicks.Batch) (
 	}
 	if err := countDimVisitorsPG(ctx, tx, agg.DimVisitors, dims); err != nil {
 		return 0, err
+	}
+	if s.Events.Load() {
+		if err := insertClickEvents(ctx, tx, todo); err != nil {
+			return 0, err
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fmt.Errorf("committing clicks: %w", err)

@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -50,6 +51,38 @@ func recordEvent(tx *bolt.Tx, on bool, typ, code string, rec []byte) error {
 		return err
 	}
 	return b.Put(seqKey(int64(seq)), v)
+}
+
+// recordClickEvents appends a click event for every click of the batches,
+// in the transaction that counts them, when on.
+func recordClickEvents(tx *bolt.Tx, on bool, batches []clicks.Batch) error {
+	if !on {
+		return nil
+	}
+	b, err := tx.CreateBucketIfNotExists(embeddedEvents)
+	if err != nil {
+		return err
+	}
+	for _, batch := range batches {
+		for _, c := range batch.Clicks {
+			data, err := json.Marshal(clicks.NewClickEvent(c))
+			if err != nil {
+				return err
+			}
+			v, err := json.Marshal(embeddedEvent{ID: newEventID(), Type: clicks.EventType, At: link.ToMicros(c.At), Code: c.Code, Data: data})
+			if err != nil {
+				return err
+			}
+			seq, err := b.NextSequence()
+			if err != nil {
+				return err
+			}
+			if err := b.Put(seqKey(int64(seq)), v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // newEventID is "evt_" and 32 random hex digits, as PostgreSQL's

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -29,6 +30,29 @@ func changeCTE(stmt, typ, when string, on bool) string {
 		cte += ")"
 	}
 	return cte
+}
+
+// insertClickEvents records a click event for every click of the
+// batches in tx, the transaction that counts them.
+func insertClickEvents(ctx context.Context, tx pgx.Tx, batches []clicks.Batch) error {
+	var codes []string
+	var ats []time.Time
+	var data []string // JSON texts: pgx sends them as jsonb[]
+	for _, b := range batches {
+		for _, c := range b.Clicks {
+			d, err := json.Marshal(clicks.NewClickEvent(c))
+			if err != nil {
+				return err
+			}
+			codes, ats, data = append(codes, c.Code), append(ats, c.At), append(data, string(d))
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO shortener_events (type, at, code, data)
+		SELECT $1, at, code, data FROM unnest($2::text[], $3::timestamptz[], $4::jsonb[]) AS u (code, at, data)`,
+		clicks.EventType, codes, ats, data); err != nil {
+		return fmt.Errorf("recording click events: %w", err)
+	}
+	return nil
 }
 
 // pgEventRow is a link's row as to_jsonb writes it in an event's data.
