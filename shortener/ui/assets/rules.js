@@ -326,7 +326,7 @@ function previewer(l, read) {
   const ua = h('input', { type: 'text', name: 'preview_ua', value: presets[0][2], spellcheck: 'false' });
   const country = h('input', { type: 'text', name: 'preview_country', maxlength: 2, placeholder: 'FR', autocapitalize: 'characters' });
   const language = h('input', { type: 'text', name: 'preview_language', placeholder: 'fr-FR, en;q=0.5' });
-  const out = h('dl', { class: 'meta preview' });
+  const out = h('dl', { class: 'facts preview' });
   const status = h('div', { role: 'status', 'aria-live': 'polite', class: 'preview-out' }, out);
   preset.addEventListener('change', () => {
     const p = presets.find((x) => x[0] === preset.value);
