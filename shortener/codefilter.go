@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/edgekit/caddy-edgekit/shortener/codefilter"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -36,8 +37,8 @@ const sourceFilter = "filter"
 // It answers "absent" only once a full build has completed and while its
 // delta sync is current (see mayExist); otherwise every code may exist.
 type codeFilter struct {
-	cur  atomic.Pointer[bloom] // served; nil until the first build completes
-	next atomic.Pointer[bloom] // a build in progress: gets every add too
+	cur  atomic.Pointer[codefilter.Bloom] // served; nil until the first build completes
+	next atomic.Pointer[codefilter.Bloom] // a build in progress: gets every add too
 
 	// syncedAt is when the last successful delta sync started (Unix
 	// nanoseconds of now): every link committed before it is in the filter.
@@ -61,7 +62,7 @@ func (f *codeFilter) mayExist(code string) bool {
 	if b == nil || f.now().UnixNano()-f.syncedAt.Load() > f.staleAfter {
 		return true
 	}
-	return b.has(code)
+	return b.Has(code)
 }
 
 // add records a committed code in the served filter and in a build in
@@ -72,10 +73,10 @@ func (f *codeFilter) add(code string) {
 		return
 	}
 	if b := f.next.Load(); b != nil {
-		b.add(code)
+		b.Add(code)
 	}
 	if b := f.cur.Load(); b != nil {
-		b.add(code)
+		b.Add(code)
 	}
 }
 
@@ -87,9 +88,9 @@ func (f *codeFilter) close() {
 	f.stop()
 	<-f.done
 	f.stop = nil
-	for _, b := range []*bloom{f.cur.Swap(nil), f.next.Swap(nil)} {
+	for _, b := range []*codefilter.Bloom{f.cur.Swap(nil), f.next.Swap(nil)} {
 		if b != nil {
-			f.m.bytes.Sub(float64(b.bytes()))
+			f.m.bytes.Sub(float64(b.Bytes()))
 		}
 	}
 }

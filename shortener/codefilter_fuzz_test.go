@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/edgekit/caddy-edgekit/shortener/codefilter"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -131,7 +132,7 @@ func testFilterMetrics(t testing.TB) *filterMetrics {
 // FuzzCodeFilter drives the filter's sync step by step against fakeLister
 // and checks it against the oracle: a code added (a local create) is never
 // missed, and after each delta sync every link the store shows is in the
-// served filter, unless its writer committed it more than seqGapGrace after
+// served filter, unless its writer committed it more than codefilter.SeqGapGrace after
 // taking its number (documented: found by the next rebuild).
 //
 // Each byte is an operation: its value mod 8 picks it, the rest is its
@@ -142,7 +143,7 @@ func FuzzCodeFilter(f *testing.F) {
 	f.Add([]byte{7, 4, 0, 7, 4, 1, 1, 4, 7, 4, 5, 0, 4, 0, 4, 4})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 200 {
-			ops = ops[:200] // gap ranges stay below maxSeqGaps
+			ops = ops[:200] // gap ranges stay below codefilter.MaxSeqGaps
 		}
 		clock := time.Unix(1_700_000_000, 0)
 		now := func() time.Time { return clock }
@@ -177,7 +178,7 @@ func FuzzCodeFilter(f *testing.F) {
 			}
 			if cur := cf.cur.Load(); cur != nil {
 				for code := range added {
-					if !cur.has(code) {
+					if !cur.Has(code) {
 						t.Fatalf("added code %s missing from the served filter", code)
 					}
 				}
@@ -203,8 +204,8 @@ func fuzzTick(t *testing.T, sy *filterSyncer, st *fakeLister, ctx context.Contex
 	if cur != nil {
 		st.mu.Lock()
 		for _, r := range st.rows {
-			if !r.late || clock.Sub(r.reservedAt) <= seqGapGrace {
-				if !cur.has(r.code) {
+			if !r.late || clock.Sub(r.reservedAt) <= codefilter.SeqGapGrace {
+				if !cur.Has(r.code) {
 					t.Fatalf("link %s (number %d at %v, late %v) missing after the delta sync at %v",
 						r.code, r.seq, r.reservedAt.Unix(), r.late, clock.Unix())
 				}

@@ -108,7 +108,7 @@ func waitFilterReady(t testing.TB, h *Handler) {
 func waitFilterKnows(t testing.TB, h *Handler, code string) {
 	t.Helper()
 	eventually(t, 30*time.Second, "the code filter learns "+code, func() bool {
-		return filterServing(h) && h.cache.codes.cur.Load().has(code)
+		return filterServing(h) && h.cache.codes.cur.Load().Has(code)
 	})
 }
 
@@ -132,4 +132,22 @@ func gaugeValue(g prometheus.Gauge) float64 {
 		return -1
 	}
 	return m.GetGauge().GetValue()
+}
+
+// testCodes returns n distinct random codes of the default length.
+func testCodes(t testing.TB, n int) []string {
+	t.Helper()
+	seen := make(map[string]bool, n)
+	out := make([]string, 0, n)
+	for len(out) < n {
+		c, err := link.RandomCode(DefaultCodeLength)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/edgekit/caddy-edgekit/shortener/codefilter"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -20,12 +21,6 @@ const (
 	// sequence numbers below the highest: writers still committing then
 	// are found like any gap.
 	seqStartOverlap = 1000
-	// A skipped sequence number is looked for again for this long: a
-	// writer's transaction may commit after a later one. A number still
-	// missing after that is taken for a failed insert (a taken code, a
-	// rollback); a transaction open longer is found by the next rebuild.
-	seqGapGrace = time.Minute
-	maxSeqGaps  = 256 // ranges of missing numbers tracked; the oldest go first
 )
 
 // filterSyncer fills a codeFilter and keeps it current, on one goroutine:
@@ -43,7 +38,7 @@ type filterSyncer struct {
 	rebuild time.Duration // filterRebuildEvery
 
 	started bool // cursor placed
-	cursor  seqCursor
+	cursor  codefilter.SeqCursor
 	codes   int64        // codes in the served filter: listed at its build, plus new links since
 	build   *filterBuild // in progress, or nil
 	builtAt time.Time
@@ -52,7 +47,7 @@ type filterSyncer struct {
 
 // filterBuild is a full build in progress.
 type filterBuild struct {
-	b       *bloom
+	b       *codefilter.Bloom
 	after   string // last code listed
 	listed  int64
 	created int64 // new links the delta sync found meanwhile
@@ -128,7 +123,7 @@ func (s *filterSyncer) begin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.cursor.top = max(0, last-seqStartOverlap)
+	s.cursor.Place(max(0, last-seqStartOverlap))
 	s.started = true
 	return nil
 }
@@ -137,7 +132,7 @@ func (s *filterSyncer) begin(ctx context.Context) error {
 // current as of the sync's start.
 func (s *filterSyncer) delta(ctx context.Context) error {
 	start := s.now()
-	from := s.cursor.from(start.UnixNano())
+	from := s.cursor.From(start.UnixNano())
 	for {
 		qctx, cancel := context.WithTimeout(ctx, storeTimeout)
 		page, err := s.lister.CodesSince(qctx, from, s.page)
@@ -148,11 +143,11 @@ func (s *filterSyncer) delta(ctx context.Context) error {
 		var created int64
 		for _, sc := range page {
 			s.f.add(sc.Code)
-			if sc.Seq > s.cursor.top {
+			if sc.Seq > s.cursor.Top() {
 				created++
 			}
 		}
-		s.cursor.saw(page, start.UnixNano())
+		s.cursor.Saw(page, start.UnixNano())
 		s.countNew(created)
 		if len(page) < s.page {
 			break
@@ -180,17 +175,17 @@ func (s *filterSyncer) countNew(n int64) {
 // estimated false-positive rate passed filterMaxFP (the store outgrew it).
 func (s *filterSyncer) rebuildDue() bool {
 	cur := s.f.cur.Load()
-	return cur == nil || s.now().Sub(s.builtAt) >= s.rebuild || cur.fpRate() > filterMaxFP
+	return cur == nil || s.now().Sub(s.builtAt) >= s.rebuild || cur.FPRate() > filterMaxFP
 }
 
 // startBuild sizes a new filter for the codes known so far (the creation
 // sequence counts the links created since the store numbered them) with a
 // quarter to spare, and routes every add to it from now on.
 func (s *filterSyncer) startBuild() {
-	n := max(s.codes, s.cursor.top)
-	b := newBloom(int(min(max(n+n/4, filterMinCapacity), bloomMaxCapacity)))
+	n := max(s.codes, s.cursor.Top())
+	b := codefilter.NewBloom(int(min(max(n+n/4, filterMinCapacity), codefilter.BloomMaxCapacity)))
 	s.build = &filterBuild{b: b, began: s.now()}
-	s.f.m.bytes.Add(float64(b.bytes()))
+	s.f.m.bytes.Add(float64(b.Bytes()))
 	s.f.next.Store(b)
 }
 
@@ -204,7 +199,7 @@ func (s *filterSyncer) buildPage(ctx context.Context) error {
 		return err
 	}
 	for _, code := range page {
-		bd.b.add(code)
+		bd.b.Add(code)
 	}
 	bd.listed += int64(len(page))
 	if len(page) == s.page {
@@ -214,15 +209,15 @@ func (s *filterSyncer) buildPage(ctx context.Context) error {
 	old := s.f.cur.Swap(bd.b)
 	s.f.next.Store(nil)
 	if old != nil {
-		s.f.m.bytes.Sub(float64(old.bytes()))
+		s.f.m.bytes.Sub(float64(old.Bytes()))
 	}
 	codes := bd.listed + bd.created
 	s.f.m.codes.Add(float64(codes - s.codes))
 	s.codes, s.build, s.builtAt = codes, nil, bd.began
 	s.f.m.builds.Inc()
 	s.logger.Info("code filter built",
-		zap.Int64("codes", codes), zap.Int64("bytes", bd.b.bytes()),
-		zap.Float64("estimated_false_positive_rate", bd.b.fpRate()),
+		zap.Int64("codes", codes), zap.Int64("bytes", bd.b.Bytes()),
+		zap.Float64("estimated_false_positive_rate", bd.b.FPRate()),
 		zap.Duration("took", s.now().Sub(bd.began)))
 	return nil
 }

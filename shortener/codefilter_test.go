@@ -154,7 +154,7 @@ func TestCodeFilterPubSub(t *testing.T) {
 
 	out := create(t, a, `{"long_url":"https://example.com/fresh"}`)
 	eventually(t, 5*time.Second, "b's filter learns the code from the channel", func() bool {
-		return b.cache.codes.cur.Load().has(out.Code)
+		return b.cache.codes.cur.Load().Has(out.Code)
 	})
 	w := serve(t, b, "GET", "/"+out.Code, "")
 	if w.Code != http.StatusFound || w.Header().Get("X-Shortener-Source") != sourceRedis {

@@ -1,4 +1,4 @@
-package shortener
+package codefilter
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ func testCodes(t testing.TB, n int) []string {
 	seen := make(map[string]bool, n)
 	out := make([]string, 0, n)
 	for len(out) < n {
-		c, err := link.RandomCode(DefaultCodeLength)
+		c, err := link.RandomCode(7)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,45 +32,45 @@ func testCodes(t testing.TB, n int) []string {
 func TestBloomRates(t *testing.T) {
 	const n, probes = 200_000, 200_000
 	codes := testCodes(t, n+probes)
-	b := newBloom(n)
+	b := NewBloom(n)
 	for _, c := range codes[:n] {
-		b.add(c)
+		b.Add(c)
 	}
 	for _, c := range codes[:n] {
-		if !b.has(c) {
+		if !b.Has(c) {
 			t.Fatalf("has(%q) = false after add", c)
 		}
 	}
 	fp := 0
 	for _, c := range codes[n:] {
-		if b.has(c) {
+		if b.Has(c) {
 			fp++
 		}
 	}
-	design := math.Pow(1-math.Exp(-float64(bloomProbes)/bloomBitsPerCode), bloomProbes)
+	design := math.Pow(1-math.Exp(-float64(bloomProbes)/BloomBitsPerCode), bloomProbes)
 	got := float64(fp) / probes
 	if got > 2*design {
 		t.Errorf("false-positive rate %.4f%% at capacity, want about %.4f%%", 100*got, 100*design)
 	}
-	if est := b.fpRate(); est < design/2 || est > 2*design {
+	if est := b.FPRate(); est < design/2 || est > 2*design {
 		t.Errorf("fpRate() = %.4f%%, want about %.4f%%", 100*est, 100*design)
 	}
-	if want := int64(n * bloomBitsPerCode / 8); b.bytes() < want || b.bytes() > want+8 {
-		t.Errorf("bytes() = %d, want %d", b.bytes(), want)
+	if want := int64(n * BloomBitsPerCode / 8); b.Bytes() < want || b.Bytes() > want+8 {
+		t.Errorf("bytes() = %d, want %d", b.Bytes(), want)
 	}
 	t.Logf("%d codes: %d bytes, false positives %.4f%% (design %.4f%%, estimate %.4f%%)",
-		n, b.bytes(), 100*got, 100*design, 100*b.fpRate())
+		n, b.Bytes(), 100*got, 100*design, 100*b.FPRate())
 }
 
 // Sizes stay within bounds, and an empty filter holds nothing.
 func TestBloomSizes(t *testing.T) {
 	for _, capacity := range []int{-1, 0, 1, 63, 64, 1000} {
-		b := newBloom(capacity)
+		b := NewBloom(capacity)
 		if b.m == 0 || b.m%64 != 0 || uint64(len(b.words))*64 != b.m {
-			t.Errorf("newBloom(%d): %d bits in %d words", capacity, b.m, len(b.words))
+			t.Errorf("NewBloom(%d): %d bits in %d words", capacity, b.m, len(b.words))
 		}
-		if b.has("abc1234") || b.fpRate() != 0 {
-			t.Errorf("newBloom(%d) is not empty", capacity)
+		if b.Has("abc1234") || b.FPRate() != 0 {
+			t.Errorf("NewBloom(%d) is not empty", capacity)
 		}
 	}
 }
@@ -80,14 +80,14 @@ func TestBloomSizes(t *testing.T) {
 func TestBloomSeeded(t *testing.T) {
 	const n = 2000
 	codes := testCodes(t, n+50_000)
-	a, b := newBloom(n/3), newBloom(n/3) // overfull: about 20% false positives
+	a, b := NewBloom(n/3), NewBloom(n/3) // overfull: about 20% false positives
 	for _, c := range codes[:n] {
-		a.add(c)
-		b.add(c)
+		a.Add(c)
+		b.Add(c)
 	}
 	both, onlyOne := 0, 0
 	for _, c := range codes[n:] {
-		switch x, y := a.has(c), b.has(c); {
+		switch x, y := a.Has(c), b.Has(c); {
 		case x && y:
 			both++
 		case x != y:
@@ -103,13 +103,13 @@ func TestBloomSeeded(t *testing.T) {
 // every test that starts after its add returned.
 func TestBloomConcurrent(t *testing.T) {
 	codes := testCodes(t, 20_000)
-	b := newBloom(len(codes))
+	b := NewBloom(len(codes))
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
 			for i := w; i < len(codes); i += 4 {
-				b.add(codes[i])
-				if !b.has(codes[i]) {
+				b.Add(codes[i])
+				if !b.Has(codes[i]) {
 					t.Errorf("has(%q) = false right after add", codes[i])
 					return
 				}
@@ -118,12 +118,12 @@ func TestBloomConcurrent(t *testing.T) {
 	}
 	wg.Go(func() {
 		for _, c := range codes {
-			b.has(c)
+			b.Has(c)
 		}
 	})
 	wg.Wait()
 	for _, c := range codes {
-		if !b.has(c) {
+		if !b.Has(c) {
 			t.Fatalf("has(%q) = false", c)
 		}
 	}
@@ -132,9 +132,9 @@ func TestBloomConcurrent(t *testing.T) {
 func BenchmarkBloomHas(b *testing.B) {
 	const n = 1_000_000
 	codes := testCodes(b, n+10_000)
-	f := newBloom(n)
+	f := NewBloom(n)
 	for _, c := range codes[:n] {
-		f.add(c)
+		f.Add(c)
 	}
 	for _, bc := range []struct {
 		name  string
@@ -144,7 +144,7 @@ func BenchmarkBloomHas(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				f.has(bc.codes[i%len(bc.codes)])
+				f.Has(bc.codes[i%len(bc.codes)])
 				i++
 			}
 		})

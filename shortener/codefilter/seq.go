@@ -1,13 +1,26 @@
-package shortener
+package codefilter
 
-import "github.com/edgekit/caddy-edgekit/shortener/link"
+import (
+	"time"
 
-// seqCursor is the delta sync's position in the creation order: the
+	"github.com/edgekit/caddy-edgekit/shortener/link"
+)
+
+// A skipped sequence number is looked for again for SeqGapGrace: a
+// writer's transaction may commit after a later one. A number still
+// missing after that is taken for a failed insert (a taken code, a
+// rollback); a transaction open longer is found by the next rebuild.
+const (
+	SeqGapGrace = time.Minute
+	MaxSeqGaps  = 256 // ranges of missing numbers tracked; the oldest go first
+)
+
+// SeqCursor is the delta sync's position in the creation order: the
 // highest sequence number seen, and the numbers below it not seen yet
 // (gaps). A gap is either a failed insert, which never fills, or a writer
 // that took its number before a later one committed; so each is looked for
-// again, by reading from just below the oldest one, for seqGapGrace.
-type seqCursor struct {
+// again, by reading from just below the oldest one, for SeqGapGrace.
+type SeqCursor struct {
 	top  int64
 	gaps []seqGap // ascending, disjoint, all below top
 }
@@ -19,12 +32,12 @@ type seqGap struct {
 	since  int64
 }
 
-// from returns where the next sync reads from (exclusive), after dropping
-// the gaps older than seqGapGrace at now.
-func (c *seqCursor) from(now int64) int64 {
+// From returns where the next sync reads from (exclusive), after dropping
+// the gaps older than SeqGapGrace at now.
+func (c *SeqCursor) From(now int64) int64 {
 	keep := c.gaps[:0]
 	for _, g := range c.gaps {
-		if now-g.since <= int64(seqGapGrace) {
+		if now-g.since <= int64(SeqGapGrace) {
 			keep = append(keep, g)
 		}
 	}
@@ -36,10 +49,10 @@ func (c *seqCursor) from(now int64) int64 {
 	return c.top
 }
 
-// saw records one page of a sync that read from from(): page ascending by
+// Saw records one page of a sync that read from From(): page ascending by
 // Seq. Numbers it holds leave their gap; numbers it skips above top become
 // gaps missed at now.
-func (c *seqCursor) saw(page []link.SeqCode, now int64) {
+func (c *SeqCursor) Saw(page []link.SeqCode, now int64) {
 	if len(page) == 0 {
 		return
 	}
@@ -68,8 +81,14 @@ func (c *seqCursor) saw(page []link.SeqCode, now int64) {
 		}
 		c.top = sc.Seq
 	}
-	if len(gaps) > maxSeqGaps {
-		gaps = gaps[len(gaps)-maxSeqGaps:]
+	if len(gaps) > MaxSeqGaps {
+		gaps = gaps[len(gaps)-MaxSeqGaps:]
 	}
 	c.gaps = gaps
 }
+
+// Place puts a new cursor at top: the numbers up to it count as seen.
+func (c *SeqCursor) Place(top int64) { c.top = top }
+
+// Top is the highest sequence number seen.
+func (c *SeqCursor) Top() int64 { return c.top }

@@ -1,4 +1,4 @@
-package shortener
+package codefilter
 
 import (
 	"hash/maphash"
@@ -9,21 +9,22 @@ import (
 
 // Bloom filter parameters: 15 bits and 10 probes per code. At capacity a
 // code never added tests positive with probability (1-e^(-10/15))^10 ≈
-// 0.07%; a filter is rebuilt larger before it passes filterMaxFP.
+// 0.07%; the handler rebuilds a filter larger before it passes its
+// false-positive bound.
 const (
-	bloomBitsPerCode = 15
+	BloomBitsPerCode = 15
 	bloomProbes      = 10
-	bloomMaxCapacity = 1 << 31 // 4 GiB of bits; far beyond any real store
+	BloomMaxCapacity = 1 << 31 // 4 GiB of bits; far beyond any real store
 )
 
-// bloom is a Bloom filter of codes. Adds and tests are lock-free (atomic
+// Bloom is a Bloom filter of codes. Adds and tests are lock-free (atomic
 // words), so a lookup never waits for the sync that fills the filter, and
 // a test never misses a code whose add has returned.
 //
 // Codes are hashed with hash/maphash under a seed drawn per filter: which
 // codes share bits (the false positives) cannot be worked out outside the
 // process, so a scanner cannot pick codes that pass.
-type bloom struct {
+type Bloom struct {
 	words    []atomic.Uint64
 	m        uint64 // bits
 	capacity int    // codes it was sized for
@@ -31,23 +32,23 @@ type bloom struct {
 	set      atomic.Uint64 // bits set, for fpRate
 }
 
-// newBloom returns an empty filter sized for capacity codes.
-func newBloom(capacity int) *bloom {
-	capacity = min(max(capacity, 1), bloomMaxCapacity)
-	m := (uint64(capacity)*bloomBitsPerCode + 63) &^ 63
-	return &bloom{words: make([]atomic.Uint64, m/64), m: m, capacity: capacity, seed: maphash.MakeSeed()}
+// NewBloom returns an empty filter sized for capacity codes.
+func NewBloom(capacity int) *Bloom {
+	capacity = min(max(capacity, 1), BloomMaxCapacity)
+	m := (uint64(capacity)*BloomBitsPerCode + 63) &^ 63
+	return &Bloom{words: make([]atomic.Uint64, m/64), m: m, capacity: capacity, seed: maphash.MakeSeed()}
 }
 
 // probe returns the first hash of code and the stride between its probes
 // (double hashing: probe i is h1 + i*h2, reduced to [0, m) by a
 // multiply-high, which needs no division).
-func (b *bloom) probe(code string) (h1, h2 uint64) {
+func (b *Bloom) probe(code string) (h1, h2 uint64) {
 	h := maphash.String(b.seed, code)
 	return h, mix64(h) | 1
 }
 
-// add records code.
-func (b *bloom) add(code string) {
+// Add records code.
+func (b *Bloom) Add(code string) {
 	h, d := b.probe(code)
 	for range bloomProbes {
 		i, _ := bits.Mul64(h, b.m)
@@ -61,9 +62,9 @@ func (b *bloom) add(code string) {
 	}
 }
 
-// has reports whether code may have been added: always true for a code
+// Has reports whether code may have been added: always true for a code
 // that was.
-func (b *bloom) has(code string) bool {
+func (b *Bloom) Has(code string) bool {
 	h, d := b.probe(code)
 	for range bloomProbes {
 		i, _ := bits.Mul64(h, b.m)
@@ -75,14 +76,14 @@ func (b *bloom) has(code string) bool {
 	return true
 }
 
-// fpRate estimates the probability that a code never added tests
+// FPRate estimates the probability that a code never added tests
 // positive, from the share of bits set.
-func (b *bloom) fpRate() float64 {
+func (b *Bloom) FPRate() float64 {
 	return math.Pow(float64(b.set.Load())/float64(b.m), bloomProbes)
 }
 
-// bytes is the memory of the bit array.
-func (b *bloom) bytes() int64 { return int64(b.m / 8) }
+// Bytes is the memory of the bit array.
+func (b *Bloom) Bytes() int64 { return int64(b.m / 8) }
 
 // mix64 is SplitMix64's finalizer: a bijection that spreads every input
 // bit over the output, so the stride looks independent of h1.
