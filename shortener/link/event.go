@@ -42,6 +42,9 @@ type EventLog interface {
 	// place before one already read, so reading from the last cursor
 	// misses none. The zero cursor is the log's start.
 	EventsAfter(ctx context.Context, after EventCursor, limit int) ([]Event, EventCursor, error)
+	// EventsEnd returns the cursor of the log's end: EventsAfter from it
+	// reads only events not yet readable now.
+	EventsEnd(ctx context.Context) (EventCursor, error)
 }
 
 // EventCursor is a place in an EventLog: events are ordered by Tx, then

@@ -125,6 +125,21 @@ func (s *EmbeddedStore) EventsAfter(ctx context.Context, after link.EventCursor,
 	return events, after, nil
 }
 
+// EventsEnd implements link.EventLog: the events bucket's last number.
+func (s *EmbeddedStore) EventsEnd(ctx context.Context) (link.EventCursor, error) {
+	var c link.EventCursor
+	if err := ctx.Err(); err != nil {
+		return c, err
+	}
+	err := s.Db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(embeddedEvents); b != nil {
+			c.Seq = int64(b.Sequence())
+		}
+		return nil
+	})
+	return c, err
+}
+
 func decodeEvent(k, v []byte) (link.Event, error) {
 	var ee embeddedEvent
 	if err := json.Unmarshal(v, &ee); err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -126,6 +127,21 @@ func (s *PostgresStore) EventsAfter(ctx context.Context, after link.EventCursor,
 		after = events[len(events)-1].Cursor
 	}
 	return events, after, nil
+}
+
+// EventsEnd implements link.EventLog: the last event EventsAfter can read
+// now.
+func (s *PostgresStore) EventsEnd(ctx context.Context) (link.EventCursor, error) {
+	var c link.EventCursor
+	err := s.Pool.QueryRow(ctx, `SELECT tx::text::bigint, seq FROM shortener_events
+		WHERE tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY tx DESC, seq DESC LIMIT 1`).Scan(&c.Tx, &c.Seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return link.EventCursor{}, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("reading link events: %w", err)
+	}
+	return c, nil
 }
 
 // maxEventPage bounds one EventsAfter.

@@ -283,3 +283,51 @@ func TestClickEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestEventsEnd: the end of the log is its last readable event; reading
+// after it gets only what is recorded later.
+func TestEventsEnd(t *testing.T) {
+	for name, s := range openEventStores(t, true) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			if end, err := s.EventsEnd(ctx); err != nil || end != (link.EventCursor{}) {
+				t.Fatalf("an empty log's end: %v, %v", end, err)
+			}
+			for _, c := range []string{"end-a", "end-b"} {
+				if err := s.Create(ctx, link.Link{Code: c, LongURL: "https://example.com/"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var end link.EventCursor
+			for deadline := time.Now().Add(30 * time.Second); end == (link.EventCursor{}) || len(readEventsFrom(t, s, end)) > 0; {
+				var err error
+				if end, err = s.EventsEnd(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the end never reached the two events")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := s.Create(ctx, link.Link{Code: "end-c", LongURL: "https://example.com/"}); err != nil {
+				t.Fatal(err)
+			}
+			var after []link.Event
+			for deadline := time.Now().Add(30 * time.Second); len(after) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				after = readEventsFrom(t, s, end)
+			}
+			if len(after) != 1 || after[0].Code != "end-c" {
+				t.Errorf("after the end: %+v, want end-c alone", after)
+			}
+		})
+	}
+}
+
+func readEventsFrom(t *testing.T, s link.EventLog, from link.EventCursor) []link.Event {
+	t.Helper()
+	evs, _, err := s.EventsAfter(context.Background(), from, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
