@@ -52,7 +52,10 @@ func (h *Handler) answerAPI(w http.ResponseWriter, err error) {
 		return
 	}
 	var ae apiError
-	if !errors.As(err, &ae) {
+	var se interface{ HTTPStatus() int }
+	if errors.As(err, &se) {
+		ae = apiError{se.HTTPStatus(), err.Error()}
+	} else if !errors.As(err, &ae) {
 		h.logger.Error("shortener api", zap.Error(err))
 		ae = apiError{http.StatusInternalServerError, "internal error"}
 	}
@@ -101,6 +104,8 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on rules/preview", r.Method)
 		}
 		return h.apiPreview(w, r)
+	case rest == "/webhooks" || strings.HasPrefix(rest, "/webhooks/"):
+		return h.serveWebhooks(w, r, rest)
 	case rest == "/stats":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

@@ -66,6 +66,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    not_found_redirect <url>
 //	    root_redirect <url>
 //	    app_links     { apple_app_site_association <file>; assetlinks <file> }
+//	    webhooks      [{ allow_private <prefix...>; timeout <d>; concurrency <n>; retention <d> }]
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
@@ -127,6 +128,7 @@ var handlerBlock = cfparse.Block[reading]{
 		"not_found_redirect":      (*reading).unmarshalNotFoundRedirect,
 		"root_redirect":           (*reading).unmarshalRootRedirect,
 		"app_links":               (*reading).unmarshalAppLinks,
+		"webhooks":                (*reading).unmarshalWebhooks,
 	},
 }
 

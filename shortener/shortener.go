@@ -286,6 +286,7 @@ type Handler struct {
 	CodeFilterSync caddy.Duration `json:"code_filter_sync,omitempty"`
 
 	destinations // rules, variants and app links (destinations.go)
+	webhooks     // signed webhooks (webhooks.go)
 
 	store        link.Store
 	ownStore     func() error // releases what Provision opened for the store
@@ -391,7 +392,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return err
 		}
 	}
-	return h.provisionDestinations(ctx)
+	if err := h.provisionDestinations(ctx); err != nil {
+		return err
+	}
+	return h.provisionWebhooks(ctx)
 }
 
 func (h *Handler) setDefaults() {
@@ -448,6 +452,7 @@ const clicksCloseTimeout = 5 * time.Second
 // share of the pooled one).
 func (h *Handler) Cleanup() error {
 	var errs []error
+	h.stopWebhooks()
 	if h.clicks != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), clicksCloseTimeout)
 		h.clicks.Drain(ctx) // redirects still in flight on a reload

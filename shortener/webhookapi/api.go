@@ -19,8 +19,9 @@ type API struct {
 	Log    link.EventLog // new endpoints start at its end
 	Client *webhook.Client
 	// CheckURL applies the handler's URL policy to an endpoint's URL (the
-	// same as a link's, private targets judged by Client.Allow instead).
-	CheckURL func(raw string) error
+	// same as a link's, private targets judged by Client.Allow instead)
+	// and returns it in canonical form (an IDNA host), which is stored.
+	CheckURL func(raw string) (string, error)
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 	// Changed, when set, is called after every change of an endpoint (so
@@ -154,10 +155,6 @@ func (a *API) changed() {
 
 // readBody reads at most MaxBody bytes of a JSON body.
 func readBody(r *http.Request) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") &&
-		!strings.HasPrefix(ct, "application/merge-patch+json") {
-		return nil, errorf(http.StatusUnsupportedMediaType, "the body must be JSON (Content-Type: application/json)")
-	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
 	if err != nil {
 		return nil, errorf(http.StatusBadRequest, "reading the body: %v", err)

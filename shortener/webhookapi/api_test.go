@@ -38,11 +38,11 @@ func newFixture(t testing.TB, allowLoopback bool) *fixture {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	t.Cleanup(srv.Close)
 	return &fixture{t: t, store: s, url: srv.URL + "/hook",
-		api: &webhookapi.API{Store: s, Log: s, Client: c, CheckURL: func(u string) error {
+		api: &webhookapi.API{Store: s, Log: s, Client: c, CheckURL: func(u string) (string, error) {
 			if strings.Contains(u, "denied.example") {
-				return fmt.Errorf("the host denied.example is denied")
+				return "", fmt.Errorf("the host denied.example is denied")
 			}
-			return nil
+			return u, nil
 		}}}
 }
 
@@ -162,7 +162,7 @@ func TestEndpointRefusals(t *testing.T) {
 	}
 	private := newFixture(t, false)
 	st, got, _ := private.do("POST", "/webhooks", `{"url":`+u+`,"types":["click"]}`, true)
-	if st != 400 || !strings.Contains(fmt.Sprint(got["error"]), "private or reserved") {
+	if st != 400 || !strings.Contains(fmt.Sprint(got["error"]), "no address the handler may reach") {
 		t.Errorf("a loopback target: %d %v", st, got)
 	}
 	st, _, _ = f.do("POST", "/webhooks", `{"url":`+u+`,"types":["click"],"description":"`+strings.Repeat("x", webhookapi.MaxBody)+`"}`, true)

@@ -2,7 +2,9 @@ package webhookapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -24,7 +26,7 @@ func bad(format string, args ...any) error { return errorf(http.StatusBadRequest
 // judge checks an endpoint as it would be saved; the first problem is a
 // 400 naming its field.
 func (a *API) judge(ctx context.Context, e *webhook.Endpoint) error {
-	if err := a.judgeURL(ctx, e.URL); err != nil {
+	if err := a.judgeURL(ctx, &e.URL); err != nil {
 		return err
 	}
 	if err := link.CheckText("description", e.Description, webhook.MaxDescription, false); err != nil {
@@ -48,20 +50,31 @@ func (a *API) judge(ctx context.Context, e *webhook.Endpoint) error {
 	return nil
 }
 
-func (a *API) judgeURL(ctx context.Context, u string) error {
+// judgeURL judges an endpoint's URL and puts it in canonical form.
+func (a *API) judgeURL(ctx context.Context, u *string) error {
 	switch {
-	case u == "":
+	case *u == "":
 		return bad("url: required")
-	case len(u) > MaxURL:
-		return bad("url: %d bytes, at most %d are allowed", len(u), MaxURL)
+	case len(*u) > MaxURL:
+		return bad("url: %d bytes, at most %d are allowed", len(*u), MaxURL)
 	}
 	if a.CheckURL != nil {
-		if err := a.CheckURL(u); err != nil {
-			return bad("url: %v", err)
+		canon, err := a.CheckURL(*u)
+		if err != nil {
+			// The policy names the field as a link's; this one is url.
+			return bad("url: %s", strings.TrimPrefix(err.Error(), "long_url "))
 		}
+		*u = canon
 	}
-	if err := a.Client.CheckTarget(ctx, u); err != nil {
-		return bad("url: %v", err)
+	if err := a.Client.CheckTarget(ctx, *u); err != nil {
+		if errors.Is(err, webhook.ErrForbiddenAddress) {
+			host := *u
+			if p, perr := url.Parse(*u); perr == nil {
+				host = p.Hostname()
+			}
+			return bad("url: host '%s' has no address the handler may reach: private or reserved, and not in allow_private", host)
+		}
+		return bad("url: %s", strings.TrimPrefix(err.Error(), "webhook: "))
 	}
 	return nil
 }

@@ -1,0 +1,121 @@
+package shortener
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/edgekit/caddy-edgekit/shortener/webhook"
+)
+
+// hookReceiver records the signed messages it gets.
+type hookReceiver struct {
+	mu     sync.Mutex
+	secret webhook.Secret
+	got    []map[string]any
+	bad    []string
+}
+
+func (rc *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if err := webhook.Verify(r.Header, body, time.Now(), rc.secret); err != nil {
+		rc.bad = append(rc.bad, err.Error())
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	var p map[string]any
+	_ = json.Unmarshal(body, &p)
+	rc.got = append(rc.got, p)
+}
+
+func (rc *hookReceiver) types() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var out []string
+	for _, p := range rc.got {
+		out = append(out, p["type"].(string))
+	}
+	return out
+}
+
+// TestWebhooksThroughTheHandler: an endpoint made through the API gets
+// the link's creation and its click, signed with the secret the API
+// showed once, as the API and /stats show them; a read key may not see
+// webhooks, and a handler without the block answers 404.
+func TestWebhooksThroughTheHandler(t *testing.T) {
+	rc := &hookReceiver{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	h := newHandler(t, embeddedStore(t), func(h *Handler) {
+		h.APIReadKeys = []string{testReadKey}
+		h.ClicksInterval = caddy.Duration(20 * time.Millisecond)
+		h.Webhooks = &WebhooksConfig{AllowPrivate: []string{"127.0.0.0/8"}, Timeout: caddy.Duration(2 * time.Second)}
+		h.DenyHosts = []string{"evil.example"}
+	})
+	// Refusals the document states by example (the harness checks each).
+	for _, body := range []string{`{"url":"http://10.1.2.3/in","types":["click"]}`, `{"url":"https://evil.example/in","types":["click"]}`} {
+		if w := serve(t, h, "POST", "/api/webhooks", body, auth()...); w.Code != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", body, w.Code, w.Body)
+		}
+	}
+	w := serve(t, h, "POST", "/api/webhooks", `{"url":"`+srv.URL+`/in","types":["link.created","click"]}`, auth()...)
+	if w.Code != http.StatusCreated {
+		t.Fatalf("create endpoint: %d %s", w.Code, w.Body)
+	}
+	var ep struct{ ID, Secret string }
+	_ = json.Unmarshal(w.Body.Bytes(), &ep)
+	s, err := webhook.ParseSecret(ep.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.mu.Lock()
+	rc.secret = s
+	rc.mu.Unlock()
+	if r := serve(t, h, "POST", "/api/webhooks/"+ep.ID+"/replay", `{"since":"yesterday"}`, auth()...); r.Code != http.StatusBadRequest {
+		t.Errorf("replay since yesterday: %d", r.Code)
+	}
+	if r := serve(t, h, "GET", "/api/webhooks", "", "Authorization", "Bearer "+testReadKey); r.Code != http.StatusForbidden {
+		t.Errorf("a read key listed webhooks: %d", r.Code)
+	}
+	l := create(t, h, `{"long_url":"https://example.com/hooked","code":"hooked"}`)
+	serve(t, h, "GET", "/hooked", "", "User-Agent", firefoxUA)
+	eventually(t, 20*time.Second, "the link's creation and its click arrive", func() bool {
+		got := rc.types()
+		slices.Sort(got)
+		return strings.Join(got, ",") == "click,link.created"
+	})
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.bad) > 0 {
+		t.Errorf("unverified messages: %v", rc.bad)
+	}
+	data := map[string]map[string]any{} // by type: they may arrive in either order
+	for _, p := range rc.got {
+		data[p["type"].(string)] = p["data"].(map[string]any)
+	}
+	created, click := data["link.created"], data["click"]
+	for _, p := range rc.got {
+		b, _ := json.Marshal(p)
+		t.Logf("received %s", b)
+	}
+	if created["code"] != l.Code || created["long_url"] != "https://example.com/hooked" || created["short_url"] != "/hooked" {
+		t.Errorf("link.created data: %v", created)
+	}
+	if click["code"] != "hooked" || click["device"] != "desktop" || click["browser"] != "firefox" || click["bot"] != false {
+		t.Errorf("click data: %v", click)
+	}
+	off := newHandler(t, embeddedStore(t), nil)
+	if r := serve(t, off, "GET", "/api/webhooks", "", auth()...); r.Code != http.StatusNotFound {
+		t.Errorf("webhooks off: %d", r.Code)
+	}
+}
