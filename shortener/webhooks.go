@@ -41,6 +41,7 @@ type webhooks struct {
 	hookStore  webhookStore
 	hookClicks *atomic.Bool // the click sink's Events: on while an endpoint takes clicks
 	hookTags   *otter.Cache[string, []string]
+	hookStats  *webhookMetrics
 }
 
 // WebhooksConfig configures webhook delivery.
@@ -66,6 +67,7 @@ const (
 	MaxWebhookTimeout       = time.Minute
 	MaxWebhookConcurrency   = 64
 	webhookPruneEvery       = time.Hour
+	webhookBacklogEvery     = 15 * time.Second
 )
 
 // webhookStore is a store that keeps webhooks beside its outbox.
@@ -105,8 +107,16 @@ func (h *Handler) provisionWebhooks(ctx caddy.Context) error {
 	h.hookTags = otter.Must(&otter.Options[string, []string]{MaximumSize: 10000, ExpiryCalculator: otter.ExpiryWriting[string, []string](time.Minute)})
 	h.hookAPI = &webhookapi.API{Store: h.hookStore, Log: h.hookStore, Client: client, Now: h.now, Changed: h.webhooksChanged,
 		CheckURL: func(raw string) (string, error) { return policy.Check(raw) }}
+	if h.hookStats, err = newWebhookMetrics(ctx.GetMetricsRegistry()); err != nil {
+		return fmt.Errorf("shortener webhooks metrics: %w", err)
+	}
 	d := &webhook.Dispatcher{Store: h.hookStore, Log: h.hookStore, Client: client, Render: h.renderEvent, Owner: instanceName(),
-		Concurrency: cfg.Concurrency, OnError: func(id string, err error) {
+		Concurrency: cfg.Concurrency,
+		Observe: func(_ string, _ webhook.Attempt, o webhook.Outcome) {
+			h.hookStats.attempts.WithLabelValues(o.String()).Inc()
+		},
+		OnError: func(id string, err error) {
+			h.hookStats.errors.Inc()
 			h.logger.Warn("webhook delivery", zap.String("endpoint", id), zap.Error(err))
 		}}
 	h.webhooksChanged()
@@ -114,7 +124,7 @@ func (h *Handler) provisionWebhooks(ctx caddy.Context) error {
 	h.hookStop, h.hookDone = stop, make(chan struct{})
 	go func() {
 		defer close(h.hookDone)
-		go h.pruneWebhooks(run)
+		go h.maintainWebhooks(run)
 		d.Run(run)
 	}()
 	return nil

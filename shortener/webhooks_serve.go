@@ -70,17 +70,27 @@ func (h *Handler) hookLink(l link.Link) link.Response {
 	return out
 }
 
-// pruneWebhooks deletes what the retention lets go, hourly.
-func (h *Handler) pruneWebhooks(ctx context.Context) {
+// maintainWebhooks reads the backlog for the metrics every
+// webhookBacklogEvery and deletes what the retention lets go, hourly.
+func (h *Handler) maintainWebhooks(ctx context.Context) {
 	keep := time.Duration(h.Webhooks.Retention)
 	if keep <= 0 {
 		keep = DefaultWebhookRetention
 	}
-	t := time.NewTicker(webhookPruneEvery)
+	t := time.NewTicker(webhookBacklogEvery)
 	defer t.Stop()
+	var pruned time.Time
 	for {
-		if err := h.hookStore.Prune(ctx, h.now().Add(-keep)); err != nil && ctx.Err() == nil {
-			h.logger.Warn("webhooks: pruning", zap.Error(err))
+		if now := h.now(); now.Sub(pruned) >= webhookPruneEvery {
+			pruned = now
+			if err := h.hookStore.Prune(ctx, now.Add(-keep)); err != nil && ctx.Err() == nil {
+				h.logger.Warn("webhooks: pruning", zap.Error(err))
+			}
+		}
+		if b, err := h.hookStore.Backlog(ctx); err == nil {
+			h.hookStats.observe(b, h.now())
+		} else if ctx.Err() == nil {
+			h.hookStats.errors.Inc()
 		}
 		select {
 		case <-ctx.Done():

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/edgekit/caddy-edgekit/shortener/webhook"
 )
@@ -114,8 +116,43 @@ func TestWebhooksThroughTheHandler(t *testing.T) {
 	if click["code"] != "hooked" || click["device"] != "desktop" || click["browser"] != "firefox" || click["bot"] != false {
 		t.Errorf("click data: %v", click)
 	}
+	if n := sample(h.hookStats.attempts.WithLabelValues("delivered")); n != 2 {
+		t.Errorf("delivered attempts counted: %v, want 2", n)
+	}
 	off := newHandler(t, embeddedStore(t), nil)
 	if r := serve(t, off, "GET", "/api/webhooks", "", auth()...); r.Code != http.StatusNotFound {
 		t.Errorf("webhooks off: %d", r.Code)
 	}
+}
+
+// TestWebhookMetricsObserve: the backlog gauges read ages against now,
+// zero for nothing waiting.
+func TestWebhookMetricsObserve(t *testing.T) {
+	m, err := newWebhookMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	m.observe(webhook.Backlog{Pending: 3, OldestPending: now.Add(-90 * time.Second), Events: 40, OldestEvent: now.Add(-time.Hour)}, now)
+	for g, want := range map[string]float64{"pending": 3, "pendingAge": 90, "events": 40, "eventsAge": 3600} {
+		got := map[string]float64{"pending": sample(m.pending), "pendingAge": sample(m.pendingAge),
+			"events": sample(m.events), "eventsAge": sample(m.eventsAge)}[g]
+		if got != want {
+			t.Errorf("%s = %v, want %v", g, got, want)
+		}
+	}
+	m.observe(webhook.Backlog{}, now)
+	if sample(m.pendingAge) != 0 || sample(m.eventsAge) != 0 {
+		t.Error("ages of nothing are not 0")
+	}
+}
+
+// sample is a counter's or gauge's value.
+func sample(c prometheus.Metric) float64 {
+	var m dto.Metric
+	_ = c.Write(&m)
+	if m.GetCounter() != nil {
+		return m.GetCounter().GetValue()
+	}
+	return m.GetGauge().GetValue()
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -341,6 +342,50 @@ func pruneEvents(tx *bolt.Tx, cut int64) error {
 		}
 	}
 	return nil
+}
+
+// Backlog implements webhook.Store: a walk of the due index, the events
+// bucket's size and first event.
+func (s *EmbeddedStore) Backlog(ctx context.Context) (webhook.Backlog, error) {
+	var b webhook.Backlog
+	err := s.viewHooks(ctx, func(tx *bolt.Tx) error {
+		oldest := int64(0)
+		if err := tx.Bucket(embeddedHookDue).ForEach(func(k, _ []byte) error {
+			i := bytes.IndexByte(k, 0)
+			m, err := readMessage(tx, string(k[:i]), string(k[i+9:]))
+			if err != nil {
+				return err
+			}
+			b.Pending++
+			if oldest == 0 || m.MadeAt < oldest {
+				oldest = m.MadeAt
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if oldest != 0 {
+			b.OldestPending = link.FromMicros(oldest)
+		}
+		return nil
+	})
+	if err != nil {
+		return b, err
+	}
+	err = s.Db.View(func(tx *bolt.Tx) error {
+		if ev := tx.Bucket(embeddedEvents); ev != nil {
+			b.Events = int64(ev.Stats().KeyN)
+			if k, v := ev.Cursor().First(); k != nil {
+				e, err := decodeEvent(k, v)
+				if err != nil {
+					return err
+				}
+				b.OldestEvent = e.At
+			}
+		}
+		return nil
+	})
+	return b, err
 }
 
 var _ webhook.Store = (*EmbeddedStore)(nil)

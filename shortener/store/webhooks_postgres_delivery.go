@@ -213,4 +213,21 @@ func (s *PostgresStore) Prune(ctx context.Context, cutoff time.Time) error {
 	return nil
 }
 
+// Backlog implements webhook.Store: counts through the indexes, the
+// outbox's size from the planner's statistics (no scan).
+func (s *PostgresStore) Backlog(ctx context.Context) (webhook.Backlog, error) {
+	var b webhook.Backlog
+	var oldestPending, oldestEvent *time.Time
+	err := s.Pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM shortener_webhook_messages WHERE state = 'pending'),
+		(SELECT min(made_at) FROM shortener_webhook_messages WHERE state = 'pending'),
+		(SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'shortener_events'::regclass),
+		(SELECT min(at) FROM shortener_events)`).Scan(&b.Pending, &oldestPending, &b.Events, &oldestEvent)
+	if err != nil {
+		return b, fmt.Errorf("reading the webhook backlog: %w", err)
+	}
+	b.OldestPending, b.OldestEvent = utcOrZero(oldestPending), utcOrZero(oldestEvent)
+	return b, nil
+}
+
 var _ webhook.Store = (*PostgresStore)(nil)

@@ -246,3 +246,42 @@ func webhookMessages(t *testing.T, s webhook.Store) {
 		t.Errorf("after pruning, %d messages left, want the 2 pending", len(left))
 	}
 }
+
+// TestWebhookBacklog: the pending messages and the outbox, as the
+// metrics read them.
+func TestWebhookBacklog(t *testing.T) {
+	pg := openPostgres(t).(*store.PostgresStore)
+	em := openEmbedded(t).(*store.EmbeddedStore)
+	for name, s := range map[string]interface {
+		webhook.Store
+		link.Store
+	}{"postgres": pg, "embedded": em} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			if b, err := s.Backlog(ctx); err != nil || b.Pending != 0 || !b.OldestPending.IsZero() || !b.OldestEvent.IsZero() {
+				t.Fatalf("an empty backlog: %+v, %v", b, err)
+			}
+			pg.Events, em.Events = true, true
+			if err := s.Create(ctx, link.Link{Code: "bl-a", LongURL: "https://example.com/"}); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			e := newEndpoint(now)
+			if err := s.CreateEndpoint(ctx, e, link.EventCursor{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, ok, err := s.Lease(ctx, e.ID, "me", time.Minute); !ok || err != nil {
+				t.Fatal(ok, err)
+			}
+			msgs := []webhook.Message{{ID: webhook.NewID(now), Type: webhook.TypeClick, At: now, Body: []byte(`{}`), Events: 1, NextAt: now},
+				{ID: webhook.NewID(now.Add(time.Millisecond)), Type: webhook.TypeClick, At: now, Body: []byte(`{}`), Events: 1, NextAt: now}}
+			if err := s.Enqueue(ctx, e.ID, "me", msgs, link.EventCursor{}); err != nil {
+				t.Fatal(err)
+			}
+			b, err := s.Backlog(ctx)
+			if err != nil || b.Pending != 2 || time.Since(b.OldestPending) > time.Minute || time.Since(b.OldestEvent) > time.Minute {
+				t.Errorf("backlog %+v, %v", b, err)
+			}
+		})
+	}
+}

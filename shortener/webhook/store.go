@@ -74,6 +74,16 @@ type Store interface {
 	// Prune deletes messages (and their attempts) made before cutoff that
 	// are no longer pending, and outbox events recorded before cutoff.
 	Prune(ctx context.Context, cutoff time.Time) error
+	// Backlog reports what waits: for the metrics.
+	Backlog(ctx context.Context) (Backlog, error)
+}
+
+// Backlog is what waits in a store, for the metrics.
+type Backlog struct {
+	Pending       int64     // messages pending, every endpoint
+	OldestPending time.Time // when the oldest pending message was made; zero for none
+	Events        int64     // outbox events kept (PostgreSQL: the planner's estimate)
+	OldestEvent   time.Time // when the oldest kept event was recorded; zero for none
 }
 
 // Result is one attempt of a message and what it did to the message.
