@@ -68,6 +68,7 @@ const (
 	MaxWebhookConcurrency   = 64
 	webhookPruneEvery       = time.Hour
 	webhookBacklogEvery     = 15 * time.Second
+	webhookExpirySweep      = time.Minute
 )
 
 // webhookStore is a store that keeps webhooks beside its outbox.

@@ -79,8 +79,12 @@ func (h *Handler) maintainWebhooks(ctx context.Context) {
 	}
 	t := time.NewTicker(webhookBacklogEvery)
 	defer t.Stop()
-	var pruned time.Time
+	var pruned, swept time.Time
 	for {
+		if now := h.now(); now.Sub(swept) >= webhookExpirySweep {
+			swept = now
+			h.recordExpired(ctx, now)
+		}
 		if now := h.now(); now.Sub(pruned) >= webhookPruneEvery {
 			pruned = now
 			if err := h.hookStore.Prune(ctx, now.Add(-keep)); err != nil && ctx.Err() == nil {
@@ -97,6 +101,19 @@ func (h *Handler) maintainWebhooks(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// recordExpired records the link.expired events of the links whose expiry
+// passed since the last sweep (any instance's).
+func (h *Handler) recordExpired(ctx context.Context, now time.Time) {
+	xs, ok := h.hookStore.(link.ExpiryLog)
+	if !ok {
+		return
+	}
+	if _, err := xs.RecordExpired(ctx, now); err != nil && ctx.Err() == nil {
+		h.hookStats.errors.Inc()
+		h.logger.Warn("webhooks: recording expired links", zap.Error(err))
 	}
 }
 

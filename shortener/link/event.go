@@ -11,6 +11,7 @@ const (
 	EventUpdated   = "link.updated"
 	EventRevoked   = "link.revoked"
 	EventMaxClicks = "link.max_clicks_reached"
+	EventExpired   = "link.expired"
 )
 
 // Event is one entry of a store's outbox, recorded in the statement or
@@ -45,6 +46,18 @@ type EventLog interface {
 	// EventsEnd returns the cursor of the log's end: EventsAfter from it
 	// reads only events not yet readable now.
 	EventsEnd(ctx context.Context) (EventCursor, error)
+}
+
+// ExpiryLog records link.expired events: a link expires by time, with no
+// write to record it with. Both stores implement it.
+type ExpiryLog interface {
+	// RecordExpired records a link.expired event (at the link's expiry)
+	// for every live link whose expiry is after the store's mark and not
+	// after upTo, and moves the mark to upTo, in one transaction: each
+	// expiry is recorded once, by whichever instance gets there first. The
+	// first call only sets the mark (links that expired before webhooks
+	// were on are not announced). It returns how many it recorded.
+	RecordExpired(ctx context.Context, upTo time.Time) (int, error)
 }
 
 // EventCursor is a place in an EventLog: events are ordered by Tx, then

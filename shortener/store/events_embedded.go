@@ -38,6 +38,11 @@ func recordEvent(tx *bolt.Tx, on bool, typ, code string, rec []byte) error {
 	if !on {
 		return nil
 	}
+	return recordEventAt(tx, typ, code, rec, link.ToMicros(time.Now()))
+}
+
+// recordEventAt appends a link event that happened at (Unix µs).
+func recordEventAt(tx *bolt.Tx, typ, code string, rec []byte, at int64) error {
 	b, err := tx.CreateBucketIfNotExists(embeddedEvents)
 	if err != nil {
 		return err
@@ -46,7 +51,7 @@ func recordEvent(tx *bolt.Tx, on bool, typ, code string, rec []byte) error {
 	if err != nil {
 		return err
 	}
-	v, err := json.Marshal(embeddedEvent{ID: newEventID(), Type: typ, At: link.ToMicros(time.Now()), Code: code, Link: rec})
+	v, err := json.Marshal(embeddedEvent{ID: newEventID(), Type: typ, At: at, Code: code, Link: rec})
 	if err != nil {
 		return err
 	}

@@ -331,3 +331,77 @@ func readEventsFrom(t *testing.T, s link.EventLog, from link.EventCursor) []link
 	}
 	return evs
 }
+
+// TestRecordExpired: the sweep records each live link's expiry once, at
+// its time, from the mark on (the first sweep only sets the mark); racing
+// sweeps record it once between them.
+func TestRecordExpired(t *testing.T) {
+	for name, s := range openEventStores(t, true) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			xs := s.(link.ExpiryLog)
+			t0 := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+			if n, err := xs.RecordExpired(ctx, t0); err != nil || n != 0 {
+				t.Fatalf("the first sweep: %d, %v", n, err)
+			}
+			for code, in := range map[string]time.Duration{"ex-a": time.Second, "ex-b": 2 * time.Second, "ex-c": 10 * time.Second,
+				"ex-r": time.Second, "ex-e": 25 * time.Second} {
+				if err := s.Create(ctx, link.Link{Code: code, LongURL: "https://example.com/", ExpiresAt: t0.Add(in)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Revoke(ctx, "ex-r", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			before := len(readEventsEventually(t, s, 6))
+			for _, step := range []struct {
+				upTo time.Duration
+				want int
+			}{{5 * time.Second, 2}, {5 * time.Second, 0}, {20 * time.Second, 1}} {
+				if n, err := xs.RecordExpired(ctx, t0.Add(step.upTo)); err != nil || n != step.want {
+					t.Fatalf("sweep to +%v: %d, %v; want %d", step.upTo, n, err, step.want)
+				}
+			}
+			var wg sync.WaitGroup
+			var total atomic.Int64
+			for range 8 {
+				wg.Go(func() {
+					n, err := xs.RecordExpired(ctx, t0.Add(30*time.Second))
+					if err != nil {
+						t.Error(err)
+					}
+					total.Add(int64(n))
+				})
+			}
+			wg.Wait()
+			if total.Load() != 1 {
+				t.Errorf("racing sweeps recorded %d expiries of one link", total.Load())
+			}
+			evs := readEventsEventually(t, s, before+4)[before:]
+			want := map[string]time.Duration{"ex-a": time.Second, "ex-b": 2 * time.Second, "ex-c": 10 * time.Second, "ex-e": 25 * time.Second}
+			for _, e := range evs {
+				if e.Type != link.EventExpired || !e.At.Equal(t0.Add(want[e.Code])) || !e.Link.ExpiresAt.Equal(e.At) {
+					t.Errorf("event %s %s at %v", e.Type, e.Code, e.At)
+				}
+				delete(want, e.Code)
+			}
+			if len(want) != 0 {
+				t.Errorf("no link.expired for %v", want)
+			}
+		})
+	}
+}
+
+// readEventsEventually reads the log until it holds at least n events
+// (PostgreSQL: other tests' transactions may hold the xmin back).
+func readEventsEventually(t *testing.T, s link.EventLog, n int) []link.Event {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		evs := readEvents(t, s, 100)
+		if len(evs) >= n || time.Now().After(deadline) {
+			return evs
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
