@@ -13,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 DUR=${BENCH_DURATION:-10s}
 CONNS=${BENCH_CONNECTIONS:-64}
-CASES=${BENCH_CASES:-"1 2 3 4 5 17 6 7 8 9 10 11 12 14 15 18 16"}
+CASES=${BENCH_CASES:-"1 2 3 4 5 17 6 7 8 9 10 11 12 14 15 18 19 16"}
 RATE_DUR=${BENCH_RATE_DURATION:-5s}
 ROUNDS=${BENCH_ROUNDS:-1}
 
@@ -37,6 +37,7 @@ W="$EDGEKIT_TMP/bench"; mkdir -p "$W"
 go run ./bench/geoipdb -o "$W/city.mmdb" || exit 1
 PORT=$(free_port)
 ADMIN=$(free_port)
+HOOK_PORT=$(free_port)
 PREFIX="edgekit-bench-$RANDOM$RANDOM"
 site() { bench_site "$1"; }
 
@@ -201,6 +202,15 @@ case_config() {
 		api /api
 		api_key bench-key-0123456789
 	}" ;;
+  19) NAME="shortener L1 hit, clicks on, a webhook on click (its receiver a site of the same Caddy)"; site "	shortener {
+		store embedded $W/links-$1.db
+		api /api
+		api_key bench-key-0123456789
+		webhooks {
+			allow_private 127.0.0.0/8
+		}
+	}"
+    printf 'http://127.0.0.1:%s {\n\trespond 204\n}\n' "$HOOK_PORT" >>"$W/Caddyfile" ;;
   16) NAME="shortener L1 hit, clicks on, GeoIP, Redis stream, 1,000 UAs Zipf"; site "	shortener {
 		store embedded $W/links-$1.db
 		clicks_geoip $W/city.mmdb
@@ -217,7 +227,7 @@ case_config() {
 # target path per case
 case_path() {
   case $1 in
-  6|7|8|10|15|16|18) echo /bench01 ;;
+  6|7|8|10|15|16|18|19) echo /bench01 ;;
   *) echo / ;;
   esac
 }
@@ -226,12 +236,22 @@ prepare() {
   local body='{"long_url":"https://example.com/landing","code":"bench01"}'
   [ "$1" = 18 ] && body=$(ten_rules)
   case $1 in
-  7|8|10|15|16|18) # 201 the first time, 409 when the case's store already has it
+  7|8|10|15|16|18|19) # 201 the first time, 409 when the case's store already has it
     local st
     st=$(curl -sS -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer bench-key-0123456789' -H 'Content-Type: application/json' \
       -d "$body" "http://127.0.0.1:$PORT/api/links")
-    [ "$st" = 201 ] || [ "$st" = 409 ] || return 1 ;;
+    [ "$st" = 201 ] || [ "$st" = 409 ] || return 1
+    [ "$1" = 19 ] && { webhook_endpoint || return 1; }
+    return 0 ;;
   esac
+}
+
+# Case 19's endpoint: one, on click, made once per store.
+webhook_endpoint() {
+  local auth='Authorization: Bearer bench-key-0123456789'
+  curl -sS -H "$auth" "http://127.0.0.1:$PORT/api/webhooks" | grep -q '"id"' && return 0
+  [ "$(curl -sS -o /dev/null -w '%{http_code}' -H "$auth" -H 'Content-Type: application/json' \
+    -d "{\"url\":\"http://127.0.0.1:$HOOK_PORT/hook\",\"types\":[\"click\"]}" "http://127.0.0.1:$PORT/api/webhooks")" = 201 ]
 }
 
 # Case 18's link: ten rules on device, OS, browser, country and language;
@@ -393,7 +413,7 @@ echo "# make bench: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t2 -c$CONN
 # ratio_of case rps|cpu: the case against its baseline (1 or 6) of the same round.
 ratio_of() {
   local c=$1 ref
-  case $c in 6|7|8|9|10|15|16|18) ref=6 ;; *) ref=1 ;; esac
+  case $c in 6|7|8|9|10|15|16|18|19) ref=6 ;; *) ref=1 ;; esac
   if [ "$2" = rps ]; then
     awk -v a="${RPS[$c]:-0}" -v b="${RPS[$ref]:-0}" 'BEGIN{ if (a>0 && b>0) printf "%.2f", a/b; else print "-" }'
   else
@@ -405,12 +425,17 @@ spread() { tr ' ' '\n' | grep -v '^-*$' | sort -n | awk '{a[NR]=$1} END{ if (NR=
 median() { tr ' ' '\n' | grep -v '^-*$' | sort -n | awk '{a[NR]=$1} END{ if (NR==0) print "-"; else if (NR%2) print a[(NR+1)/2]; else printf "%.2f", (a[NR/2]+a[NR/2+1])/2 }'; }
 declare -A RATIOS CRATIOS CCPUS RCPUS
 T_RATIOS="" T_CRATIOS="" # case 18 against case 15, per round
+H_RATIOS="" H_CRATIOS="" # case 19 against case 10, per round
 for round in $(seq 1 "$ROUNDS"); do
   for c in $CASES; do run_case "$c" || exit 1; done
   for c in $CASES; do
     RATIOS[$c]+=" $(ratio_of "$c" rps)"; CRATIOS[$c]+=" $(ratio_of "$c" cpu)"
     CCPUS[$c]+=" ${CCPU[$c]}"; RCPUS[$c]+=" ${RCPU[$c]}"
   done
+  if [ -n "${RPS[10]:-}" ] && [ -n "${RPS[19]:-}" ]; then
+    H_RATIOS+=" $(awk -v a="${RPS[19]}" -v b="${RPS[10]}" 'BEGIN{printf "%.2f", a/b}')"
+    H_CRATIOS+=" $(awk -v a="${CPU[19]}" -v b="${CPU[10]}" 'BEGIN{ if (a>0) printf "%.2f", b/a; else print "-" }')"
+  fi
   if [ -n "${RPS[15]:-}" ] && [ -n "${RPS[18]:-}" ]; then
     T_RATIOS+=" $(awk -v a="${RPS[18]}" -v b="${RPS[15]}" 'BEGIN{printf "%.2f", a/b}')"
     T_CRATIOS+=" $(awk -v a="${CPU[18]}" -v b="${CPU[15]}" 'BEGIN{ if (a>0) printf "%.2f", b/a; else print "-" }')"
@@ -496,8 +521,9 @@ for c in $CASES; do
   [ "$ROUNDS" -gt 1 ] && med=" $(echo ${RATIOS[$c]} | median) | $(echo ${CRATIOS[$c]} | median) | $(echo ${CCPUS[$c]} | spread) | $(echo ${RCPUS[$c]} | spread) |"
   printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%s\n' "$c" "${NAMES[$c]}" "${RPS[$c]}" "${P50[$c]}" "${P99[$c]}" "$(ratio_of "$c" rps)" "${RP99[$c]:-}" "${CCPU[$c]}" "${RCPU[$c]}" "$(ratio_of "$c" cpu)" "$med"
 done
-echo "ratios: cases 2-5, 11-12, 14 and 17 against case 1 (respond), cases 7-10, 15, 16 and 18 against case 6 (static redir)"
+echo "ratios: cases 2-5, 11-12, 14 and 17 against case 1 (respond), cases 7-10, 15, 16, 18 and 19 against case 6 (static redir)"
 [ -n "$T_RATIOS" ] && echo "targeting: case 18 (10 rules) against case 15 (the same L1 hit without rules): req/s ratio $(echo $T_RATIOS | median) (rounds:$T_RATIOS), CPU ratio $(echo $T_CRATIOS | median) (rounds:$T_CRATIOS); issue 35 asks >= 0.85"
+[ -n "$H_RATIOS" ] && echo "webhooks: case 19 (a webhook on click) against case 10 (clicks without webhooks): req/s ratio $(echo $H_RATIOS | median) (rounds:$H_RATIOS), CPU ratio $(echo $H_CRATIOS | median) (rounds:$H_CRATIOS); issue 36 asks >= 0.95"
 [ -f "$W/pipeline.txt" ] && cat "$W/pipeline.txt"
 echo "CPU: Caddy's and the local Redis' CPU time per request during the wrk run$([ -n "$REDIS_PID" ] && echo " (Redis pid $REDIS_PID)" || echo " (Redis not local: not measured)"); CPU ratio = the baseline's CPU per request / the case's, Caddy's and Redis' together (1.00: costs what the baseline costs)"
 
