@@ -137,8 +137,9 @@ func (d *Dispatcher) fail(endpoint string, err error) {
 // work serves one endpoint while this instance holds its lease, trying
 // for it every Poll while another does.
 func (d *Dispatcher) work(ctx context.Context, id string) {
+	p := pace{now: d.Concurrency, most: d.Concurrency}
 	for ctx.Err() == nil {
-		busy, err := d.round(ctx, id)
+		busy, err := d.round(ctx, id, &p)
 		d.fail(id, err)
 		if busy && err == nil {
 			continue
@@ -153,7 +154,7 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 // round takes or renews the lease, turns the outbox's new events into
 // messages, and sends the due ones. busy: a full page was read or sent,
 // go on at once.
-func (d *Dispatcher) round(ctx context.Context, id string) (busy bool, err error) {
+func (d *Dispatcher) round(ctx context.Context, id string, p *pace) (busy bool, err error) {
 	leased := time.Now() // monotonic: the lease is trusted for LeaseFor from here, less a margin
 	e, cur, ok, err := d.Store.Lease(ctx, id, d.Owner, d.LeaseFor)
 	if err != nil || !ok || e.Disabled {
@@ -163,8 +164,23 @@ func (d *Dispatcher) round(ctx context.Context, id string) (busy bool, err error
 	if err != nil {
 		return false, err
 	}
-	sent, err := d.send(ctx, e, leased)
+	sent, err := d.send(ctx, e, leased, p)
 	return made || sent, err
+}
+
+// pace is an endpoint's deliveries in flight at once: halved when its
+// receiver says it is overloaded (429, 502, 504: Throttle), one more after
+// each round without, up to the Dispatcher's Concurrency.
+type pace struct {
+	now, most int
+}
+
+func (p *pace) after(throttled bool) {
+	if throttled {
+		p.now = max(1, p.now/2)
+	} else if p.now < p.most {
+		p.now++
+	}
 }
 
 // fill reads a page of the outbox after the endpoint's cursor and stores
@@ -187,20 +203,20 @@ func (d *Dispatcher) fill(ctx context.Context, e Endpoint, cur link.EventCursor)
 	return len(events) == d.Page, d.Store.Enqueue(ctx, e.ID, d.Owner, msgs, next)
 }
 
-// send delivers the endpoint's due messages, at most Concurrency at once,
-// and records the attempts. It sends only while the lease, taken at
-// leased, has at least two timeouts left.
-func (d *Dispatcher) send(ctx context.Context, e Endpoint, leased time.Time) (bool, error) {
+// send delivers the endpoint's due messages, at most p.now at once, and
+// records the attempts. It sends only while the lease, taken at leased,
+// has at least two timeouts left.
+func (d *Dispatcher) send(ctx context.Context, e Endpoint, leased time.Time, p *pace) (bool, error) {
 	due, err := d.Store.Due(ctx, e.ID, d.Now(), d.Page)
 	if err != nil || len(due) == 0 {
 		return false, err
 	}
 	deadline := leased.Add(d.LeaseFor - 2*d.timeout())
 	results := make([]Result, len(due))
-	sem := make(chan struct{}, d.Concurrency)
+	sem := make(chan struct{}, p.now)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	disable := ""
+	disable, throttled := "", false
 	n := 0
 	for i, m := range due {
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -211,16 +227,20 @@ func (d *Dispatcher) send(ctx context.Context, e Endpoint, leased time.Time) (bo
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			r, gone := d.attempt(ctx, e, m)
+			r, o := d.attempt(ctx, e, m)
 			results[i] = r
-			if gone != "" {
-				mu.Lock()
-				disable = gone
-				mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
+			switch o {
+			case Disable:
+				disable = "410 Gone at " + r.Attempt.At.UTC().Format(time.RFC3339)
+			case Throttle:
+				throttled = true
 			}
 		}()
 	}
 	wg.Wait()
+	p.after(throttled)
 	if n == 0 {
 		return false, nil
 	}
@@ -235,8 +255,8 @@ func (d *Dispatcher) timeout() time.Duration {
 }
 
 // attempt sends one message and judges the answer: the Result to record
-// and, for a 410, the reason to disable the endpoint.
-func (d *Dispatcher) attempt(ctx context.Context, e Endpoint, m Message) (Result, string) {
+// and the outcome.
+func (d *Dispatcher) attempt(ctx context.Context, e Endpoint, m Message) (Result, Outcome) {
 	now := d.Now()
 	n := m.Attempts + 1
 	res := Result{Attempt: AttemptLog{Message: m.ID, N: n, At: now}}
@@ -258,15 +278,15 @@ func (d *Dispatcher) attempt(ctx context.Context, e Endpoint, m Message) (Result
 	switch o {
 	case Delivered:
 		res.State = StateDelivered
-		return res, ""
+		return res, o
 	case Disable:
 		res.State = StateFailed
-		return res, "410 Gone at " + now.UTC().Format(time.RFC3339)
+		return res, o
 	}
 	if next, ok := d.Retry(n-m.Series, d.Now(), a.RetryAfter); ok {
 		res.State, res.NextAt = StatePending, next
 	} else {
 		res.State = StateFailed
 	}
-	return res, ""
+	return res, o
 }

@@ -153,3 +153,64 @@ func renderLink(_ context.Context, e link.Event) (webhook.Rendered, error) {
 	data, err := json.Marshal(map[string]string{"code": e.Link.Code})
 	return webhook.Rendered{Type: e.Type, At: e.At, Data: data, Code: e.Code, Tags: e.Link.Tags}, err
 }
+
+// TestDispatcherThrottles: a receiver answering 429 to everything sees
+// fewer deliveries at once, down to one.
+func TestDispatcherThrottles(t *testing.T) {
+	s, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Events = true
+	var mu sync.Mutex
+	inFlight, most, requests := 0, 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight++
+		requests++
+		if requests > 200 { // after the pace has had rounds to fall
+			most = max(most, inFlight)
+		}
+		mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	now := time.Now()
+	ep := webhook.Endpoint{ID: webhook.NewEndpointID(), URL: srv.URL, Types: []string{webhook.TypeLinkCreated},
+		Keys: []webhook.Key{{Secret: webhook.NewSecret()}}, CreatedAt: now, UpdatedAt: now}
+	if err := s.CreateEndpoint(ctx, ep, link.EventCursor{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if err := s.Create(ctx, link.Link{Code: fmt.Sprintf("slow-%02d", i), LongURL: "https://example.com/"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := &webhook.Dispatcher{Store: s, Log: s, Owner: "test", Concurrency: 16, Render: renderLink, Poll: 5 * time.Millisecond,
+		Client: &webhook.Client{Timeout: time.Second, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+		Retry:  func(n int, now time.Time, _ time.Duration) (time.Time, bool) { return now, true }}
+	go d.Run(ctx)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := requests
+		mu.Unlock()
+		if n >= 400 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests in 20 s", n)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most != 1 {
+		t.Errorf("a throttling receiver still got %d deliveries at once", most)
+	}
+}
