@@ -202,7 +202,7 @@ case_config() {
 		api /api
 		api_key bench-key-0123456789
 	}" ;;
-  19) NAME="shortener L1 hit, clicks on, a webhook on click (its receiver a site of the same Caddy)"; site "	shortener {
+  19) NAME="shortener L1 hit, clicks on, a webhook on click, batches of 100 (its receiver a site of the same Caddy)"; site "	shortener {
 		store embedded $W/links-$1.db
 		api /api
 		api_key bench-key-0123456789
@@ -251,7 +251,7 @@ webhook_endpoint() {
   local auth='Authorization: Bearer bench-key-0123456789'
   curl -sS -H "$auth" "http://127.0.0.1:$PORT/api/webhooks" | grep -q '"id"' && return 0
   [ "$(curl -sS -o /dev/null -w '%{http_code}' -H "$auth" -H 'Content-Type: application/json' \
-    -d "{\"url\":\"http://127.0.0.1:$HOOK_PORT/hook\",\"types\":[\"click\"]}" "http://127.0.0.1:$PORT/api/webhooks")" = 201 ]
+    -d "{\"url\":\"http://127.0.0.1:$HOOK_PORT/hook\",\"types\":[\"click\"],\"batch\":100,\"batch_wait_ms\":1000}" "http://127.0.0.1:$PORT/api/webhooks")" = 201 ]
 }
 
 # Case 18's link: ten rules on device, OS, browser, country and language;
