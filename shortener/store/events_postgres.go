@@ -39,13 +39,11 @@ func insertClickEvents(ctx context.Context, tx pgx.Tx, batches []clicks.Batch) e
 	var codes []string
 	var ats []time.Time
 	var data []string // JSON texts: pgx sends them as jsonb[]
+	var buf []byte
 	for _, b := range batches {
 		for _, c := range b.Clicks {
-			d, err := json.Marshal(clicks.NewClickEvent(c))
-			if err != nil {
-				return err
-			}
-			codes, ats, data = append(codes, c.Code), append(ats, c.At), append(data, string(d))
+			buf = clicks.NewClickEvent(c).AppendJSON(buf[:0])
+			codes, ats, data = append(codes, c.Code), append(ats, c.At), append(data, string(buf))
 		}
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO shortener_events (type, at, code, data)
