@@ -133,7 +133,7 @@ func testWebhookMessages(t *testing.T, s *server, id string, hits *atomic.Int64)
 	}
 
 	out := squash(s.must("webhooks", "message", id, msgs[1].ID))
-	for _, want := range []string{"state delivered", `"type":"link.created"`, `"code":"hooked"`, "N AT STATUS LATENCY ERROR ANSWER", " 200 ", "- thanks"} {
+	for _, want := range []string{"state delivered", `"type":"link.created"`, `"code":"hooked`, "N AT STATUS LATENCY ERROR ANSWER", " 200 ", "- thanks"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("webhooks message printed\n%s\nwant %q", out, want)
 		}
