@@ -21,6 +21,8 @@ func newWebhooksCmd(g *globals) *cobra.Command {
 		Long: `Manage the handler's webhook endpoints and their messages through
 <api>/webhooks. Every call needs an api_key, reads too. The handler needs
 its webhooks block; without it the API answers 404 (exit 2).`,
+		Args: cobra.NoArgs, // an unknown subcommand is a usage error, not help
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newWebhooksListCmd(g), newWebhooksCreateCmd(g), newWebhooksGetCmd(g), newWebhooksEditCmd(g),
 		newWebhooksDeleteCmd(g), newWebhooksRotateCmd(g), newWebhooksMessagesCmd(g), newWebhooksMessageCmd(g),
@@ -77,14 +79,14 @@ type webhookFlags struct {
 
 func (f *webhookFlags) register(fl *pflag.FlagSet, edit bool) {
 	f.edit = edit
-	verb := "a"
+	verb, types, description := "a", "an event type to send (repeat for several): "+strings.Join(webhookTypes, ", "),
+		"a description, at most 1,024 bytes"
 	if edit {
-		verb = "the new"
+		verb, types, description = "the new", types+"; the new types replace all", description+" ('' clears it)"
 		fl.StringVar(&f.url, "url", "", "the new URL the messages are sent to")
 	}
-	fl.StringArrayVar(&f.types, "type", nil, "an event type to send (repeat for several): "+strings.Join(webhookTypes, ", ")+
-		map[bool]string{true: "; replaces all", false: ""}[edit])
-	fl.StringVar(&f.description, "description", "", "a description, at most 1,024 bytes"+map[bool]string{true: " ('' clears it)", false: ""}[edit])
+	fl.StringArrayVar(&f.types, "type", nil, types)
+	fl.StringVar(&f.description, "description", "", description)
 	fl.StringArrayVar(&f.tags, "tag", nil, verb+" tag filter: only events of links with one of these tags (repeat for several)")
 	fl.StringArrayVar(&f.codes, "code", nil, verb+" code filter: only events of links with one of these codes (repeat for several)")
 	fl.IntVar(&f.batch, "batch", 0, "send clicks as click.batch messages of up to this many clicks (0 or 1: one a message; at most 1000)")

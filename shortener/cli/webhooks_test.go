@@ -165,6 +165,7 @@ func testWebhookRefusals(t *testing.T, s *server, id string) {
 	}{
 		{"private url", nil, []string{"webhooks", "create", "http://10.1.2.3/in", "--type", "click"}, cli.ExitUsage,
 			"error: url: host '10.1.2.3' has no address the handler may reach: private or reserved, and not in allow_private (HTTP 400)"},
+		{"unknown subcommand", nil, []string{"webhooks", "remove", id}, cli.ExitUsage, `unknown command "remove" for "shortener webhooks"`},
 		{"no type", nil, []string{"webhooks", "create", "https://example.com/in"}, cli.ExitUsage, "error: --type is required"},
 		{"unknown type", nil, []string{"webhooks", "create", "https://example.com/in", "--type", "link.deleted"}, cli.ExitUsage,
 			`error: --type "link.deleted" is not an event type`},
