@@ -52,8 +52,9 @@ func embeddedStore(t *testing.T) string {
 	return "store embedded " + filepath.Join(t.TempDir(), "links.db")
 }
 
-// load (re)loads the Caddyfile with the given store line.
-func (s *server) load(store string) {
+// load (re)loads the Caddyfile with the given store line and any more
+// lines of the shortener's block.
+func (s *server) load(store string, more ...string) {
 	s.t.Helper()
 	s.tester.InitServer(fmt.Sprintf(`{
 	admin localhost:%[1]d
@@ -70,9 +71,10 @@ http://localhost:%[2]d {
 		api /api
 		api_key %[5]s
 		api_read_key cli-read-key-0123456789abcdef
+		%[6]s
 	}
 }
-`, s.admin, s.port, testenv.FreePort(s.t), store, testKey), "caddyfile")
+`, s.admin, s.port, testenv.FreePort(s.t), store, testKey, strings.Join(more, "\n\t\t")), "caddyfile")
 	if s.t.Failed() {
 		s.t.FailNow()
 	}

@@ -8,15 +8,23 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "shortener",
-		Usage: "<create|list|get|edit|revoke|stats|qr|export|import> [flags]",
+		Usage: "<create|list|get|edit|revoke|stats|qr|export|import|webhooks> [flags]",
 		Short: "Manages the links of a running shortener handler through its API",
 		CobraFunc: func(cmd *cobra.Command) {
 			setup(cmd, osEnv())
-			for _, c := range cmd.Commands() {
-				c.RunE = withCaddyExit(c.RunE)
-			}
+			wrapCaddyExit(cmd)
 		},
 	})
+}
+
+// wrapCaddyExit gives every command below cmd (webhooks' too) withCaddyExit.
+func wrapCaddyExit(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		if c.RunE != nil {
+			c.RunE = withCaddyExit(c.RunE)
+		}
+		wrapCaddyExit(c)
+	}
 }
 
 // withCaddyExit hands a command's exit code above 1 to caddycmd.Main,

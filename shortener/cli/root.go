@@ -1,6 +1,7 @@
 // Package cli is `caddy shortener`: the command line of the shortener
 // handler's management API (create, list, get, edit, revoke, stats, qr,
-// export, import), registered with Caddy's command line by the module.
+// export, import, and webhooks for its webhook endpoints), registered
+// with Caddy's command line by the module.
 // It talks HTTP to a running handler and imports nothing of the handler.
 package cli
 
@@ -14,7 +15,8 @@ import (
 )
 
 const longHelp = `
-Manage the short links of a running shortener handler through its API.
+Manage the short links of a running shortener handler through its API,
+and its webhook endpoints (webhooks).
 
 The API's URL comes from --api or SHORTENER_API, e.g. https://sho.rt/api.
 The key comes from SHORTENER_API_KEY or the file --api-key-file names; it
@@ -35,7 +37,7 @@ func setup(cmd *cobra.Command, env Env) {
 	cmd.SilenceUsage = true
 	cmd.AddCommand(
 		newCreateCmd(g), newListCmd(g), newGetCmd(g), newEditCmd(g), newRevokeCmd(g),
-		newStatsCmd(g), newQRCmd(g), newExportCmd(g), newImportCmd(g),
+		newStatsCmd(g), newQRCmd(g), newExportCmd(g), newImportCmd(g), newWebhooksCmd(g),
 	)
 }
 
