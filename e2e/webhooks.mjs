@@ -132,7 +132,7 @@ try {
     const s = await page.getByLabel('Signing secret', { exact: true }).inputValue();
     assert(/^whsec_/.test(s) && s !== secret1, 'a new secret');
     await page.reload();
-    await page.getByText('1 older one still signing until').waitFor();
+    await page.getByText('1 older one also signing until').waitFor();
     equal(await page.getByLabel('Signing secret', { exact: true }).count(), 0, 'the new secret is gone after a reload');
     return s;
   });

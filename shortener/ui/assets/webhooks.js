@@ -82,7 +82,7 @@ function endpointFields(e = {}) {
   const labels = { url: 'Endpoint URL', description: 'Description', tags: 'Only links with one of these tags (comma-separated)',
     codes: 'Only links with one of these codes (comma-separated)', batch: 'Clicks per message (batch, up to 1000)',
     batch_wait_ms: 'Send a batch at most this long after its first click (ms)' };
-  const labeled = Object.entries(f).map(([k, el]) => (k === 'types' ? el : h('label', { for: el.id, class: k === 'url' ? 'wide' : null }, labels[k], el)));
+  const labeled = Object.entries(f).map(([k, el]) => (k === 'types' ? el : h('label', { for: el.id, class: k === 'url' || k === 'description' ? 'wide' : null }, labels[k], el)));
   const read = () => ({
     url: f.url.value.trim(),
     description: f.description.value.trim(),
@@ -199,7 +199,7 @@ function details(e, secretAt) {
       h('dt', {}, 'Types'), h('dd', {}, typeTags(e.types)),
       h('dt', {}, 'Filters'), h('dd', {}, filters(e)),
       h('dt', {}, 'Clicks'), h('dd', {}, e.batch > 1 ? `in batches of up to ${fmt.format(e.batch)}, sent ${fmt.format(e.batch_wait_ms)} ms after the first at most` : 'one a message'),
-      h('dt', {}, 'Signing'), h('dd', {}, 'one secret', older.length ? `; ${older.length} older one${older.length > 1 ? 's' : ''} still signing until ${when(older[0].until)}` : ''),
+      h('dt', {}, 'Signing'), h('dd', {}, 'the current secret', older.length ? `; ${older.length} older one${older.length > 1 ? 's' : ''} also signing until ${when(older[0].until)}` : ''),
       h('dt', {}, 'Created'), h('dd', {}, when(e.created_at)),
       h('dt', {}, 'Updated'), h('dd', {}, when(e.updated_at))),
     err,
