@@ -32,7 +32,13 @@ try {
   const page = await ctx.newPage();
   page.on('pageerror', (e) => console.log('page error: ' + e.message));
 
-  await step('sign in with the write key', () => signIn(page, UI, WRITE_KEY));
+  await step('sign in with the write key: no Webhooks entry (the handler has no webhooks block)', async () => {
+    await signIn(page, UI, WRITE_KEY);
+    await page.getByRole('link', { name: 'Links', exact: true }).waitFor();
+    equal(await page.getByRole('link', { name: 'Webhooks', exact: true }).count(), 0, 'the Webhooks entry');
+    await page.goto(UI + '#/webhooks');
+    await page.getByText('Webhooks are off: the shortener has no webhooks block.').waitFor();
+  });
 
   const shortURL = await step('create a link with tags', async () => {
     await page.getByRole('link', { name: 'New link' }).click();

@@ -15,7 +15,8 @@ import (
 
 // TestUIBrowser is issue 18's acceptance in a real browser (e2e/dashboard.mjs
 // drives Chromium against the handler on a loopback port, embedded store,
-// clicks on, destinations on another loopback port): sign in; create a link with tags; find it by search and tag;
+// clicks on, destinations on another loopback port): sign in (no Webhooks
+// entry without a webhooks block); create a link with tags; find it by search and tag;
 // real redirects, read back off the link's page; edit the destination and
 // see the redirect follow; download the QR PNG, decode it with jsQR and
 // request what it holds (a qr click); revoke and see 410; a read key's

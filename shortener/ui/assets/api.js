@@ -6,7 +6,9 @@ export class APIError extends Error {
   constructor(status, message) { super(message); this.status = status; }
 }
 
-export const session = { api: '', scope: '', csrf: '' };
+// webhooks: whether the handler has a webhooks block, known once a write
+// session asked (undefined until then; read sessions may not ask).
+export const session = { api: '', scope: '', csrf: '', webhooks: undefined };
 
 async function call(method, url, body, headers = {}) {
   const init = { method, credentials: 'same-origin', headers: { ...headers } };
@@ -38,6 +40,7 @@ export function whenSignedOut(fn) { onSignedOut = fn; }
 
 function setSession(s) {
   session.api = s.api; session.scope = s.scope; session.csrf = s.csrf_token;
+  session.webhooks = undefined;
   return s;
 }
 
@@ -57,6 +60,20 @@ export async function signIn(key) {
 export async function signOut() {
   await call('DELETE', 'session');
   session.api = session.scope = session.csrf = '';
+  session.webhooks = undefined;
+}
+
+// webhooksOn reports whether the handler serves <api>/webhooks (404 when
+// it has no webhooks block); read sessions are refused them, so false.
+export async function webhooksOn() {
+  if (session.scope !== 'write') return false;
+  try {
+    await call('GET', `${session.api}/webhooks`);
+    return true;
+  } catch (e) {
+    if (e.status === 404) return false;
+    return true; // on, or unknown: the page says what went wrong
+  }
 }
 
 const enc = encodeURIComponent;
@@ -77,5 +94,15 @@ export const api = {
   stats: (code, params) => call('GET', `${session.api}/links/${enc(code)}/stats${qs(params)}`),
   preview: (req) => call('POST', `${session.api}/rules/preview`, req),
   overview: (params) => call('GET', `${session.api}/stats${qs(params)}`),
+  webhooks: () => call('GET', `${session.api}/webhooks`),
+  webhook: (id) => call('GET', `${session.api}/webhooks/${enc(id)}`),
+  createWebhook: (ep) => call('POST', `${session.api}/webhooks`, ep),
+  editWebhook: (id, patch) => call('PATCH', `${session.api}/webhooks/${enc(id)}`, patch),
+  deleteWebhook: (id) => call('DELETE', `${session.api}/webhooks/${enc(id)}`),
+  rotateWebhook: (id, graceSeconds) => call('POST', `${session.api}/webhooks/${enc(id)}/rotate`, { grace_seconds: graceSeconds }),
+  messages: (id, params) => call('GET', `${session.api}/webhooks/${enc(id)}/messages${qs(params)}`),
+  message: (id, msg) => call('GET', `${session.api}/webhooks/${enc(id)}/messages/${enc(msg)}`),
+  replayMessage: (id, msg) => call('POST', `${session.api}/webhooks/${enc(id)}/messages/${enc(msg)}/replay`),
+  replaySince: (id, since) => call('POST', `${session.api}/webhooks/${enc(id)}/replay`, { since }),
   qrURL: (code, params) => `${session.api}/links/${enc(code)}/qr${qs(params)}`,
 };

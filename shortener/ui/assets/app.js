@@ -1,10 +1,13 @@
 // The dashboard: a hash router over views. #/links, #/new, #/links/<code>,
-// #/overview; the sign-in page whenever there is no session.
+// #/overview, #/webhooks[/new, /<id>, /<id>/messages/<msg>] (write
+// sessions of a handler with webhooks); the sign-in page whenever there
+// is no session.
 import { h, mount, errorBox } from './dom.js';
-import { session, loadSession, signIn, signOut, whenSignedOut } from './api.js';
+import { session, loadSession, signIn, signOut, whenSignedOut, webhooksOn } from './api.js';
 import { linksView, newLinkView } from './links.js';
 import { linkView } from './link.js';
 import { overviewView } from './overview.js';
+import { webhooksView, newWebhookView, webhookView, messageView } from './webhooks.js';
 
 const bar = document.querySelector('.bar');
 
@@ -12,6 +15,7 @@ function showBar(on) {
   bar.hidden = !on;
   bar.querySelector('.scope').hidden = session.scope !== 'read';
   for (const el of document.querySelectorAll('[data-write]')) el.hidden = session.scope !== 'write';
+  bar.querySelector('[data-webhooks]').hidden = !session.webhooks;
 }
 
 function signInView(message) {
@@ -46,6 +50,10 @@ const routes = [
   [/^#\/new$/, () => newLinkView()],
   [/^#\/overview$/, () => overviewView()],
   [/^#\/links$/, () => linksView()],
+  [/^#\/webhooks$/, () => webhooksView()],
+  [/^#\/webhooks\/new$/, () => newWebhookView()],
+  [/^#\/webhooks\/([^/]+)$/, (m) => webhookView(decodeURIComponent(m[1]))],
+  [/^#\/webhooks\/([^/]+)\/messages\/([^/]+)$/, (m) => messageView(decodeURIComponent(m[1]), decodeURIComponent(m[2]))],
 ];
 
 async function route() {
@@ -56,6 +64,7 @@ async function route() {
       return mount(errorBox(e, 'Could not reach the dashboard'));
     }
   }
+  if (session.webhooks === undefined) session.webhooks = await webhooksOn();
   showBar(true);
   const hash = location.hash || '#/links';
   for (const a of bar.querySelectorAll('nav a')) {

@@ -56,11 +56,12 @@ export function when(iso) {
   return iso ? dateTime.format(new Date(iso)) : '—';
 }
 
-// copyText copies to the clipboard and says so.
-export async function copyText(text) {
+// copyText copies to the clipboard and says so (what, when given, names
+// the text: a secret is not repeated in the toast).
+export async function copyText(text, what) {
   try {
     await navigator.clipboard.writeText(text);
-    toast('Copied ' + text);
+    toast('Copied ' + (what || text));
   } catch {
     toast('Copy failed: select the text and copy it by hand');
   }
@@ -72,4 +73,22 @@ export function errorBox(err, what) {
     h('p', { class: 'error' }, (what ? what + ': ' : '') + err.message),
     h('p', { class: 'muted' }, err.status === 401 ? 'Your session has ended: sign in again.'
       : err.status >= 500 || !err.status ? 'The server could not answer. Try again in a moment.' : 'Check the values and try again.'));
+}
+
+// markField points at the control an error names (rules[0].url: ...):
+// the one with that path or, failing that, with the nearest parent path.
+export function markField(form, message) {
+  for (const el of form.querySelectorAll('[aria-invalid]')) el.removeAttribute('aria-invalid');
+  const m = /^([a-z_]+(?:\[\d+\]|\.[a-z_]+)*)[: ]/.exec(message || '');
+  for (let p = m ? m[1] : ''; p;) {
+    const el = [...form.querySelectorAll('[data-path]')].find((e) => e.dataset.path === p && !e.closest('[hidden]'));
+    if (el) {
+      el.setAttribute('aria-invalid', 'true');
+      const control = el.matches('input, textarea') ? el : el.querySelector('input, textarea');
+      if (control) control.focus();
+      return;
+    }
+    const parent = p.replace(/(\[\d+\]|\.[a-z_]+)$/, '');
+    p = parent === p ? '' : parent;
+  }
 }

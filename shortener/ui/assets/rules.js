@@ -2,7 +2,7 @@
 // order: the first whose conditions all hold wins) and of its A/B split,
 // the preview of what one visitor would get from the rules being edited,
 // and the clicks of each rule and variant side by side.
-import { h, fmt, toast } from './dom.js';
+import { h, fmt, toast, markField } from './dom.js';
 import { api } from './api.js';
 
 const devices = [['mobile', 'Mobile'], ['tablet', 'Tablet'], ['desktop', 'Desktop'], ['tv', 'TV'], ['bot', 'Bot'], ['other', 'Other']];
@@ -207,24 +207,6 @@ function ruleBox(r, changed, move, remove) {
     return out;
   };
   return self;
-}
-
-// markField points at the control an error names (rules[0].url: ...):
-// the one with that path or, failing that, with the nearest parent path.
-function markField(form, message) {
-  for (const el of form.querySelectorAll('[aria-invalid]')) el.removeAttribute('aria-invalid');
-  const m = /^([a-z_]+(?:\[\d+\]|\.[a-z_]+)*)[: ]/.exec(message || '');
-  for (let p = m ? m[1] : ''; p;) {
-    const el = [...form.querySelectorAll('[data-path]')].find((e) => e.dataset.path === p && !e.closest('[hidden]'));
-    if (el) {
-      el.setAttribute('aria-invalid', 'true');
-      const control = el.matches('input, textarea') ? el : el.querySelector('input, textarea');
-      if (control) control.focus();
-      return;
-    }
-    const parent = p.replace(/(\[\d+\]|\.[a-z_]+)$/, '');
-    p = parent === p ? '' : parent;
-  }
 }
 
 // targetingEditor is the form that edits l's rules, A/B split and
