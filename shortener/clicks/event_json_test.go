@@ -16,7 +16,7 @@ func FuzzClickEventJSON(f *testing.F) {
 			City: city, Device: variant, OS: code, Browser: city, Source: referrer, Rule: rule, Variant: variant, Visitor: country}
 		want, err := json.Marshal(e)
 		if err != nil {
-			t.Skip() // a time json.Marshal refuses (a year past 9999)
+			return // a time json.Marshal refuses (a year past 9999)
 		}
 		if got := e.AppendJSON(nil); string(got) != string(want) {
 			t.Fatalf("AppendJSON\n%s\njson.Marshal\n%s", got, want)

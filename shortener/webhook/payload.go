@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -19,30 +20,48 @@ type Rendered struct {
 	Tags []string        // the link's tags, for endpoints' tag filters
 }
 
-// payload is a message's JSON body, as the Standard Webhooks
-// specification shapes it.
-type payload struct {
-	Type      string          `json:"type"`
-	Timestamp time.Time       `json:"timestamp"`
-	Data      json.RawMessage `json:"data"`
-}
-
-// Body is the JSON body of a message of one event.
+// Body is the JSON body of a message of one event. Data must be JSON
+// (Render's); a body that is not is refused.
 func Body(r Rendered) ([]byte, error) {
-	return json.Marshal(payload{Type: r.Type, Timestamp: r.At.UTC(), Data: r.Data})
+	b := make([]byte, 0, 64+len(r.Data))
+	b = appendHead(b, r.Type, r.At)
+	b = append(append(b, r.Data...), '}')
+	return valid(b)
 }
 
-// BatchBody is the JSON body of a message of several click events.
+// BatchBody is the JSON body of a message of several click events:
+// {"clicks": [...]} of their data.
 func BatchBody(clicks []Rendered) ([]byte, error) {
-	data := struct {
-		Clicks []json.RawMessage `json:"clicks"`
-	}{make([]json.RawMessage, len(clicks))}
+	n := 96
+	for _, c := range clicks {
+		n += len(c.Data) + 1
+	}
+	b := appendHead(make([]byte, 0, n), TypeClickBatch, clicks[0].At)
+	b = append(b, `{"clicks":[`...)
 	for i, c := range clicks {
-		data.Clicks[i] = c.Data
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, c.Data...)
 	}
-	d, err := json.Marshal(data)
-	if err != nil {
-		return nil, err
+	return valid(append(b, "]}}"...))
+}
+
+// appendHead appends {"type":…,"timestamp":…,"data": (types are this
+// package's constants: no escaping needed).
+func appendHead(b []byte, typ string, at time.Time) []byte {
+	b = append(b, `{"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","timestamp":"`...)
+	b = at.UTC().AppendFormat(b, time.RFC3339Nano)
+	return append(b, `","data":`...)
+}
+
+// valid returns b if it is JSON: built from events' data, it is unless a
+// stored event was damaged.
+func valid(b []byte) ([]byte, error) {
+	if !json.Valid(b) {
+		return nil, errors.New("webhook: an event's data is not JSON")
 	}
-	return json.Marshal(payload{Type: TypeClickBatch, Timestamp: clicks[0].At.UTC(), Data: d})
+	return b, nil
 }
