@@ -330,11 +330,11 @@ func pruneEvents(tx *bolt.Tx, cut int64) error {
 	}
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.First() {
-		var e embeddedEvent
-		if err := json.Unmarshal(v, &e); err != nil {
+		e, err := decodeEvent(k, v)
+		if err != nil {
 			return err
 		}
-		if e.At >= cut {
+		if link.ToMicros(e.At) >= cut {
 			return nil
 		}
 		if err := b.Delete(k); err != nil {
