@@ -17,7 +17,8 @@ import (
 // Buckets of webhooks in the embedded file.
 var (
 	embeddedHookEndpoints = []byte("webhook_endpoints") // id → embeddedEndpoint
-	embeddedHookMessages  = []byte("webhook_messages")  // endpoint id, 0, message id → embeddedMessage
+	embeddedHookMessages  = []byte("webhook_messages")  // endpoint id, 0, message id → embeddedMessage (its state)
+	embeddedHookBodies    = []byte("webhook_bodies")    // message id → the message's body, written once
 	embeddedHookDue       = []byte("webhook_due")       // endpoint id, 0, next_at (µs, 8 bytes), message id → nothing: the pending
 	embeddedHookAttempts  = []byte("webhook_attempts")  // message id, 0, n (8 bytes) → embeddedAttempt
 )
@@ -67,7 +68,7 @@ func (s *EmbeddedStore) updateHooks(ctx context.Context, fn func(tx *bolt.Tx) er
 		return err
 	}
 	return s.Db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{embeddedHookEndpoints, embeddedHookMessages, embeddedHookDue, embeddedHookAttempts} {
+		for _, b := range [][]byte{embeddedHookEndpoints, embeddedHookMessages, embeddedHookBodies, embeddedHookDue, embeddedHookAttempts} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -191,6 +192,9 @@ func (s *EmbeddedStore) DeleteEndpoint(ctx context.Context, id string) error {
 		msgs := tx.Bucket(embeddedHookMessages)
 		for k, _ := seekPrefix(msgs, prefix); k != nil; k, _ = seekPrefix(msgs, prefix) {
 			if err := deleteAttempts(tx, string(k[len(prefix):])); err != nil {
+				return err
+			}
+			if err := tx.Bucket(embeddedHookBodies).Delete(k[len(prefix):]); err != nil {
 				return err
 			}
 			if err := msgs.Delete(k); err != nil {

@@ -14,19 +14,30 @@ import (
 	"github.com/edgekit/caddy-edgekit/shortener/webhook"
 )
 
-// embeddedMessage is a message as stored.
+// embeddedMessage is a message's state as stored; its body, written once,
+// is in embeddedHookBodies, so that settling an attempt rewrites only
+// this.
 type embeddedMessage struct {
 	ID       string `json:"id"`
 	Endpoint string `json:"endpoint"`
 	Type     string `json:"type"`
 	At       int64  `json:"at"` // Unix µs
-	Body     []byte `json:"body"`
+	Body     []byte `json:"-"`
 	Events   int    `json:"events"`
 	State    string `json:"state"`
 	Attempts int    `json:"attempts"`
 	NextAt   int64  `json:"next_at"`
 	Series   int    `json:"series,omitempty"`
 	MadeAt   int64  `json:"made_at"`
+}
+
+// withBody is the message with its body (a copy: bucket memory lives as
+// long as its transaction).
+func (m embeddedMessage) withBody(tx *bolt.Tx) webhook.Message {
+	if b := tx.Bucket(embeddedHookBodies); b != nil {
+		m.Body = bytes.Clone(b.Get([]byte(m.ID)))
+	}
+	return m.message()
 }
 
 func (m embeddedMessage) message() webhook.Message {
@@ -117,8 +128,10 @@ func (s *EmbeddedStore) Enqueue(ctx context.Context, id, owner string, msgs []we
 		}
 		now := link.ToMicros(time.Now())
 		for _, msg := range msgs {
-			m := embeddedMessage{ID: msg.ID, Endpoint: id, Type: msg.Type, At: link.ToMicros(msg.At), Body: msg.Body,
-				Events: msg.Events, MadeAt: now}
+			m := embeddedMessage{ID: msg.ID, Endpoint: id, Type: msg.Type, At: link.ToMicros(msg.At), Events: msg.Events, MadeAt: now}
+			if err := tx.Bucket(embeddedHookBodies).Put([]byte(msg.ID), msg.Body); err != nil {
+				return err
+			}
 			if err := setState(tx, &m, string(webhook.StatePending), link.ToMicros(msg.NextAt)); err != nil {
 				return err
 			}
@@ -140,7 +153,7 @@ func (s *EmbeddedStore) Due(ctx context.Context, id string, now time.Time, limit
 			if err != nil {
 				return err
 			}
-			out = append(out, m.message())
+			out = append(out, m.withBody(tx))
 		}
 		return nil
 	})
@@ -224,7 +237,7 @@ func (s *EmbeddedStore) Messages(ctx context.Context, id string, state webhook.S
 				return err
 			}
 			if state == "" || m.State == string(state) {
-				out = append(out, m.message())
+				out = append(out, m.withBody(tx))
 			}
 		}
 		return nil
@@ -312,6 +325,9 @@ func (s *EmbeddedStore) Prune(ctx context.Context, cutoff time.Time) error {
 		}
 		for i, k := range old {
 			if err := deleteAttempts(tx, oldIDs[i]); err != nil {
+				return err
+			}
+			if err := tx.Bucket(embeddedHookBodies).Delete([]byte(oldIDs[i])); err != nil {
 				return err
 			}
 			if err := msgs.Delete(k); err != nil {
