@@ -48,6 +48,15 @@ type EventLog interface {
 	EventsEnd(ctx context.Context) (EventCursor, error)
 }
 
+// EventRecorder records events that no write of a link store causes:
+// the rate limiter's, heard through Caddy's events. Each event's ID,
+// Type, At and Data (JSON) are kept as given; Code is empty. Both stores
+// implement it; the events are recorded whether or not the store's Events
+// is on (the caller records only for webhooks).
+type EventRecorder interface {
+	RecordEvents(ctx context.Context, events []Event) error
+}
+
 // ExpiryLog records link.expired events: a link expires by time, with no
 // write to record it with. Both stores implement it.
 type ExpiryLog interface {

@@ -44,6 +44,11 @@ func recordEvent(tx *bolt.Tx, on bool, typ, code string, rec []byte) error {
 
 // recordEventAt appends a link event that happened at (Unix µs).
 func recordEventAt(tx *bolt.Tx, typ, code string, rec []byte, at int64) error {
+	return appendEvent(tx, embeddedEvent{ID: newEventID(), Type: typ, At: at, Code: code, Link: rec})
+}
+
+// appendEvent appends e to the outbox in tx.
+func appendEvent(tx *bolt.Tx, e embeddedEvent) error {
 	b, err := tx.CreateBucketIfNotExists(embeddedEvents)
 	if err != nil {
 		return err
@@ -52,11 +57,26 @@ func recordEventAt(tx *bolt.Tx, typ, code string, rec []byte, at int64) error {
 	if err != nil {
 		return err
 	}
-	v, err := json.Marshal(embeddedEvent{ID: newEventID(), Type: typ, At: at, Code: code, Link: rec})
+	v, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
 	return b.Put(seqKey(int64(seq)), v)
+}
+
+// RecordEvents implements link.EventRecorder: the events, in one commit.
+func (s *EmbeddedStore) RecordEvents(ctx context.Context, events []link.Event) error {
+	if err := checkRecorded(ctx, events); err != nil {
+		return err
+	}
+	return s.Db.Update(func(tx *bolt.Tx) error {
+		for _, e := range events {
+			if err := appendEvent(tx, embeddedEvent{ID: e.ID, Type: e.Type, At: link.ToMicros(e.At), Data: e.Data}); err != nil {
+				return fmt.Errorf("recording events: %w", err)
+			}
+		}
+		return nil
+	})
 }
 
 // recordClickEvents appends a click event for every click of the batches,
@@ -197,4 +217,7 @@ func decodeEvent(k, v []byte) (link.Event, error) {
 	return e, nil
 }
 
-var _ link.EventLog = (*EmbeddedStore)(nil)
+var (
+	_ link.EventLog      = (*EmbeddedStore)(nil)
+	_ link.EventRecorder = (*EmbeddedStore)(nil)
+)

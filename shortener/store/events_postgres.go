@@ -54,6 +54,24 @@ func insertClickEvents(ctx context.Context, tx pgx.Tx, batches []clicks.Batch) e
 	return nil
 }
 
+// RecordEvents implements link.EventRecorder: the events, in one
+// statement.
+func (s *PostgresStore) RecordEvents(ctx context.Context, events []link.Event) error {
+	if err := checkRecorded(ctx, events); err != nil {
+		return err
+	}
+	ids, types, ats, data := make([]string, len(events)), make([]string, len(events)), make([]time.Time, len(events)), make([]string, len(events))
+	for i, e := range events {
+		ids[i], types[i], ats[i], data[i] = e.ID, e.Type, e.At, string(e.Data)
+	}
+	if _, err := s.Pool.Exec(ctx, `INSERT INTO shortener_events (id, type, at, code, data)
+		SELECT id, type, at, '', data FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::jsonb[]) AS u (id, type, at, data)`,
+		ids, types, ats, data); err != nil {
+		return fmt.Errorf("recording events: %w", err)
+	}
+	return nil
+}
+
 // pgEventRow is a link's row as to_jsonb writes it in an event's data.
 type pgEventRow struct {
 	Code           string     `json:"code"`
@@ -149,4 +167,7 @@ const maxEventPage = 1000
 // link's row.
 const linkEventPrefix = "link."
 
-var _ link.EventLog = (*PostgresStore)(nil)
+var (
+	_ link.EventLog      = (*PostgresStore)(nil)
+	_ link.EventRecorder = (*PostgresStore)(nil)
+)
