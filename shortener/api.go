@@ -344,7 +344,7 @@ func (h *Handler) createRandom(ctx context.Context, l *link.Link) error {
 // is taken (by a custom code) is skipped.
 func (h *Handler) createSequential(ctx context.Context, l *link.Link) error {
 	for range maxCodeAttempts {
-		id, err := h.blocks.nextID(ctx, h.store, int64(h.BlockSize))
+		id, err := h.blocks.Next(ctx, h.store, int64(h.BlockSize))
 		if err != nil {
 			return h.storeErr(err)
 		}

@@ -104,7 +104,7 @@ func (h *Handler) runCreate(ctx context.Context, ts link.TxStore, claim *link.Id
 func (h *Handler) drawSequential(ctx context.Context, items []*createItem) error {
 	for _, it := range items {
 		if it.refused == nil && it.mode == "sequential" && it.link.Code == "" {
-			id, err := h.blocks.nextID(ctx, h.store, int64(h.BlockSize))
+			id, err := h.blocks.Next(ctx, h.store, int64(h.BlockSize))
 			if err != nil {
 				return h.storeErr(err)
 			}

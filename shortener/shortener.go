@@ -303,7 +303,7 @@ type Handler struct {
 	ui           *uiConfig
 	dataDir      string // tests: Caddy's data directory for the ui's generated secret
 	openAPI      []byte // openapi.json with the API mount as its server
-	blocks       *blockAllocator
+	blocks       *link.Blocks
 	clicks       *clicks.Recorder // nil: clicks are not counted
 	geoPoll      time.Duration    // tests: how often the GeoIP file is stated
 	now          func() time.Time
@@ -328,7 +328,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.now = time.Now
 	}
 	h.setDefaults()
-	h.blocks = new(blockAllocator)
+	h.blocks = new(link.Blocks)
 	h.direct = errroute.New(ctx.Modules())
 	if err := h.Validate(); err != nil { // judged here, before opening anything
 		return err
