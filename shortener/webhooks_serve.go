@@ -36,16 +36,20 @@ func (h *Handler) webhooksChanged() {
 }
 
 // renderEvent is an outbox event as webhooks send it: a link event's data
-// is the link as the API shows it, a click's its ClickEvent; the link's
-// tags go to the endpoints' filters.
+// is the link as the API shows it, a click's its ClickEvent, another
+// event's (the rate limiter's) its data as recorded; a link's tags go to
+// the endpoints' filters.
 func (h *Handler) renderEvent(ctx context.Context, e link.Event) (webhook.Rendered, error) {
 	r := webhook.Rendered{Type: e.Type, At: e.At, Code: e.Code}
-	if e.Type != clicks.EventType {
+	if strings.HasPrefix(e.Type, "link.") {
 		data, err := json.Marshal(h.hookLink(e.Link))
 		r.Data, r.Tags = data, e.Link.Tags
 		return r, err
 	}
 	r.Data = e.Data
+	if e.Type != clicks.EventType {
+		return r, nil
+	}
 	tags, ok := h.hookTags.GetIfPresent(e.Code)
 	if !ok {
 		l, err := h.store.Get(ctx, e.Code)
