@@ -30,6 +30,8 @@ type receiver struct {
 	tries     map[string]int    // message id → requests
 	delivered map[string]string // message id → code, on its 200
 	inFlight  map[string]bool
+	headers   []http.Header // every request's, for an independent check
+	bodies    [][]byte
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -43,6 +45,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.t.Errorf("message %s sent twice at once", id)
 	}
 	rc.inFlight[id] = true
+	rc.headers, rc.bodies = append(rc.headers, r.Header.Clone()), append(rc.bodies, body)
 	rc.tries[id]++
 	n := rc.tries[id]
 	rc.mu.Unlock()
@@ -77,8 +80,9 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // TestDispatcherDelivers: 30 link events through a receiver that fails
 // each message three times and stalls once arrive, each under one id,
-// signed, never sent twice at once; every message's attempt log is the
-// five attempts in order, and it ends delivered.
+// signed (every request verified by the npm standardwebhooks package as
+// well as ours), never sent twice at once; every message's attempt log is
+// the five attempts in order, and it ends delivered.
 func TestDispatcherDelivers(t *testing.T) {
 	s, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
 	if err != nil {
@@ -146,6 +150,14 @@ func TestDispatcherDelivers(t *testing.T) {
 	}
 	if msgs, _ := s.Messages(context.Background(), ep.ID, webhook.StateDelivered, "", 100); len(msgs) != 30 {
 		t.Errorf("%d messages delivered in the store", len(msgs))
+	}
+	for i, bad := range webhook.VerifyWithStandardWebhooks(t, secret, rc.headers, rc.bodies) {
+		if bad != "" {
+			t.Errorf("request %d (%s): the npm standardwebhooks package refuses it: %s", i, rc.headers[i].Get(webhook.HeaderID), bad)
+		}
+	}
+	if len(rc.bodies) < 150 {
+		t.Errorf("%d requests, want 5 per message at least", len(rc.bodies))
 	}
 }
 
