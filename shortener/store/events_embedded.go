@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -89,10 +88,19 @@ func recordClickEvents(tx *bolt.Tx, on bool, batches []clicks.Batch) error {
 	if err != nil {
 		return err
 	}
+	n := 0
+	for _, batch := range batches {
+		n += len(batch.Clicks)
+	}
+	// One buffer for every record, each Put given its own part: bbolt
+	// keeps the values until the commit, and appending never rewrites a
+	// part already given (a growth moves on to a new array).
+	arena := make([]byte, 0, 256*n)
 	for _, batch := range batches {
 		for _, c := range batch.Clicks {
-			// A fresh slice each: bbolt keeps the value until the commit.
-			v := appendClickRecord(make([]byte, 0, 320), c)
+			start := len(arena)
+			arena = appendClickRecord(arena, c)
+			v := arena[start:len(arena):len(arena)]
 			seq, err := b.NextSequence()
 			if err != nil {
 				return err
@@ -124,9 +132,10 @@ func appendClickRecord(b []byte, c clicks.Click) []byte {
 	return clicks.NewClickEvent(c).AppendJSON(b)
 }
 
-// decodeClickRecord reads a record appendClickRecord wrote; Data is a
-// copy (the bucket's memory lives as long as its transaction).
-func decodeClickRecord(seq int64, v []byte) (link.Event, error) {
+// decodeClickRecord reads a record appendClickRecord wrote; its id, code
+// and data are copied into a (the bucket's memory lives as long as its
+// transaction).
+func decodeClickRecord(seq int64, v []byte, a *eventArena) (link.Event, error) {
 	if len(v) < 1+16+8+2 {
 		return link.Event{}, fmt.Errorf("event %d: a click record of %d bytes", seq, len(v))
 	}
@@ -134,9 +143,45 @@ func decodeClickRecord(seq int64, v []byte) (link.Event, error) {
 	if len(v) < 27+n {
 		return link.Event{}, fmt.Errorf("event %d: a click record cut short", seq)
 	}
-	return link.Event{Cursor: link.EventCursor{Seq: seq}, ID: "evt_" + hex.EncodeToString(v[1:17]), Type: clicks.EventType,
-		At: link.FromMicros(int64(binary.BigEndian.Uint64(v[17:25]))), Code: string(v[27 : 27+n]),
-		Data: bytes.Clone(v[27+n:])}, nil
+	id, code := a.text(v[1:17], v[27:27+n])
+	return link.Event{Cursor: link.EventCursor{Seq: seq}, ID: id, Type: clicks.EventType,
+		At: link.FromMicros(int64(binary.BigEndian.Uint64(v[17:25]))), Code: code, Data: a.bytes(v[27+n:])}, nil
+}
+
+// eventArena holds the copies of a page's click records in a few large
+// allocations instead of three per event (a busy outbox reads thousands
+// of clicks a second).
+type eventArena struct {
+	txt  []byte // ids and codes, turned into strings a chunk at a time
+	data []byte
+}
+
+const arenaChunk = 32 << 10
+
+// text returns "evt_" and the hex of id, and code, as strings sharing one
+// allocation with the others of their chunk.
+func (a *eventArena) text(id, code []byte) (string, string) {
+	need := 4 + 2*len(id) + len(code)
+	if cap(a.txt)-len(a.txt) < need {
+		a.txt = make([]byte, 0, max(arenaChunk, need))
+	}
+	start := len(a.txt)
+	a.txt = append(a.txt, "evt_"...)
+	a.txt = hex.AppendEncode(a.txt, id)
+	mid := len(a.txt)
+	a.txt = append(a.txt, code...)
+	s := string(a.txt[start:]) // one copy per event, not three
+	return s[:mid-start], s[mid-start:]
+}
+
+// bytes returns a copy of b sharing its chunk with the others.
+func (a *eventArena) bytes(b []byte) []byte {
+	if cap(a.data)-len(a.data) < len(b) {
+		a.data = make([]byte, 0, max(arenaChunk, len(b)))
+	}
+	start := len(a.data)
+	a.data = append(a.data, b...)
+	return a.data[start:len(a.data):len(a.data)]
 }
 
 // newEventID is "evt_" and 32 random hex digits, as PostgreSQL's
@@ -160,12 +205,18 @@ func (s *EmbeddedStore) EventsAfter(ctx context.Context, after link.EventCursor,
 	var events []link.Event
 	err := s.Db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(embeddedEvents)
+		if b != nil {
+			// Sized once: an event is some 400 bytes, and a busy outbox
+			// fills every page.
+			events = make([]link.Event, 0, max(0, min(int64(limit), int64(b.Sequence())-after.Seq)))
+		}
 		if b == nil {
 			return nil
 		}
 		c := b.Cursor()
+		var a eventArena
 		for k, v := c.Seek(seqKey(after.Seq + 1)); k != nil && len(events) < limit; k, v = c.Next() {
-			e, err := decodeEvent(k, v)
+			e, err := decodeEvent(k, v, &a)
 			if err != nil {
 				return err
 			}
@@ -197,9 +248,9 @@ func (s *EmbeddedStore) EventsEnd(ctx context.Context) (link.EventCursor, error)
 	return c, err
 }
 
-func decodeEvent(k, v []byte) (link.Event, error) {
+func decodeEvent(k, v []byte, a *eventArena) (link.Event, error) {
 	if len(v) > 0 && v[0] == clickRecordTag {
-		return decodeClickRecord(int64(binary.BigEndian.Uint64(k)), v)
+		return decodeClickRecord(int64(binary.BigEndian.Uint64(k)), v, a)
 	}
 	var ee embeddedEvent
 	if err := json.Unmarshal(v, &ee); err != nil {

@@ -18,12 +18,12 @@ func FuzzClickRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, code string, at int64, junk []byte) {
 		c := clicks.Click{Code: code, At: time.UnixMicro(at), Class: clicks.ClassBrowser}
 		rec := appendClickRecord(nil, c)
-		e, err := decodeClickRecord(7, rec)
+		e, err := decodeClickRecord(7, rec, new(eventArena))
 		want := clicks.NewClickEvent(c).AppendJSON(nil)
 		if len(code) <= 0xffff && (err != nil || e.Code != code || link.ToMicros(e.At) != link.ToMicros(c.At) || string(e.Data) != string(want) ||
 			len(e.ID) != 36 || !json.Valid(e.Data)) {
 			t.Fatalf("read back %+v, %v", e, err)
 		}
-		_, _ = decodeClickRecord(7, append([]byte{clickRecordTag}, junk...))
+		_, _ = decodeClickRecord(7, append([]byte{clickRecordTag}, junk...), new(eventArena))
 	})
 }

@@ -346,7 +346,7 @@ func pruneEvents(tx *bolt.Tx, cut int64) error {
 	}
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.First() {
-		e, err := decodeEvent(k, v)
+		e, err := decodeEvent(k, v, new(eventArena))
 		if err != nil {
 			return err
 		}
@@ -390,13 +390,18 @@ func (s *EmbeddedStore) Backlog(ctx context.Context) (webhook.Backlog, error) {
 	}
 	err = s.Db.View(func(tx *bolt.Tx) error {
 		if ev := tx.Bucket(embeddedEvents); ev != nil {
-			b.Events = int64(ev.Stats().KeyN)
-			if k, v := ev.Cursor().First(); k != nil {
-				e, err := decodeEvent(k, v)
+			c := ev.Cursor()
+			if k, v := c.First(); k != nil {
+				e, err := decodeEvent(k, v, new(eventArena))
 				if err != nil {
 					return err
 				}
 				b.OldestEvent = e.At
+				// Numbered without gaps and pruned from the oldest: the
+				// count is the span (a walk of the bucket would read it
+				// all).
+				last, _ := c.Last()
+				b.Events = int64(binary.BigEndian.Uint64(last)-binary.BigEndian.Uint64(k)) + 1
 			}
 		}
 		return nil

@@ -6,21 +6,21 @@ import (
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
-// messagesFor turns a page of outbox events (events, and rendered, each
-// event as Render made it; a zero Type: not for webhooks) into the
+// messagesFor turns a page of outbox events (their cursors, and rendered,
+// each event as Render made it; a zero Type: not for webhooks) into the
 // endpoint's messages: one per event it wants, its click events gathered
 // by Batch when Batch > 1. It returns the messages and the cursor to
 // store with them: past the page, or, while a batch is still filling
 // (fewer than Batch clicks, the first younger than BatchWait), at the
 // event before its first click, so that the next page starts there.
-func messagesFor(e Endpoint, events []link.Event, rendered []Rendered, from link.EventCursor, now time.Time) ([]Message, link.EventCursor) {
+func messagesFor(e Endpoint, cursors []link.EventCursor, rendered []Rendered, from link.EventCursor, now time.Time) ([]Message, link.EventCursor) {
 	var msgs []Message
 	var batch []Rendered
 	cursor, beforeBatch := from, from
 	msgsBefore := 0 // len(msgs) when the filling batch began
 	for i, r := range rendered {
 		if r.Type == "" || !e.Wants(r.Type, r.Code, r.Tags) {
-			cursor = events[i].Cursor
+			cursor = cursors[i]
 			continue
 		}
 		if r.Type == TypeClick && e.Batch > 1 {
@@ -28,7 +28,7 @@ func messagesFor(e Endpoint, events []link.Event, rendered []Rendered, from link
 				beforeBatch, msgsBefore = cursor, len(msgs)
 			}
 			batch = append(batch, r)
-			cursor = events[i].Cursor
+			cursor = cursors[i]
 			if len(batch) == e.Batch {
 				msgs, batch = appendBatch(msgs, batch, now), nil
 			}
@@ -37,7 +37,7 @@ func messagesFor(e Endpoint, events []link.Event, rendered []Rendered, from link
 		if m, ok := single(r, now); ok {
 			msgs = append(msgs, m)
 		}
-		cursor = events[i].Cursor
+		cursor = cursors[i]
 	}
 	if len(batch) > 0 {
 		if now.Sub(batch[0].At) < e.BatchWait {
@@ -59,9 +59,6 @@ func single(r Rendered, now time.Time) (Message, bool) {
 }
 
 func appendBatch(msgs []Message, batch []Rendered, now time.Time) []Message {
-	body, err := BatchBody(batch)
-	if err != nil {
-		return msgs
-	}
+	body := BatchBody(batch)
 	return append(msgs, Message{ID: NewID(now), Type: TypeClickBatch, At: batch[0].At, Body: body, Events: len(batch), NextAt: now})
 }

@@ -138,8 +138,12 @@ func (d *Dispatcher) fail(endpoint string, err error) {
 // for it every Poll while another does.
 func (d *Dispatcher) work(ctx context.Context, id string) {
 	p := pace{now: d.Concurrency, most: d.Concurrency}
+	var l lease
 	for ctx.Err() == nil {
-		busy, err := d.round(ctx, id, &p)
+		busy, err := d.round(ctx, id, &p, &l)
+		if err != nil {
+			l.held = false // read the lease and the cursor again
+		}
 		d.fail(id, err)
 		if busy && err == nil {
 			continue
@@ -151,20 +155,36 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 	}
 }
 
-// round takes or renews the lease, turns the outbox's new events into
-// messages, and sends the due ones. busy: a full page was read or sent,
-// go on at once.
-func (d *Dispatcher) round(ctx context.Context, id string, p *pace) (busy bool, err error) {
-	leased := time.Now() // monotonic: the lease is trusted for LeaseFor from here, less a margin
-	e, cur, ok, err := d.Store.Lease(ctx, id, d.Owner, d.LeaseFor)
-	if err != nil || !ok || e.Disabled {
+// lease is what a worker knows of its endpoint's lease: held since when
+// (monotonic: trusted for LeaseFor from there, less a margin), and the
+// outbox cursor, which only the holder moves.
+type lease struct {
+	held   bool
+	at     time.Time
+	cursor link.EventCursor
+}
+
+// round takes the lease, or renews it once half of it has passed (until
+// then the endpoint is only read: renewing is a write), turns the outbox's
+// new events into messages, and sends the due ones. busy: a full page was
+// read or sent, go on at once.
+func (d *Dispatcher) round(ctx context.Context, id string, p *pace, l *lease) (busy bool, err error) {
+	var e Endpoint
+	if now := time.Now(); l.held && now.Sub(l.at) < d.LeaseFor/2 {
+		e, err = d.Store.Endpoint(ctx, id)
+	} else {
+		var ok bool
+		e, l.cursor, ok, err = d.Store.Lease(ctx, id, d.Owner, d.LeaseFor)
+		l.held, l.at = ok && err == nil, now
+	}
+	if err != nil || !l.held || e.Disabled {
 		return false, err
 	}
-	made, err := d.fill(ctx, e, cur)
+	made, err := d.fill(ctx, e, l)
 	if err != nil {
 		return false, err
 	}
-	sent, err := d.send(ctx, e, leased, p)
+	sent, err := d.send(ctx, e, l.at, p)
 	return made || sent, err
 }
 
@@ -183,24 +203,58 @@ func (p *pace) after(throttled bool) {
 	}
 }
 
-// fill reads a page of the outbox after the endpoint's cursor and stores
-// its messages with the new cursor. made: the page was full.
-func (d *Dispatcher) fill(ctx context.Context, e Endpoint, cur link.EventCursor) (bool, error) {
-	events, _, err := d.Log.EventsAfter(ctx, cur, d.Page)
-	if err != nil || len(events) == 0 {
+// fill reads the outbox after the endpoint's cursor, Page events, or
+// Page messages' worth for an endpoint batching clicks (up to
+// maxRoundEvents), and stores their messages with the new cursor in one
+// write. made: it read all it could take.
+func (d *Dispatcher) fill(ctx context.Context, e Endpoint, l *lease) (bool, error) {
+	cur := l.cursor
+	want := min(d.Page*max(1, e.Batch), max(d.Page, maxRoundEvents))
+	cursors, rendered, err := d.read(ctx, cur, want)
+	if err != nil || len(cursors) == 0 {
 		return false, err
 	}
-	rendered := make([]Rendered, len(events))
-	for i, ev := range events {
-		if rendered[i], err = d.Render(ctx, ev); err != nil {
-			return false, err
-		}
-	}
-	msgs, next := messagesFor(e, events, rendered, cur, d.Now())
+	msgs, next := messagesFor(e, cursors, rendered, cur, d.Now())
 	if next == cur && len(msgs) == 0 {
 		return false, nil // a batch still filling
 	}
-	return len(events) == d.Page, d.Store.Enqueue(ctx, e.ID, d.Owner, msgs, next)
+	if err := d.Store.Enqueue(ctx, e.ID, d.Owner, msgs, next); err != nil {
+		return false, err
+	}
+	l.cursor = next
+	return len(cursors) == want, nil
+}
+
+// maxRoundEvents bounds the events one round reads for an endpoint
+// batching clicks: a round's messages are stored in one write, and one
+// write per 10,000 clicks costs little next to one per page.
+const maxRoundEvents = 10000
+
+// read reads up to want events after cur, a page (at most Page) at a
+// time, and renders each page as it comes (a rendered event is a fraction
+// of an outbox event's size): their cursors and renderings.
+func (d *Dispatcher) read(ctx context.Context, cur link.EventCursor, want int) ([]link.EventCursor, []Rendered, error) {
+	var cursors []link.EventCursor
+	var rendered []Rendered
+	for len(cursors) < want {
+		ask := min(d.Page, want-len(cursors))
+		page, next, err := d.Log.EventsAfter(ctx, cur, ask)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, ev := range page {
+			r, err := d.Render(ctx, ev)
+			if err != nil {
+				return nil, nil, err
+			}
+			cursors, rendered = append(cursors, ev.Cursor), append(rendered, r)
+		}
+		if len(page) < ask {
+			break
+		}
+		cur = next
+	}
+	return cursors, rendered, nil
 }
 
 // send delivers the endpoint's due messages, at most p.now at once, and

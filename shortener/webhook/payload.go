@@ -30,8 +30,11 @@ func Body(r Rendered) ([]byte, error) {
 }
 
 // BatchBody is the JSON body of a message of several click events:
-// {"clicks": [...]} of their data.
-func BatchBody(clicks []Rendered) ([]byte, error) {
+// {"clicks": [...]} of their data. Click data is JSON by construction
+// (clicks.ClickEvent.AppendJSON writes it, the embedded store at each
+// read, PostgreSQL keeps it as jsonb), so unlike Body it is not parsed
+// again: at the click rate that would be a sizable share of delivering.
+func BatchBody(clicks []Rendered) []byte {
 	n := 96
 	for _, c := range clicks {
 		n += len(c.Data) + 1
@@ -44,7 +47,7 @@ func BatchBody(clicks []Rendered) ([]byte, error) {
 		}
 		b = append(b, c.Data...)
 	}
-	return valid(append(b, "]}}"...))
+	return append(b, "]}}"...)
 }
 
 // appendHead appends {"type":…,"timestamp":…,"data": (types are this
