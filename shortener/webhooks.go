@@ -121,7 +121,7 @@ func (h *Handler) provisionWebhooks(ctx caddy.Context) error {
 			h.logger.Warn("webhook delivery", zap.String("endpoint", id), zap.Error(err))
 		}}
 	h.webhooksChanged()
-	hookOutboxes.add(h, outboxKey(s), s.(link.EventRecorder))
+	registry.setOutbox(h, storeKey(s), s.(link.EventRecorder))
 	run, stop := context.WithCancel(context.Background())
 	h.hookStop, h.hookDone = stop, make(chan struct{})
 	go func() {
@@ -163,19 +163,8 @@ func (h *Handler) clickEventsFlag() *atomic.Bool {
 	return nil
 }
 
-// outboxKey names the store s keeps its outbox in, alike for every
-// handler using it: the embedded store itself (shared across reloads), or
-// the PostgreSQL pool (shared by DSN).
-func outboxKey(s link.Store) any {
-	if pg, ok := s.(*store.PostgresStore); ok {
-		return pg.Pool
-	}
-	return s
-}
-
 // stopWebhooks ends delivery (Cleanup).
 func (h *Handler) stopWebhooks() {
-	hookOutboxes.remove(h)
 	if h.hookStop != nil {
 		h.hookStop()
 		<-h.hookDone

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -181,7 +180,7 @@ type pendingEvents struct {
 // are due; final writes everything once more and counts what fails as
 // lost.
 func (ws *webhookEventWriter) write(batch []link.Event, now time.Time, final bool) {
-	boxes := hookOutboxes.stores()
+	boxes := registry.outboxes()
 	for key, p := range ws.pending {
 		if _, ok := boxes[key]; !ok {
 			ws.lose(p.events, "the shortener holding them is gone")
@@ -230,46 +229,6 @@ func (ws *webhookEventWriter) lose(events []link.Event, why string) {
 	}
 	ws.lost.Add(float64(len(events)))
 	ws.logger.Error("webhooks: Caddy events lost", zap.Int("events", len(events)), zap.String("why", why))
-}
-
-// hookOutboxes are the outboxes of this process's shorteners with
-// webhooks: each handler's, grouped by store when events are written (the
-// handlers of two configs overlap during a reload; both use one store).
-var hookOutboxes = outboxRegistry{handlers: map[*Handler]registeredOutbox{}}
-
-type outboxRegistry struct {
-	sync.Mutex
-	handlers map[*Handler]registeredOutbox
-}
-
-// registeredOutbox is a handler's outbox: key names its store (the
-// embedded file's store, shared across reloads, or the PostgreSQL pool).
-type registeredOutbox struct {
-	key any
-	rec link.EventRecorder
-}
-
-func (r *outboxRegistry) add(h *Handler, key any, rec link.EventRecorder) {
-	r.Lock()
-	defer r.Unlock()
-	r.handlers[h] = registeredOutbox{key, rec}
-}
-
-func (r *outboxRegistry) remove(h *Handler) {
-	r.Lock()
-	defer r.Unlock()
-	delete(r.handlers, h)
-}
-
-// stores returns one recorder per store.
-func (r *outboxRegistry) stores() map[any]link.EventRecorder {
-	r.Lock()
-	defer r.Unlock()
-	out := make(map[any]link.EventRecorder, len(r.handlers))
-	for _, o := range r.handlers {
-		out[o.key] = o.rec
-	}
-	return out
 }
 
 // UnmarshalCaddyfile reads `shortener_webhooks [{ queue <n> }]`, the
