@@ -27,6 +27,9 @@ type EmbeddedStore struct {
 	// bucket, link.EventLog) in the change's own transaction. Set before
 	// use, by a handler with webhooks.
 	Events bool
+	// MaxDomains bounds the link domains (link.DomainStore); 0 is
+	// link.MaxDomains. Set before use (by tests, lower).
+	MaxDomains int
 }
 
 // Buckets and keys of the file.

@@ -34,6 +34,9 @@ type PostgresStore struct {
 	// (shortener_events, link.EventLog) in the change's own statement or
 	// transaction. Set before use, by a handler with webhooks.
 	Events bool
+	// MaxDomains bounds the link domains (link.DomainStore); 0 is
+	// link.MaxDomains. Set before use (by tests, lower).
+	MaxDomains int
 }
 
 // OpenPostgres applies the pending migrations and returns a store on pool.
