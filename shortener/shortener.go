@@ -395,6 +395,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionDestinations(ctx); err != nil {
 		return err
 	}
+	registry.add(h)
 	return h.provisionWebhooks(ctx)
 }
 
@@ -452,6 +453,7 @@ const clicksCloseTimeout = 5 * time.Second
 // share of the pooled one).
 func (h *Handler) Cleanup() error {
 	var errs []error
+	registry.remove(h)
 	h.stopWebhooks()
 	if h.clicks != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), clicksCloseTimeout)

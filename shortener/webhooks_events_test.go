@@ -110,8 +110,8 @@ func (f *flakyRecorder) state() (hits, got int) {
 func TestWebhookEventsStoreDown(t *testing.T) {
 	rec := &flakyRecorder{down: true}
 	owner := new(Handler)
-	hookOutboxes.add(owner, rec, rec)
-	defer hookOutboxes.remove(owner)
+	registry.setOutbox(owner, rec, rec)
+	defer registry.remove(owner)
 	w := newWebhookEvents(t, 0)
 	var sent []caddy.Event
 	for i := range 50 {
