@@ -106,6 +106,8 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 		return h.apiPreview(w, r)
 	case rest == "/webhooks" || strings.HasPrefix(rest, "/webhooks/"):
 		return h.serveWebhooks(w, r, rest)
+	case rest == "/domains" || strings.HasPrefix(rest, "/domains/"):
+		return h.serveDomains(w, r, rest)
 	case rest == "/stats":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

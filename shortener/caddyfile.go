@@ -129,6 +129,7 @@ var handlerBlock = cfparse.Block[reading]{
 		"root_redirect":           (*reading).unmarshalRootRedirect,
 		"app_links":               (*reading).unmarshalAppLinks,
 		"webhooks":                (*reading).unmarshalWebhooks,
+		"domain_zones":            (*reading).unmarshalDomainZones,
 	},
 }
 

@@ -40,10 +40,11 @@ func codeOf(path string) (string, bool) {
 }
 
 // serveRedirect answers GET and HEAD /<code> from what the cache's Lookup
-// says of it. An L1 hit allocates once (the header values), see
+// says of key, the code's link key (link.DomainKey of the request's link
+// domain). An L1 hit allocates once (the header values), see
 // BenchmarkRedirectL1Hit; an unknown code the code filter answers, not at
 // all (BenchmarkRedirectFilterReject).
-func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code string) error {
+func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code, key string) error {
 	if !link.ValidLookupCode(code) {
 		h.metrics.count(sourceNone, resultInvalid)
 		return h.notFound(w, r, errInvalidCode)
@@ -52,7 +53,7 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code str
 		c.Enter()
 		defer c.Leave()
 	}
-	e, source, err := h.cache.Lookup(r.Context(), code)
+	e, source, err := h.cache.Lookup(r.Context(), key)
 	if err != nil {
 		if r.Context().Err() != nil { // the client left; the lookup goes on for others
 			return caddyhttp.Error(http.StatusServiceUnavailable, err)
@@ -63,7 +64,7 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code str
 		}
 		return caddyhttp.Error(http.StatusServiceUnavailable, errStoreDown)
 	}
-	return h.answer(w, r, code, e, source)
+	return h.answer(w, r, key, e, source)
 }
 
 // answer writes the response for a cached or looked-up entry and, for a

@@ -15,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/edgekit/caddy-edgekit/shortener/targeting"
 )
 
@@ -26,19 +27,41 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, next caddyhtt
 		return next.ServeHTTP(w, r)
 	}
 	path := r.URL.Path
-	if h.wellKnown != nil && strings.HasPrefix(path, "/.well-known/") {
-		if b, ok := h.wellKnown[path]; ok {
+	dom := h.domainOf(r)
+	if strings.HasPrefix(path, "/.well-known/") {
+		if b := h.wellKnownOf(dom, path); b != nil {
 			return serveWellKnown(w, r, b)
 		}
 	}
 	code, ok := codeOf(path)
 	if !ok {
-		if path == "/" && h.RootRedirect != "" {
-			return h.redirectTo(w, h.RootRedirect)
+		root := h.RootRedirect
+		if dom != nil && dom.RootRedirect != "" {
+			root = dom.RootRedirect
+		}
+		if path == "/" && root != "" {
+			return h.redirectTo(w, root)
 		}
 		return next.ServeHTTP(w, r)
 	}
-	return h.serveRedirect(w, r, code)
+	if dom != nil {
+		return h.serveRedirect(w, r, code, link.DomainKey(dom.Host, code))
+	}
+	return h.serveRedirect(w, r, code, code)
+}
+
+// wellKnownOf is the app_links file at path: the link domain's own, else
+// the handler's; nil for none.
+func (h *Handler) wellKnownOf(dom *link.Domain, path string) []byte {
+	if dom != nil {
+		switch {
+		case path == pathAASA && dom.AppleAppSiteAssociation != nil:
+			return dom.AppleAppSiteAssociation
+		case path == pathAssetlinks && dom.Assetlinks != nil:
+			return dom.Assetlinks
+		}
+	}
+	return h.wellKnown[path]
 }
 
 // serveWellKnown writes an app_links file.
@@ -77,6 +100,9 @@ func (h *Handler) failTo(w http.ResponseWriter, r *http.Request, fallback string
 // notFound answers an unknown or invalid code: not_found_redirect, else
 // a 404.
 func (h *Handler) notFound(w http.ResponseWriter, r *http.Request, err error) error {
+	if dom := h.domainOf(r); dom != nil && dom.NotFoundRedirect != "" {
+		return h.failTo(w, r, dom.NotFoundRedirect, http.StatusNotFound, err)
+	}
 	return h.failTo(w, r, h.NotFoundRedirect, http.StatusNotFound, err)
 }
 

@@ -287,6 +287,7 @@ type Handler struct {
 
 	destinations // rules, variants and app links (destinations.go)
 	webhooks     // signed webhooks (webhooks.go)
+	domains      // link domains (domains.go)
 
 	store        link.Store
 	ownStore     func() error // releases what Provision opened for the store
@@ -395,6 +396,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionDestinations(ctx); err != nil {
 		return err
 	}
+	if err := h.provisionDomains(); err != nil {
+		return err
+	}
 	registry.add(h)
 	return h.provisionWebhooks(ctx)
 }
@@ -454,6 +458,7 @@ const clicksCloseTimeout = 5 * time.Second
 func (h *Handler) Cleanup() error {
 	var errs []error
 	registry.remove(h)
+	h.stopDomains()
 	h.stopWebhooks()
 	if h.clicks != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), clicksCloseTimeout)

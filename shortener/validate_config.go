@@ -45,7 +45,7 @@ func (h *Handler) validate(pos positions) error {
 	}
 	for _, check := range []func(positions) error{
 		h.validateStore, h.validateCodes, h.validateCaches, h.validateClicks, h.validateAPI, h.validateUI, h.validateTargets,
-		h.validateDestinations, h.validateWebhooks,
+		h.validateDestinations, h.validateWebhooks, h.validateDomains,
 	} {
 		if err := check(pos); err != nil {
 			return err

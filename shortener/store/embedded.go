@@ -138,7 +138,7 @@ func OpenEmbeddedTimeout(path string, timeout time.Duration) (*EmbeddedStore, er
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("opening embedded store: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("opening embedded store %s: the file is locked by another process (or another store on the same path) and was not released within %v", path, timeout)
 	}
