@@ -76,6 +76,11 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 	if err := checkQuery(r.URL.RawQuery); err != nil {
 		return err
 	}
+	if rest == "/links" || strings.HasPrefix(rest, "/links/") {
+		if r, err = h.withAPIDomain(r); err != nil {
+			return err
+		}
+	}
 	switch {
 	case rest == "/links":
 		switch r.Method {
@@ -115,25 +120,13 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 		}
 		return h.apiOverview(w, r)
 	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/stats") && strings.Count(rest, "/") == 3:
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on stats", r.Method)
-		}
-		return h.apiStats(w, r, rest[len("/links/"):len(rest)-len("/stats")])
+		return getOnly(w, r, "stats", func() error { return h.apiStats(w, r, linkKey(r, rest[len("/links/"):len(rest)-len("/stats")])) })
 	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/qr") && strings.Count(rest, "/") == 3:
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on qr", r.Method)
-		}
-		return h.apiQR(w, r, rest[len("/links/"):len(rest)-len("/qr")])
+		return getOnly(w, r, "qr", func() error { return h.apiQR(w, r, linkKey(r, rest[len("/links/"):len(rest)-len("/qr")])) })
 	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/history") && strings.Count(rest, "/") == 3:
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on history", r.Method)
-		}
-		return h.apiHistory(w, r, rest[len("/links/"):len(rest)-len("/history")])
+		return getOnly(w, r, "history", func() error { return h.apiHistory(w, r, linkKey(r, rest[len("/links/"):len(rest)-len("/history")])) })
 	case strings.HasPrefix(rest, "/links/") && strings.Count(rest, "/") == 2:
-		code := rest[len("/links/"):]
+		code := linkKey(r, rest[len("/links/"):])
 		switch r.Method {
 		case http.MethodGet, http.MethodHead:
 			return h.apiGet(w, r, code)
@@ -166,8 +159,37 @@ func (h *Handler) shortURL(r *http.Request, code string) string {
 	return scheme + "://" + r.Host + "/" + code
 }
 
+// getOnly runs f for GET and HEAD, else answers 405 naming what.
+func getOnly(w http.ResponseWriter, r *http.Request, what string, f func() error) error {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on %s", r.Method, what)
+	}
+	return f()
+}
+
+// linkKey is the key of the link with code on the request's link domain.
+func linkKey(r *http.Request, code string) string {
+	return link.DomainKey(domainIn(r.Context()), code)
+}
+
+// linkURL is the short URL of the link stored under key: on the default
+// domain, shortURL's; on a link domain, https (http when base_url is)
+// and the domain's host.
+func (h *Handler) linkURL(r *http.Request, key string) string {
+	host, code := link.SplitDomainKey(key)
+	switch {
+	case host == "":
+		return h.shortURL(r, code)
+	case h.baseURL != nil && h.baseURL.Scheme == "http":
+		return "http://" + host + "/" + code
+	}
+	return "https://" + host + "/" + code
+}
+
 func (h *Handler) response(r *http.Request, l link.Link) link.Response {
-	out := link.Response{Code: l.Code, ShortURL: h.shortURL(r, l.Code), LongURL: l.LongURL, CreatedAt: l.CreatedAt.UTC()}
+	host, code := link.SplitDomainKey(l.Code)
+	out := link.Response{Code: code, Domain: host, ShortURL: h.linkURL(r, l.Code), LongURL: l.LongURL, CreatedAt: l.CreatedAt.UTC()}
 	out.ExpiresAt, out.RevokedAt = link.UTCOrNil(l.ExpiresAt), link.UTCOrNil(l.RevokedAt)
 	out.Title, out.Notes = link.TextOrNil(l.Title), link.TextOrNil(l.Notes)
 	out.Tags = link.TagsOrNil(l.Tags)
@@ -227,7 +249,7 @@ func (h *Handler) apiCreate(w http.ResponseWriter, r *http.Request) error {
 		if err := h.checkCustomCode(req.Code); err != nil {
 			return err
 		}
-		l.Code, l.Custom = req.Code, true
+		l.Code, l.Custom = link.DomainKey(domainIn(ctx), req.Code), true
 		if err := h.store.Create(ctx, l); errors.Is(err, link.ErrCodeTaken) {
 			return apiErr(http.StatusConflict, "code '%s' is already taken", req.Code)
 		} else if err != nil {
@@ -328,7 +350,7 @@ func (h *Handler) createRandom(ctx context.Context, l *link.Link) error {
 			if err != nil {
 				return err
 			}
-			l.Code = code
+			l.Code = link.DomainKey(domainIn(ctx), code)
 			err = h.store.Create(ctx, *l)
 			if err == nil {
 				return nil
@@ -350,7 +372,7 @@ func (h *Handler) createSequential(ctx context.Context, l *link.Link) error {
 		if err != nil {
 			return h.storeErr(err)
 		}
-		l.Code = link.SequentialCode(id)
+		l.Code = link.DomainKey(domainIn(ctx), link.SequentialCode(id))
 		err = h.store.Create(ctx, *l)
 		if err == nil {
 			return nil
@@ -374,7 +396,7 @@ func (h *Handler) selfHosts(r *http.Request) []string {
 
 // apiGet answers GET <api>/links/<code>.
 func (h *Handler) apiGet(w http.ResponseWriter, r *http.Request, code string) error {
-	if !link.ValidLookupCode(code) {
+	if !validKey(code) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
@@ -403,7 +425,7 @@ func (h *Handler) apiGet(w http.ResponseWriter, r *http.Request, code string) er
 // store, its Redis entry replaced by a gone marker and every instance told
 // to drop it from L1.
 func (h *Handler) apiDelete(w http.ResponseWriter, r *http.Request, code string) error {
-	if !link.ValidLookupCode(code) {
+	if !validKey(code) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)

@@ -32,7 +32,7 @@ const permanentWarning = "this link is served with a permanent redirect (301 or 
 // under If-Match when given; then published to Redis and every L1 like a
 // create or delete.
 func (h *Handler) apiPatch(w http.ResponseWriter, r *http.Request, code string) error {
-	if !link.ValidLookupCode(code) {
+	if !validKey(code) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	if err := checkPatchType(r.Header.Values("Content-Type")); err != nil {

@@ -41,7 +41,7 @@ type historyResponse struct {
 // no entry (revoked_at shows it); the creation is no entry either (the
 // first edit's "from" values are the link as created).
 func (h *Handler) apiHistory(w http.ResponseWriter, r *http.Request, code string) error {
-	if !link.ValidLookupCode(code) {
+	if !validKey(code) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	limit, before, err := historyParams(r)

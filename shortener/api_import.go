@@ -79,7 +79,8 @@ func (h *Handler) publishImported(ctx context.Context, entries []*importEntry) {
 func importAnswerOf(entries []*importEntry, dryRun bool) importAnswer {
 	out := importAnswer{Mode: batchImport, DryRun: dryRun, Results: make([]link.ImportResult, len(entries))}
 	for i, e := range entries {
-		res := link.ImportResult{Code: e.link.Code, Result: e.result, Error: e.reason}
+		_, code := link.SplitDomainKey(e.link.Code)
+		res := link.ImportResult{Code: code, Result: e.result, Error: e.reason}
 		switch e.result {
 		case importCreated:
 			out.Created++

@@ -37,7 +37,7 @@ func (h *Handler) apiList(w http.ResponseWriter, r *http.Request) error {
 	if ll == nil {
 		return apiErr(http.StatusNotImplemented, "this store cannot list links")
 	}
-	q.Now = h.now()
+	q.Now, q.Domain = h.now(), domainIn(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
 	defer cancel()
 	page, err := ll.ListLinks(ctx, q)

@@ -11,7 +11,7 @@ import (
 var apiParams = map[string]bool{
 	"q": true, "tag": true, "status": true, "sort": true, "limit": true, "cursor": true,
 	"format": true, "with_stats": true, "from": true, "to": true, "granularity": true, "tz": true,
-	"group_by": true, "size": true, "level": true,
+	"group_by": true, "size": true, "level": true, "domain": true, "force": true,
 }
 
 // checkQuery judges an API request's query string before any endpoint

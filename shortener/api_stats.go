@@ -22,7 +22,7 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 	if h.clicks == nil {
 		return apiErr(http.StatusNotFound, "click counting is off")
 	}
-	if !link.ValidLookupCode(code) {
+	if !validKey(code) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	sq, err := h.parseStatsQuery(r.URL.Query())

@@ -401,3 +401,11 @@ func (c *cache) fill(ctx context.Context, code string, l *link.Link) {
 func (c *cache) publishLink(ctx context.Context, l link.Link) error {
 	return c.publishLinks(ctx, []link.Link{l})
 }
+
+// localEntries is the size of the handler's L1 cache: 0 when it is off.
+func (h *Handler) localEntries() int {
+	if h.LocalCacheOff {
+		return 0
+	}
+	return h.LocalCacheEntries
+}

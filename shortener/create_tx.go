@@ -46,7 +46,7 @@ func (h *Handler) prepareItem(r *http.Request, req link.CreateRequest) *createIt
 		if err := h.checkCustomCode(req.Code); err != nil {
 			return &createItem{refused: err}
 		}
-		it.link.Code, it.link.Custom, it.mode = req.Code, true, "custom"
+		it.link.Code, it.link.Custom, it.mode = link.DomainKey(domainIn(r.Context()), req.Code), true, "custom"
 	}
 	return it
 }
@@ -108,7 +108,7 @@ func (h *Handler) drawSequential(ctx context.Context, items []*createItem) error
 			if err != nil {
 				return h.storeErr(err)
 			}
-			it.link.Code = link.SequentialCode(id)
+			it.link.Code = link.DomainKey(domainIn(ctx), link.SequentialCode(id))
 		}
 	}
 	return nil
@@ -156,9 +156,11 @@ func (h *Handler) reuseInTx(ctx context.Context, tx link.LinkTx, items []*create
 		return err
 	}
 	leads := map[string]int{}
+	domain := domainIn(ctx)
 	for n, i := range idx {
 		it := items[i]
-		if found[n].Code != "" {
+		// A link of another domain is not reused: the item gets its own.
+		if host, _ := link.SplitDomainKey(found[n].Code); found[n].Code != "" && host == domain {
 			it.result, it.status = found[n], http.StatusOK
 			continue
 		}
@@ -198,7 +200,7 @@ func (h *Handler) insertInTx(ctx context.Context, tx link.LinkTx, items []*creat
 				if err != nil {
 					return err
 				}
-				it.link.Code = code
+				it.link.Code = link.DomainKey(domainIn(ctx), code)
 			}
 			links[i] = it.link
 		}

@@ -43,9 +43,11 @@ type domainSet struct {
 	byKey  map[string]map[string]bool
 }
 
-// provisionDomains mounts the domains API when the store keeps link
-// domains and the handler has an API, and reads the domains.
+// provisionDomains registers the handler's store, and mounts the domains
+// API when the store keeps link domains and the handler has an API, and
+// reads the domains.
 func (h *Handler) provisionDomains() error {
+	registry.add(h) // the TLS permission and the events handler find its store there
 	s := unshared(h.store)
 	ds, ok := s.(link.DomainStore)
 	lister, _ := s.(link.CodeLister)
@@ -120,8 +122,9 @@ func (h *Handler) refreshDomains(ctx context.Context) {
 	}
 }
 
-// stopDomains ends the refresh (Cleanup).
+// stopDomains unregisters the store and ends the refresh (Cleanup).
 func (h *Handler) stopDomains() {
+	registry.remove(h)
 	if h.domainStop != nil {
 		h.domainStop()
 		<-h.domainDone
@@ -170,6 +173,53 @@ func (h *Handler) validateDomains(pos positions) error {
 		}
 	}
 	return nil
+}
+
+// domainCtxKey carries the link domain of an API request about links.
+type domainCtxKey struct{}
+
+// domainIn is the link domain host the request's context carries ("" for
+// the default domain).
+func domainIn(ctx context.Context) string {
+	host, _ := ctx.Value(domainCtxKey{}).(string)
+	return host
+}
+
+// withAPIDomain reads `domain` of an API request about links: absent, the
+// default domain; else a stored link domain in any spelling (404 when it
+// is none). A key scoped to domains may use only those (403), never the
+// default domain. The request comes back carrying the host.
+func (h *Handler) withAPIDomain(r *http.Request) (*http.Request, error) {
+	raw := r.URL.Query().Get("domain")
+	host := ""
+	if raw != "" {
+		var set *domainSet
+		if h.domainSet != nil {
+			set = h.domainSet.Load()
+		}
+		d, err := urlpolicy.LinkDomain(raw)
+		if err != nil || set == nil || set.byHost[d] == nil {
+			return r, apiErr(http.StatusNotFound, "domain: no link domain %q", raw)
+		}
+		host = d
+	}
+	if scoped := h.keyDomains(r); scoped != nil && !scoped[host] {
+		if host == "" {
+			return r, apiErr(http.StatusForbidden, "domain: this API key is scoped to link domains: name one")
+		}
+		return r, apiErr(http.StatusForbidden, "domain: this API key is not scoped to %s", host)
+	}
+	if host == "" {
+		return r, nil
+	}
+	return r.WithContext(context.WithValue(r.Context(), domainCtxKey{}, host)), nil
+}
+
+// validKey reports whether key, a link key (link.DomainKey), has a code
+// that could name a link.
+func validKey(key string) bool {
+	_, code := link.SplitDomainKey(key)
+	return link.ValidLookupCode(code)
 }
 
 // serveDomains mounts the domains API.

@@ -42,9 +42,9 @@ func TestDomainsAPI(t *testing.T) {
 		`{"host":"127.0.0.1"}`: "host: a link domain is a name",
 		`{"host":"localhost"}`: "host: a link domain needs at least two labels",
 		`{"host":"a.example","root_redirect":"javascript:alert(1)"}`: "root_redirect:",
-		`{"host":"a.example","keys":["nothex"]}`:                    "keys[0]:",
-		`{"host":"a.example","assetlinks":"x"}`:                     "assetlinks: must be a JSON object or array",
-		`{"host":"a.example","bogus":1}`:                            "body:",
+		`{"host":"a.example","keys":["nothex"]}`:                     "keys[0]:",
+		`{"host":"a.example","assetlinks":"x"}`:                      "assetlinks: must be a JSON object or array",
+		`{"host":"a.example","bogus":1}`:                             "body:",
 	} {
 		w := serve(t, h, "POST", "/api/domains", body, auth()...)
 		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), want) {
@@ -187,8 +187,8 @@ func TestCaddyfileDomainZones(t *testing.T) {
 		t.Errorf("parsed %v, %v", h.DomainZones, err)
 	}
 	for input, want := range map[string]string{
-		"shortener {\n domain_zones\n}":               "wrong argument count",
-		"shortener {\n domain_zones 10.0.0.1\n}":      "a link domain is a name, not an IP address, at Testfile:2",
+		"shortener {\n domain_zones\n}":                "wrong argument count",
+		"shortener {\n domain_zones 10.0.0.1\n}":       "a link domain is a name, not an IP address, at Testfile:2",
 		"shortener {\n domain_zones sho.rt bad_z.x\n}": "domain_zones \"bad_z.x\"",
 	} {
 		if _, err := parse(input); err == nil || !strings.Contains(err.Error(), want) {

@@ -49,7 +49,7 @@ func (h *Handler) apiExport(w http.ResponseWriter, r *http.Request) error {
 	if ll == nil {
 		return apiErr(http.StatusNotImplemented, "this store cannot list links")
 	}
-	q := link.ListQuery{Status: status, Sort: link.SortCreated, Limit: exportPage, Now: h.now()}
+	q := link.ListQuery{Status: status, Sort: link.SortCreated, Limit: exportPage, Now: h.now(), Domain: domainIn(r.Context())}
 	page, err := h.exportPage(r.Context(), ll, q)
 	if err != nil {
 		return h.storeErr(err)
@@ -183,7 +183,8 @@ func (h *Handler) csvRow(r *http.Request, l link.ListedLink) []string {
 	if h.clicks != nil {
 		clicks = strconv.FormatInt(l.Clicks, 10)
 	}
-	row := []string{l.Code, h.shortURL(r, l.Code), l.LongURL, at(l.CreatedAt), at(l.ExpiresAt), at(l.RevokedAt),
+	_, code := link.SplitDomainKey(l.Code)
+	row := []string{code, h.linkURL(r, l.Code), l.LongURL, at(l.CreatedAt), at(l.ExpiresAt), at(l.RevokedAt),
 		l.Title, strings.Join(l.Tags, " "), l.Notes, clicks}
 	for i := range row {
 		row[i] = link.CSVCell(row[i])

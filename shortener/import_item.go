@@ -118,7 +118,7 @@ func (h *Handler) importLink(r *http.Request, it link.ImportItem, now time.Time)
 			return link.ImportLink{}, refusedBy(err)
 		}
 	}
-	l := link.ImportLink{Link: link.Link{Code: it.Code, LongURL: long, Title: it.Title, Tags: link.TagsOrNil(it.Tags), Notes: it.Notes, Custom: true}}
+	l := link.ImportLink{Link: link.Link{Code: link.DomainKey(domainIn(r.Context()), it.Code), LongURL: long, Title: it.Title, Tags: link.TagsOrNil(it.Tags), Notes: it.Notes, Custom: true}}
 	if err := importTimes(it, &l.Link, now); err != nil {
 		return link.ImportLink{}, err
 	}

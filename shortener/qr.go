@@ -80,7 +80,7 @@ func parseQRQuery(q url.Values) (qrRequest, error) {
 
 // qrURL is what a link's QR code encodes.
 func (h *Handler) qrURL(r *http.Request, code string) string {
-	return h.shortURL(r, code) + "?" + QRMarker
+	return h.linkURL(r, code) + "?" + QRMarker
 }
 
 // apiQR answers GET <api>/links/<code>/qr.
@@ -89,7 +89,7 @@ func (h *Handler) apiQR(w http.ResponseWriter, r *http.Request, code string) err
 	if err != nil {
 		return err
 	}
-	if !link.ValidLookupCode(code) {
+	if !validKey(code) {
 		return apiErr(http.StatusNotFound, "link not found")
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), apiTimeout)
@@ -108,7 +108,8 @@ func (h *Handler) apiQR(w http.ResponseWriter, r *http.Request, code string) err
 	hdr := w.Header()
 	hdr.Set("Content-Type", ctype)
 	hdr.Set("Cache-Control", "private, max-age=300")
-	hdr.Set("Content-Disposition", fmt.Sprintf(`inline; filename="%s-qr.%s"`, code, req.format))
+	_, name := link.SplitDomainKey(code)
+	hdr.Set("Content-Disposition", fmt.Sprintf(`inline; filename="%s-qr.%s"`, name, req.format))
 	hdr.Set("Content-Length", strconv.Itoa(len(body)))
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")

@@ -347,11 +347,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("shortener: invalid base_url: %w", err)
 		}
 	}
-	localEntries := h.LocalCacheEntries
-	if h.LocalCacheOff {
-		localEntries = 0
-	}
-	if h.cache, err = newCache(localEntries, time.Duration(h.LocalCacheTTL), time.Duration(h.NegativeTTL), time.Duration(h.CacheTTL), h.now); err != nil {
+	if h.cache, err = newCache(h.localEntries(), time.Duration(h.LocalCacheTTL), time.Duration(h.NegativeTTL), time.Duration(h.CacheTTL), h.now); err != nil {
 		return fmt.Errorf("shortener local cache: %w", err)
 	}
 	if h.store == nil {
@@ -399,7 +395,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionDomains(); err != nil {
 		return err
 	}
-	registry.add(h)
 	return h.provisionWebhooks(ctx)
 }
 
@@ -457,7 +452,6 @@ const clicksCloseTimeout = 5 * time.Second
 // share of the pooled one).
 func (h *Handler) Cleanup() error {
 	var errs []error
-	registry.remove(h)
 	h.stopDomains()
 	h.stopWebhooks()
 	if h.clicks != nil {

@@ -58,6 +58,10 @@ type ListQuery struct {
 	Cursor string
 	// Now is the time statuses are judged at.
 	Now time.Time
+	// Domain keeps the links of this link domain (their keys are
+	// DomainKey(Domain, code)); "" keeps the default domain's, whose keys
+	// hold no DomainSep.
+	Domain string
 }
 
 // ListedLink is a link with its all-time click total (0 when none was

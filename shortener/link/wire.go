@@ -10,7 +10,9 @@ import (
 // wire shape of a link, written by the server and read by the CLI and the
 // benchmarks.
 type Response struct {
-	Code      string     `json:"code"`
+	Code string `json:"code"`
+	// Domain is the link's link domain; absent for the default domain.
+	Domain    string     `json:"domain,omitempty"`
 	ShortURL  string     `json:"short_url"`
 	LongURL   string     `json:"long_url"`
 	CreatedAt time.Time  `json:"created_at"`

@@ -194,6 +194,9 @@ func NewLinkMatcher(q link.ListQuery) linkMatcher {
 }
 
 func (m linkMatcher) Match(l link.Link) bool {
+	if host, _ := link.SplitDomainKey(l.Code); host != m.q.Domain {
+		return false
+	}
 	if m.q.Status != link.StatusAll && link.Status(l, m.q.Now) != m.q.Status {
 		return false
 	}

@@ -93,6 +93,7 @@ func newListStmt(q link.ListQuery, cur *link.Cursor) (*listStmt, error) {
 	if cond != "" {
 		st.where = append(st.where, cond)
 	}
+	st.where = append(st.where, st.inDomain(q.Domain))
 	switch {
 	case q.ByClicks():
 		st.key = "COALESCE(t.people + t.bots + t.imported, 0)"
@@ -112,6 +113,16 @@ func newListStmt(q link.ListQuery, cur *link.Cursor) (*listStmt, error) {
 		st.where = append(st.where, st.after(k, cur.Code))
 	}
 	return st, nil
+}
+
+// inDomain is the condition of the link domain host on the link l: its
+// key starts with host and the separator, or ("" for the default domain)
+// holds no separator. starts_with, never LIKE: a host may hold '_'.
+func (st *listStmt) inDomain(host string) string {
+	if host == "" {
+		return "strpos(l.code, '/') = 0"
+	}
+	return "starts_with(l.code, " + st.arg(link.DomainKey(host, "")) + ")"
 }
 
 // arg adds an argument and returns its placeholder.
