@@ -42,23 +42,25 @@ func (h *Handler) apiStats(w http.ResponseWriter, r *http.Request, code string) 
 	if err := h.linkExists(ctx, code); err != nil {
 		return err
 	}
+	_, name := link.SplitDomainKey(code) // for file names
 	var breakdown []clicks.BreakdownEntry
 	if group.Dim != "" {
 		if breakdown, err = h.clicks.Breakdown(ctx, code, group.Dim, from, to, group.Limit); err != nil {
 			return h.clicksErr(err)
 		}
 		if format == "csv" {
-			return clicks.WriteBreakdownCSV(w, code+"-"+group.Dim, group.Dim, breakdown, clicks.HasUniques(group.Dim))
+			return clicks.WriteBreakdownCSV(w, name+"-"+group.Dim, group.Dim, breakdown, clicks.HasUniques(group.Dim))
 		}
 	}
 	st, err := h.clicks.Stats(ctx, code, from, to)
 	if err != nil {
 		return h.clicksErr(err)
 	}
+	st.Domain, st.Code = link.SplitDomainKey(code)
 	series := spec.Series(append(st.Hourly, clicks.DailyAsHours(st.Daily)...), from, to)
 	spec.WithUniques(series, st.Visitors)
 	if format == "csv" {
-		return clicks.WriteSeriesCSV(w, code, series)
+		return clicks.WriteSeriesCSV(w, name, series)
 	}
 	writeJSON(w, http.StatusOK, clicks.StatsAnswer{Stats: st, Granularity: spec.Granularity, TZ: spec.Loc.String(), Timeseries: series,
 		GroupBy: group.Dim, Breakdown: breakdown})
@@ -132,7 +134,7 @@ func (h *Handler) apiOverview(w http.ResponseWriter, r *http.Request) error {
 	if format == "csv" {
 		links := make([]clicks.BreakdownEntry, len(o.Links))
 		for i, l := range o.Links {
-			links[i] = clicks.BreakdownEntry{Value: l.Code, Clicks: l.Clicks}
+			links[i] = clicks.BreakdownEntry{Value: link.DomainKey(l.Domain, l.Code), Clicks: l.Clicks}
 		}
 		return clicks.WriteBreakdownCSV(w, "clicks-links", "code", links, false)
 	}

@@ -215,12 +215,9 @@ func (h *Handler) withAPIDomain(r *http.Request) (*http.Request, error) {
 	return r.WithContext(context.WithValue(r.Context(), domainCtxKey{}, host)), nil
 }
 
-// validKey reports whether key, a link key (link.DomainKey), has a code
-// that could name a link.
-func validKey(key string) bool {
-	_, code := link.SplitDomainKey(key)
-	return link.ValidLookupCode(code)
-}
+// validKey reports whether key, a link key (link.DomainKey), could name a
+// link.
+func validKey(key string) bool { return link.ValidKey(key) }
 
 // serveDomains mounts the domains API.
 func (h *Handler) serveDomains(w http.ResponseWriter, r *http.Request, rest string) error {

@@ -115,6 +115,19 @@ func linksOnDomains(t *testing.T, h *Handler, name string, other func() *Handler
 	if !strings.Contains(csv, "same,https://a.example/same,") || strings.Contains(csv, "on-b") {
 		t.Errorf("a.example's export:\n%s", csv)
 	}
+	// The redirects above were clicks: counted per domain.
+	eventually(t, 20*time.Second, "a.example's same counted apart from b.example's", func() bool {
+		var a, b struct {
+			Clicks int64 `json:"total"`
+			Domain string
+		}
+		_ = json.Unmarshal(serve(t, h, "GET", "/api/links/same/stats?domain=a.example", "", auth()...).Body.Bytes(), &a)
+		_ = json.Unmarshal(serve(t, h, "GET", "/api/links/same/stats?domain=b.example", "", auth()...).Body.Bytes(), &b)
+		return a.Clicks >= 1 && b.Clicks >= 1 && a.Clicks+b.Clicks <= 4 && a.Domain == "a.example"
+	})
+	if body := serve(t, h, "GET", "/api/stats", "", auth()...).Body.String(); !strings.Contains(body, `{"code":"same","domain":"a.example","clicks":`) {
+		t.Errorf("the overview's top links name no domain: %s", body)
+	}
 	scoped := []string{"Authorization", "Bearer " + scopedKey}
 	for _, c := range []struct {
 		method, target, body string

@@ -1,6 +1,10 @@
 package clicks
 
-import "time"
+import (
+	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
+)
 
 // EventType is the type of a click's outbox event (webhooks).
 const EventType = "click"
@@ -10,8 +14,10 @@ const EventType = "click"
 // host, the visitor's daily hash as uniques count it), never the
 // address or the user agent.
 type ClickEvent struct {
-	Code string    `json:"code"`
-	At   time.Time `json:"at"`
+	Code string `json:"code"`
+	// Domain is the link's link domain; absent for the default domain.
+	Domain string    `json:"domain,omitempty"`
+	At     time.Time `json:"at"`
 	// Bot: a crawler, a script or an empty user agent, counted apart from
 	// people.
 	Bot bool `json:"bot"`
@@ -39,7 +45,8 @@ type ClickEvent struct {
 // dimensions set, its address and user agent cleared).
 func NewClickEvent(c Click) ClickEvent {
 	d := ClickDims(c)
-	e := ClickEvent{Code: c.Code, At: c.At.UTC(), Bot: c.Bot(), Country: d[0], Device: d[3], OS: d[4], Browser: d[5],
+	host, code := link.SplitDomainKey(c.Code)
+	e := ClickEvent{Code: code, Domain: host, At: c.At.UTC(), Bot: c.Bot(), Country: d[0], Device: d[3], OS: d[4], Browser: d[5],
 		Source: d[6], Rule: d[7], Variant: d[8]}
 	if d[1] != UnknownDim {
 		e.Region = d[1]

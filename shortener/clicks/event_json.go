@@ -12,6 +12,7 @@ import (
 func (e ClickEvent) AppendJSON(b []byte) []byte {
 	b = append(b, `{"code":`...)
 	b = AppendJSONString(b, e.Code)
+	b = appendField(b, "domain", e.Domain, true)
 	b = append(b, `,"at":"`...)
 	b = e.At.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","bot":`...)

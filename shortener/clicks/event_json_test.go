@@ -12,7 +12,7 @@ func FuzzClickEventJSON(f *testing.F) {
 	f.Add("abc", "news.example.com", "DE", "Berlin", "French", "a", int64(1796543043123456789), true)
 	f.Add("\x00\"\\<>&\u2028\u2029\xff\xfe", "", "", "São Paulo\t\n\r", "", "", int64(0), false)
 	f.Fuzz(func(t *testing.T, code, referrer, country, city, rule, variant string, at int64, bot bool) {
-		e := ClickEvent{Code: code, At: time.Unix(0, at).UTC(), Bot: bot, Referrer: referrer, Country: country, Region: rule,
+		e := ClickEvent{Code: code, Domain: city, At: time.Unix(0, at).UTC(), Bot: bot, Referrer: referrer, Country: country, Region: rule,
 			City: city, Device: variant, OS: code, Browser: city, Source: referrer, Rule: rule, Variant: variant, Visitor: country}
 		want, err := json.Marshal(e)
 		if err != nil {

@@ -1,6 +1,10 @@
 package clicks
 
-import "time"
+import (
+	"time"
+
+	"github.com/edgekit/caddy-edgekit/shortener/link"
+)
 
 // Overview counts the clicks of every link over the UTC days
 // overlapping a window: the answer of `GET <api>/stats`.
@@ -23,7 +27,9 @@ type Overview struct {
 
 // LinkClicks is a link's clicks over a window.
 type LinkClicks struct {
-	Code   string `json:"code"`
+	Code string `json:"code"`
+	// Domain is the link's link domain; absent for the default domain.
+	Domain string `json:"domain,omitempty"`
 	Clicks int64  `json:"clicks"`
 }
 
@@ -31,7 +37,8 @@ type LinkClicks struct {
 func LinksOf(top []BreakdownEntry) []LinkClicks {
 	out := make([]LinkClicks, len(top))
 	for i, e := range top {
-		out[i] = LinkClicks{Code: e.Value, Clicks: e.Clicks}
+		host, code := link.SplitDomainKey(e.Value)
+		out[i] = LinkClicks{Code: code, Domain: host, Clicks: e.Clicks}
 	}
 	return out
 }

@@ -49,7 +49,7 @@ const (
 // is dropped as invalid: its encoding could not be decoded, or it would be
 // held or stored unbounded).
 func ClickSize(c Click) int64 {
-	if !link.ValidLookupCode(c.Code) || !ValidReferrerHost(c.Referrer) || c.Class > ClassOther || len(c.UA) > MaxUserAgent ||
+	if !link.ValidKey(c.Code) || !ValidReferrerHost(c.Referrer) || c.Class > ClassOther || len(c.UA) > MaxUserAgent ||
 		!validDim(c.Device) || !validDim(c.OS) || !validDim(c.Browser) || !validGeo(c) || !validTargetDims(c) {
 		return -1
 	}

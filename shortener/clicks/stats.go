@@ -13,7 +13,9 @@ import (
 // Stats are a link's counters over a window, as the click sinks
 // read them (the API adds the timeseries: StatsAnswer).
 type Stats struct {
-	Code   string              `json:"code"`
+	Code string `json:"code"`
+	// Domain is the link's link domain; absent for the default domain.
+	Domain string              `json:"domain,omitempty"`
 	Total  int64               `json:"total"`
 	People int64               `json:"people"`
 	Bots   int64               `json:"bots"`

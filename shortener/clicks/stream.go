@@ -160,7 +160,7 @@ func decodeClick(f [clickFields]string) (Click, error) {
 		}
 		c.Visitor = v
 	}
-	if !link.ValidLookupCode(code) || !ValidReferrerHost(c.Referrer) ||
+	if !link.ValidKey(code) || !ValidReferrerHost(c.Referrer) ||
 		len(class) != 1 || class[0] < '0' || class[0] > '0'+byte(ClassOther) ||
 		!validDim(c.Device) || !validDim(c.OS) || !validDim(c.Browser) || !validGeo(c) || !validTargetDims(c) {
 		return Click{}, fmt.Errorf("malformed click %q", strings.Join(f[:], "\t"))

@@ -96,3 +96,20 @@ type DomainLinkRevoker interface {
 	// returns how many it revoked.
 	RevokeDomainLinks(ctx context.Context, host string, at time.Time) (int, error)
 }
+
+// ValidKey reports whether key could be a link's key: a code that could
+// name a link (ValidLookupCode), alone or after a link domain's host
+// (lower-case letters, digits, '-' and '.', at most 253 bytes). It does
+// not allocate.
+func ValidKey(key string) bool {
+	host, code := SplitDomainKey(key)
+	if len(host) > 253 {
+		return false
+	}
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return ValidLookupCode(code) && (host == "" || len(key) > len(code)+1)
+}

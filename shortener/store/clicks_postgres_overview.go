@@ -34,11 +34,13 @@ func (s *PostgresClickSink) ClickOverview(ctx context.Context, from, to time.Tim
 	if err != nil {
 		return o, fmt.Errorf("click overview: %w", err)
 	}
-	if o.Links, err = pgx.CollectRows(rows, pgx.RowToStructByPos[clicks.LinkClicks]); err != nil {
+	top, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (clicks.BreakdownEntry, error) {
+		var e clicks.BreakdownEntry
+		return e, row.Scan(&e.Value, &e.Clicks)
+	})
+	if err != nil {
 		return o, fmt.Errorf("click overview: %w", err)
 	}
-	if o.Links == nil {
-		o.Links = []clicks.LinkClicks{}
-	}
+	o.Links = clicks.LinksOf(top) // a link domain's keys split into code and domain
 	return o, nil
 }
