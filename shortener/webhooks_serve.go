@@ -40,7 +40,8 @@ func (h *Handler) webhooksChanged() {
 // event's (the rate limiter's) its data as recorded; a link's tags go to
 // the endpoints' filters.
 func (h *Handler) renderEvent(ctx context.Context, e link.Event) (webhook.Rendered, error) {
-	r := webhook.Rendered{Type: e.Type, At: e.At, Code: e.Code}
+	_, code := link.SplitDomainKey(e.Code) // endpoints filter by code, on any domain
+	r := webhook.Rendered{Type: e.Type, At: e.At, Code: code}
 	if strings.HasPrefix(e.Type, "link.") {
 		data, err := json.Marshal(h.hookLink(e.Link))
 		r.Data, r.Tags = data, e.Link.Tags
@@ -68,8 +69,8 @@ func (h *Handler) renderEvent(ctx context.Context, e link.Event) (webhook.Render
 func (h *Handler) hookLink(l link.Link) link.Response {
 	r := &http.Request{Host: "", URL: nil}
 	out := h.response(r, l)
-	if h.baseURL == nil {
-		out.ShortURL = "/" + l.Code
+	if h.baseURL == nil && out.Domain == "" {
+		out.ShortURL = "/" + out.Code
 	}
 	return out
 }
