@@ -14,6 +14,7 @@ import (
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/shortener/domainapi"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/registry"
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
@@ -47,7 +48,7 @@ type domainSet struct {
 // API when the store keeps link domains and the handler has an API, and
 // reads the domains.
 func (h *Handler) provisionDomains() error {
-	registry.add(h) // the TLS permission and the events handler find its store there
+	registry.Add(h, unshared(h.store)) // the TLS permission and the events handler find its store there
 	s := unshared(h.store)
 	ds, ok := s.(link.DomainStore)
 	lister, _ := s.(link.CodeLister)
@@ -124,7 +125,7 @@ func (h *Handler) refreshDomains(ctx context.Context) {
 
 // stopDomains unregisters the store and ends the refresh (Cleanup).
 func (h *Handler) stopDomains() {
-	registry.remove(h)
+	registry.Remove(h)
 	if h.domainStop != nil {
 		h.domainStop()
 		<-h.domainDone

@@ -5,15 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddytls"
 
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
@@ -116,66 +111,6 @@ func TestDomainsAPI(t *testing.T) {
 	}
 	if l, err := s.Get(ctx, "abc"); err != nil || !l.RevokedAt.IsZero() {
 		t.Errorf("the default domain's link after a forced delete: %+v, %v", l, err)
-	}
-}
-
-// countingDomains counts the lookups of a domain store.
-type countingDomains struct {
-	link.DomainStore
-	n atomic.Int64
-}
-
-func (c *countingDomains) Domain(ctx context.Context, host string) (link.Domain, error) {
-	c.n.Add(1)
-	return c.DomainStore.Domain(ctx, host)
-}
-
-// TestPermission: the on-demand TLS permission says yes to a stored link
-// domain in any spelling, no to other names, asking the store about an
-// unknown name once per negative_ttl however many handshakes ask, and no
-// to a domain once it is deleted.
-func TestPermission(t *testing.T) {
-	s := embeddedStore(t)
-	ds := &countingDomains{DomainStore: unshared(s).(link.DomainStore)}
-	owner := new(Handler)
-	registry.Lock()
-	registry.handlers[owner] = registered{key: ds, domains: ds}
-	registry.Unlock()
-	defer registry.remove(owner)
-	ctx := context.Background()
-	if err := ds.CreateDomain(ctx, link.Domain{Host: "ok.example", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	p := &Permission{NegativeTTL: caddy.Duration(time.Hour)}
-	cctx, cancel := caddy.NewContext(caddy.Context{Context: ctx})
-	defer cancel()
-	if err := p.Provision(cctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"ok.example", "OK.Example."} {
-		if err := p.CertificateAllowed(ctx, name); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-	before := ds.n.Load()
-	for range 100 {
-		if err := p.CertificateAllowed(ctx, "unknown.example"); !errors.Is(err, caddytls.ErrPermissionDenied) {
-			t.Fatalf("unknown.example: %v", err)
-		}
-	}
-	if n := ds.n.Load() - before; n != 1 {
-		t.Errorf("100 handshakes for an unknown name asked the store %d times, want 1", n)
-	}
-	for _, name := range []string{"127.0.0.1", "localhost", "a_b.example"} {
-		if err := p.CertificateAllowed(ctx, name); !errors.Is(err, caddytls.ErrPermissionDenied) {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-	if err := ds.DeleteDomain(ctx, "ok.example"); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.CertificateAllowed(ctx, "ok.example"); !errors.Is(err, caddytls.ErrPermissionDenied) {
-		t.Errorf("a deleted domain: %v", err)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/registry"
 	"github.com/edgekit/caddy-edgekit/shortener/store"
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 	"github.com/edgekit/caddy-edgekit/shortener/webhook"
@@ -121,7 +122,7 @@ func (h *Handler) provisionWebhooks(ctx caddy.Context) error {
 			h.logger.Warn("webhook delivery", zap.String("endpoint", id), zap.Error(err))
 		}}
 	h.webhooksChanged()
-	registry.setOutbox(h, storeKey(s), s.(link.EventRecorder))
+	registry.SetOutbox(h, s.(link.EventRecorder))
 	run, stop := context.WithCancel(context.Background())
 	h.hookStop, h.hookDone = stop, make(chan struct{})
 	go func() {

@@ -1,4 +1,7 @@
-package shortener
+// Package ondemand is the shortener's on-demand TLS permission module,
+// tls.permission.shortener: Caddy issues a certificate for a name only
+// when it is a link domain in the store of a shortener in the config.
+package ondemand
 
 import (
 	"context"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/registry"
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
 
@@ -108,7 +112,7 @@ func (p *Permission) lookup(host string) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(p.Timeout))
 	defer cancel()
 	var errs []error
-	for _, s := range registry.domainStores() {
+	for _, s := range registry.DomainStores() {
 		_, err := s.Domain(ctx, host)
 		if err == nil {
 			return true, nil

@@ -1,23 +1,29 @@
-package shortener
+package hookevents
 
 import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/registry"
+	"github.com/edgekit/caddy-edgekit/shortener/store"
 )
 
-func newWebhookEvents(t *testing.T, queue int) *WebhookEvents {
+func newHandler(t *testing.T, queue int) *Handler {
 	t.Helper()
-	w := &WebhookEvents{Queue: queue}
+	w := &Handler{Queue: queue}
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)
 	if err := w.Provision(ctx); err != nil {
@@ -35,16 +41,22 @@ func caddyEvent(t *testing.T, name string, data map[string]any) caddy.Event {
 	return e
 }
 
-// TestWebhookEventsRecord: the rate limiter's events reach the outbox of
-// the store once, though two handlers (a reload's old and new) use it,
-// under Caddy's event id, as the webhook types, with their data; other
-// events are left alone; Cleanup writes what is still queued.
-func TestWebhookEventsRecord(t *testing.T) {
-	s := embeddedStore(t)
-	withHooks := func(h *Handler) { h.Webhooks = &WebhooksConfig{} }
-	newHandler(t, s, withHooks)
-	newHandler(t, s, withHooks)
-	w := newWebhookEvents(t, 0)
+// TestHandlerRecord: the rate limiter's events reach the outbox of the
+// store once, though two handlers (a reload's old and new) use it, under
+// Caddy's event id, as the webhook types, with their data; other events
+// are left alone; Cleanup writes what is still queued.
+func TestHandlerRecord(t *testing.T) {
+	s, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, owner := range []*int{new(int), new(int)} {
+		registry.Add(owner, s)
+		registry.SetOutbox(owner, s)
+		defer registry.Remove(owner)
+	}
+	w := newHandler(t, 0)
 	exceeded := caddyEvent(t, "ratelimit_exceeded", map[string]any{"zone": "api", "store_key": "rl:api:x", "retry_after": 3})
 	ban := caddyEvent(t, "ratelimit_ban_set", map[string]any{"zone": "api", "store_key": "rl:api:x", "retry_after": 60, "ban": 60, "until": "2026-12-06T10:01:00Z"})
 	for _, e := range []caddy.Event{exceeded, caddyEvent(t, "tls_get_certificate", nil), ban} {
@@ -55,8 +67,7 @@ func TestWebhookEventsRecord(t *testing.T) {
 	if err := w.Cleanup(); err != nil {
 		t.Fatal(err)
 	}
-	log := unshared(s).(link.EventLog)
-	evs, _, err := log.EventsAfter(context.Background(), link.EventCursor{}, 100)
+	evs, _, err := s.EventsAfter(context.Background(), link.EventCursor{}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,22 +115,22 @@ func (f *flakyRecorder) state() (hits, got int) {
 	return f.hits, len(f.got)
 }
 
-// TestWebhookEventsStoreDown: a store that fails gets the events again
+// TestHandlerStoreDown: a store that fails gets the events again
 // once it is back, each once and in order, tried with backoff meanwhile
 // (not every tick); a full queue loses events and counts them.
-func TestWebhookEventsStoreDown(t *testing.T) {
+func TestHandlerStoreDown(t *testing.T) {
 	rec := &flakyRecorder{down: true}
-	owner := new(Handler)
-	registry.setOutbox(owner, rec, rec)
-	defer registry.remove(owner)
-	w := newWebhookEvents(t, 0)
+	owner := new(int)
+	registry.SetOutbox(owner, rec)
+	defer registry.Remove(owner)
+	w := newHandler(t, 0)
 	var sent []caddy.Event
 	for i := range 50 {
 		e := caddyEvent(t, "ratelimit_exceeded", map[string]any{"n": i})
 		sent = append(sent, e)
 		_ = w.Handle(context.Background(), e)
 	}
-	eventually(t, 10*time.Second, "the down store is tried", func() bool { h, _ := rec.state(); return h >= 1 })
+	eventually(t, "the down store is tried", func() bool { h, _ := rec.state(); return h >= 1 })
 	time.Sleep(500 * time.Millisecond)
 	if h, _ := rec.state(); h > 2 {
 		t.Errorf("a down store was tried %d times in half a second: no backoff", h)
@@ -127,7 +138,7 @@ func TestWebhookEventsStoreDown(t *testing.T) {
 	rec.mu.Lock()
 	rec.down = false
 	rec.mu.Unlock()
-	eventually(t, 10*time.Second, "the events are written once the store is back", func() bool { _, n := rec.state(); return n >= 50 })
+	eventually(t, "the events are written once the store is back", func() bool { _, n := rec.state(); return n >= 50 })
 	if err := w.Cleanup(); err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +154,7 @@ func TestWebhookEventsStoreDown(t *testing.T) {
 		}
 	}
 
-	full := newWebhookEvents(t, 1)
+	full := newHandler(t, 1)
 	close(full.stop) // no writer: the queue fills
 	<-full.done
 	full.stop = nil
@@ -155,10 +166,10 @@ func TestWebhookEventsStoreDown(t *testing.T) {
 	}
 }
 
-// TestCaddyfileWebhookEvents: `on <event> shortener_webhooks` in the events
+// TestCaddyfileHandler: `on <event> shortener_webhooks` in the events
 // global option, with its queue, and bad settings refused with their line.
-func TestCaddyfileWebhookEvents(t *testing.T) {
-	var w WebhookEvents
+func TestCaddyfileHandler(t *testing.T) {
+	var w Handler
 	if err := w.UnmarshalCaddyfile(caddyfile.NewTestDispenser("shortener_webhooks {\n queue 500\n}")); err != nil || w.Queue != 500 {
 		t.Errorf("queue 500: %+v, %v", w, err)
 	}
@@ -168,10 +179,29 @@ func TestCaddyfileWebhookEvents(t *testing.T) {
 		{"shortener_webhooks {\n queue 2000000\n}", "queue 2000000 is over 1000000, at Testfile:2"},
 		{"shortener_webhooks {\n bogus\n}", `unknown shortener_webhooks setting "bogus" (want queue), at Testfile:2`},
 	} {
-		var w WebhookEvents
+		var w Handler
 		err := w.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.input, err, tc.want)
 		}
 	}
+}
+
+// eventually polls cond for up to 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10s: %s", what)
+		}
+	}
+}
+
+// sample reads a counter.
+func sample(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
 }

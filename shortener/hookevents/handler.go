@@ -1,6 +1,10 @@
-package shortener
+// Package hookevents is the events handler shortener_webhooks: it
+// records Caddy events of the rate limiter in the webhook outboxes of the
+// shorteners in the config.
+package hookevents
 
 import (
+	"errors"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -15,14 +19,15 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
+	"github.com/edgekit/caddy-edgekit/shortener/registry"
 	"github.com/edgekit/caddy-edgekit/shortener/webhook"
 )
 
 func init() {
-	caddy.RegisterModule(WebhookEvents{})
+	caddy.RegisterModule(Handler{})
 }
 
-// WebhookEvents records Caddy events of the rate limiter in the outboxes
+// Handler records Caddy events of the rate limiter in the outboxes
 // of the shorteners with webhooks, for the endpoints that take
 // ratelimit.exceeded or ratelimit.ban_set. It is an events handler,
 // subscribed with Caddy's `events` global option:
@@ -40,7 +45,7 @@ func init() {
 // with backoff. An event that finds the queue full, or that a store still
 // refuses when Caddy stops, is lost and counted
 // (caddy_shortener_webhook_events_lost_total).
-type WebhookEvents struct {
+type Handler struct {
 	// Queue bounds the events waiting to be written. Default: 10000.
 	Queue int `json:"queue,omitempty"`
 
@@ -53,43 +58,43 @@ type WebhookEvents struct {
 
 // Bounds of the shortener_webhooks events handler.
 const (
-	DefaultWebhookEventsQueue = 10000
-	MaxWebhookEventsQueue     = 1000000
-	webhookEventsBatch        = 500
-	webhookEventsEvery        = 100 * time.Millisecond
-	webhookEventsTimeout      = 5 * time.Second
-	webhookEventsBackoff      = 30 * time.Second // the longest wait before trying a failing store again
+	DefaultQueue = 10000
+	MaxQueue     = 1000000
+	batchSize        = 500
+	writeEvery        = 100 * time.Millisecond
+	writeTimeout      = 5 * time.Second
+	maxBackoff      = 30 * time.Second // the longest wait before trying a failing store again
 )
 
-// webhookEventTypes maps the Caddy events the handler records to their
+// eventTypes maps the Caddy events the handler records to their
 // webhook types; other events are ignored.
-var webhookEventTypes = map[string]string{
+var eventTypes = map[string]string{
 	"ratelimit_exceeded": webhook.TypeRatelimitExceeded,
 	"ratelimit_ban_set":  webhook.TypeRatelimitBanSet,
 }
 
 // CaddyModule returns the Caddy module information.
-func (WebhookEvents) CaddyModule() caddy.ModuleInfo {
+func (Handler) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
 		ID:  "events.handlers.shortener_webhooks",
-		New: func() caddy.Module { return new(WebhookEvents) },
+		New: func() caddy.Module { return new(Handler) },
 	}
 }
 
 // Provision checks the queue's bound and starts the writer.
-func (w *WebhookEvents) Provision(ctx caddy.Context) error {
+func (w *Handler) Provision(ctx caddy.Context) error {
 	if w.Queue == 0 {
-		w.Queue = DefaultWebhookEventsQueue
+		w.Queue = DefaultQueue
 	}
-	if w.Queue < 1 || w.Queue > MaxWebhookEventsQueue {
-		return fmt.Errorf("shortener_webhooks: queue %d is not 1 to %d", w.Queue, MaxWebhookEventsQueue)
+	if w.Queue < 1 || w.Queue > MaxQueue {
+		return fmt.Errorf("shortener_webhooks: queue %d is not 1 to %d", w.Queue, MaxQueue)
 	}
 	w.logger = ctx.Logger()
 	lost := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "caddy", Subsystem: "shortener", Name: "webhook_events_lost_total",
 		Help: "Caddy events (the rate limiter's) that never reached an outbox: the queue was full, or a store refused them until Caddy stopped."})
 	var err error
 	if reg := ctx.GetMetricsRegistry(); reg != nil {
-		if lost, err = register(reg, lost); err != nil {
+		if lost, err = registerCounter(reg, lost); err != nil {
 			return fmt.Errorf("shortener_webhooks metrics: %w", err)
 		}
 	}
@@ -100,8 +105,8 @@ func (w *WebhookEvents) Provision(ctx caddy.Context) error {
 }
 
 // Handle queues the event, if it is one webhooks announce.
-func (w *WebhookEvents) Handle(_ context.Context, e caddy.Event) error {
-	if _, ok := webhookEventTypes[e.Name()]; !ok {
+func (w *Handler) Handle(_ context.Context, e caddy.Event) error {
+	if _, ok := eventTypes[e.Name()]; !ok {
 		return nil
 	}
 	select {
@@ -112,8 +117,8 @@ func (w *WebhookEvents) Handle(_ context.Context, e caddy.Event) error {
 	return nil
 }
 
-// Cleanup writes what is queued (within webhookEventsTimeout) and stops.
-func (w *WebhookEvents) Cleanup() error {
+// Cleanup writes what is queued (within writeTimeout) and stops.
+func (w *Handler) Cleanup() error {
 	if w.stop != nil {
 		close(w.stop)
 		<-w.done
@@ -122,18 +127,18 @@ func (w *WebhookEvents) Cleanup() error {
 	return nil
 }
 
-// run writes the queue every webhookEventsEvery, or at once when a batch
+// run writes the queue every writeEvery, or at once when a batch
 // is full, until Cleanup.
-func (w *WebhookEvents) run() {
+func (w *Handler) run() {
 	defer close(w.done)
-	ws := webhookEventWriter{pending: map[any]*pendingEvents{}, lost: w.lost, logger: w.logger, limit: w.Queue}
-	t := time.NewTicker(webhookEventsEvery)
+	ws := writer{pending: map[any]*pendingEvents{}, lost: w.lost, logger: w.logger, limit: w.Queue}
+	t := time.NewTicker(writeEvery)
 	defer t.Stop()
 	var batch []link.Event
 	for {
 		select {
 		case e := <-w.q:
-			if batch = append(batch, outboxEvent(e)); len(batch) < webhookEventsBatch {
+			if batch = append(batch, outboxEvent(e)); len(batch) < batchSize {
 				continue
 			}
 		case <-t.C:
@@ -157,12 +162,12 @@ func outboxEvent(e caddy.Event) link.Event {
 	if err != nil {
 		data = []byte("{}")
 	}
-	return link.Event{ID: "evt_" + hex.EncodeToString(id[:]), Type: webhookEventTypes[e.Name()], At: e.Timestamp().UTC(), Data: data}
+	return link.Event{ID: "evt_" + hex.EncodeToString(id[:]), Type: eventTypes[e.Name()], At: e.Timestamp().UTC(), Data: data}
 }
 
-// webhookEventWriter writes batches into every registered outbox, keeping
+// writer writes batches into every registered outbox, keeping
 // per store what it has not written yet.
-type webhookEventWriter struct {
+type writer struct {
 	pending map[any]*pendingEvents
 	lost    prometheus.Counter
 	logger  *zap.Logger
@@ -179,8 +184,8 @@ type pendingEvents struct {
 // write adds batch to every outbox's pending events and writes those that
 // are due; final writes everything once more and counts what fails as
 // lost.
-func (ws *webhookEventWriter) write(batch []link.Event, now time.Time, final bool) {
-	boxes := registry.outboxes()
+func (ws *writer) write(batch []link.Event, now time.Time, final bool) {
+	boxes := registry.Outboxes()
 	for key, p := range ws.pending {
 		if _, ok := boxes[key]; !ok {
 			ws.lose(p.events, "the shortener holding them is gone")
@@ -205,8 +210,8 @@ func (ws *webhookEventWriter) write(batch []link.Event, now time.Time, final boo
 	}
 }
 
-func (ws *webhookEventWriter) flush(rec link.EventRecorder, p *pendingEvents, now time.Time, final bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), webhookEventsTimeout)
+func (ws *writer) flush(rec link.EventRecorder, p *pendingEvents, now time.Time, final bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	err := rec.RecordEvents(ctx, p.events)
 	if err == nil {
@@ -218,12 +223,12 @@ func (ws *webhookEventWriter) flush(rec link.EventRecorder, p *pendingEvents, no
 		p.events = nil
 		return
 	}
-	p.wait = min(max(2*p.wait, time.Second), webhookEventsBackoff)
+	p.wait = min(max(2*p.wait, time.Second), maxBackoff)
 	p.next = now.Add(p.wait)
 	ws.logger.Warn("webhooks: recording Caddy events; trying again", zap.Int("events", len(p.events)), zap.Duration("in", p.wait), zap.Error(err))
 }
 
-func (ws *webhookEventWriter) lose(events []link.Event, why string) {
+func (ws *writer) lose(events []link.Event, why string) {
 	if len(events) == 0 {
 		return
 	}
@@ -233,7 +238,7 @@ func (ws *webhookEventWriter) lose(events []link.Event, why string) {
 
 // UnmarshalCaddyfile reads `shortener_webhooks [{ queue <n> }]`, the
 // handler of an `on` line of the events global option.
-func (w *WebhookEvents) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+func (w *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the handler's name
 	if d.NextArg() {
 		return d.ArgErr()
@@ -245,8 +250,8 @@ func (w *WebhookEvents) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err != nil {
 				return err
 			}
-			if n > MaxWebhookEventsQueue {
-				return d.Errf("queue %d is over %d", n, MaxWebhookEventsQueue)
+			if n > MaxQueue {
+				return d.Errf("queue %d is over %d", n, MaxQueue)
 			}
 			w.Queue = n
 		default:
@@ -258,8 +263,23 @@ func (w *WebhookEvents) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // Interface guards
 var (
-	_ caddy.Provisioner     = (*WebhookEvents)(nil)
-	_ caddy.CleanerUpper    = (*WebhookEvents)(nil)
-	_ caddyevents.Handler   = (*WebhookEvents)(nil)
-	_ caddyfile.Unmarshaler = (*WebhookEvents)(nil)
+	_ caddy.Provisioner     = (*Handler)(nil)
+	_ caddy.CleanerUpper    = (*Handler)(nil)
+	_ caddyevents.Handler   = (*Handler)(nil)
+	_ caddyfile.Unmarshaler = (*Handler)(nil)
 )
+
+// registerCounter registers c, or returns the counter registered under its
+// name already (a reload's new config).
+func registerCounter(reg *prometheus.Registry, c prometheus.Counter) (prometheus.Counter, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(prometheus.Counter); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}
