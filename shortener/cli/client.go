@@ -45,6 +45,9 @@ type client struct {
 	base string // the API's URL without a trailing slash, e.g. https://sho.rt/api
 	key  string
 	http *http.Client
+	// domain is the link domain of every <api>/links call (--domain),
+	// sent as ?domain=<host>; "" is the default domain.
+	domain string
 }
 
 // newClient checks the API URL (http or https, a host, no query or
@@ -72,9 +75,25 @@ func linkPath(code string, rest ...string) string {
 	return "/links/" + url.PathEscape(code) + strings.Join(rest, "")
 }
 
+// withDomain is q with the client's link domain added when path is under
+// /links (a copy: q is the caller's); other paths, and the default
+// domain, are left as they are.
+func (c *client) withDomain(path string, q url.Values) url.Values {
+	if c.domain == "" || (path != "/links" && !strings.HasPrefix(path, "/links/")) {
+		return q
+	}
+	out := make(url.Values, len(q)+1)
+	for k, v := range q {
+		out[k] = v
+	}
+	out.Set("domain", c.domain)
+	return out
+}
+
 // request sends one request; a non-2xx answer is returned as *APIError
 // (its body read and closed), a 2xx answer with its body open.
 func (c *client) request(ctx context.Context, method, path string, q url.Values, body []byte, hdr http.Header) (*http.Response, error) {
+	q = c.withDomain(path, q)
 	u := c.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()

@@ -32,6 +32,7 @@ type globals struct {
 	keyFile string        // --api-key-file, else $SHORTENER_API_KEY
 	json    bool          // --json: machine-readable output
 	timeout time.Duration // --timeout: each HTTP request's deadline
+	domain  string        // --domain of the link commands: their link domain
 }
 
 // bind declares the global flags on the parent command.
@@ -59,7 +60,18 @@ func (g *globals) client() (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newClient(api, key, g.timeout)
+	c, err := newClient(api, key, g.timeout)
+	if err != nil {
+		return nil, err
+	}
+	c.domain = g.domain
+	return c, nil
+}
+
+// domainFlag gives a link command --domain: every request it sends to
+// <api>/links carries ?domain=<host> (client.withDomain).
+func (g *globals) domainFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&g.domain, "domain", "", "the link domain of the links, e.g. go.example.com (default: the handler's own, the default domain)")
 }
 
 // key reads the API key from --api-key-file or SHORTENER_API_KEY. It is

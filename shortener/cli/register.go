@@ -8,7 +8,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "shortener",
-		Usage: "<create|list|get|edit|revoke|stats|qr|export|import|webhooks> [flags]",
+		Usage: "<create|list|get|edit|revoke|stats|qr|export|import|webhooks|domains> [flags]",
 		Short: "Manages the links of a running shortener handler through its API",
 		CobraFunc: func(cmd *cobra.Command) {
 			setup(cmd, osEnv())

@@ -1,7 +1,7 @@
 // Package cli is `caddy shortener`: the command line of the shortener
 // handler's management API (create, list, get, edit, revoke, stats, qr,
-// export, import, and webhooks for its webhook endpoints), registered
-// with Caddy's command line by the module.
+// export, import; webhooks for its webhook endpoints, domains for its
+// link domains), registered with Caddy's command line by the module.
 // It talks HTTP to a running handler and imports nothing of the handler.
 package cli
 
@@ -16,7 +16,8 @@ import (
 
 const longHelp = `
 Manage the short links of a running shortener handler through its API,
-and its webhook endpoints (webhooks).
+its webhook endpoints (webhooks) and its link domains (domains). The
+link commands take --domain <host> for the links of a link domain.
 
 The API's URL comes from --api or SHORTENER_API, e.g. https://sho.rt/api.
 The key comes from SHORTENER_API_KEY or the file --api-key-file names; it
@@ -35,10 +36,15 @@ func setup(cmd *cobra.Command, env Env) {
 	g.bind(cmd)
 	cmd.Long = longHelp
 	cmd.SilenceUsage = true
-	cmd.AddCommand(
+	links := []*cobra.Command{
 		newCreateCmd(g), newListCmd(g), newGetCmd(g), newEditCmd(g), newRevokeCmd(g),
-		newStatsCmd(g), newQRCmd(g), newExportCmd(g), newImportCmd(g), newWebhooksCmd(g),
-	)
+		newStatsCmd(g), newQRCmd(g), newExportCmd(g), newImportCmd(g),
+	}
+	for _, c := range links {
+		g.domainFlag(c)
+	}
+	cmd.AddCommand(links...)
+	cmd.AddCommand(newWebhooksCmd(g), newDomainsCmd(g))
 }
 
 // runE wraps a command's body: an error is printed on one line, made safe

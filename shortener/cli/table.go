@@ -73,6 +73,9 @@ func cellTags(tags []string) string {
 func writeLinkTable(w io.Writer, l *Link, now time.Time) error {
 	t := newTable(w, false)
 	t.row("code", l.Code)
+	if l.Domain != "" {
+		t.row("domain", l.Domain)
+	}
 	t.row("short_url", l.ShortURL)
 	t.row("long_url", l.LongURL)
 	t.row("status", l.status(now))
