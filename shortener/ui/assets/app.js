@@ -1,13 +1,16 @@
 // The dashboard: a hash router over views. #/links, #/new, #/links/<code>,
 // #/overview, #/webhooks[/new, /<id>, /<id>/messages/<msg>] (write
-// sessions of a handler with webhooks); the sign-in page whenever there
-// is no session.
+// sessions of a handler with webhooks), #/domains[/new, /<host>] (write
+// sessions whose key is not scoped to domains); the sign-in page whenever
+// there is no session. The bar's domain picker chooses the link domain
+// every links call names.
 import { h, mount, errorBox } from './dom.js';
-import { session, loadSession, signIn, signOut, whenSignedOut, webhooksOn } from './api.js';
+import { session, loadSession, signIn, signOut, whenSignedOut, webhooksOn, loadDomains, domainChoices, setDomain } from './api.js';
 import { linksView, newLinkView } from './links.js';
 import { linkView } from './link.js';
 import { overviewView } from './overview.js';
 import { webhooksView, newWebhookView, webhookView, messageView } from './webhooks.js';
+import { domainsView, newDomainView, domainView } from './domains.js';
 
 const bar = document.querySelector('.bar');
 
@@ -16,6 +19,18 @@ function showBar(on) {
   bar.querySelector('.scope').hidden = session.scope !== 'read';
   for (const el of document.querySelectorAll('[data-write]')) el.hidden = session.scope !== 'write';
   bar.querySelector('[data-webhooks]').hidden = !session.webhooks;
+  bar.querySelector('[data-domains]').hidden = !(on && session.scope === 'write' && session.domains && !session.scoped);
+  showPicker(on);
+}
+
+// showPicker fills the domain picker with the domains the key may work
+// on; it is hidden while there is no choice but the default domain.
+function showPicker(on) {
+  const pick = bar.querySelector('.domain-pick');
+  const sel = pick.querySelector('select');
+  const choices = on ? domainChoices() : [];
+  pick.hidden = !on || !session.domains || (choices.length < 2 && choices[0] === '');
+  sel.replaceChildren(...choices.map((host) => h('option', { value: host, selected: host === session.domain }, host || 'default domain')));
 }
 
 function signInView(message) {
@@ -53,6 +68,9 @@ const routes = [
   [/^#\/webhooks$/, () => webhooksView()],
   [/^#\/webhooks\/new$/, () => newWebhookView()],
   [/^#\/webhooks\/([^/]+)$/, (m) => webhookView(decodeURIComponent(m[1]))],
+  [/^#\/domains$/, () => domainsView()],
+  [/^#\/domains\/new$/, () => newDomainView()],
+  [/^#\/domains\/([^/]+)$/, (m) => domainView(decodeURIComponent(m[1]))],
   [/^#\/webhooks\/([^/]+)\/messages\/([^/]+)$/, (m) => messageView(decodeURIComponent(m[1]), decodeURIComponent(m[2]))],
 ];
 
@@ -65,6 +83,14 @@ async function route() {
     }
   }
   if (session.webhooks === undefined) session.webhooks = await webhooksOn();
+  if (session.domains === undefined) {
+    try {
+      await loadDomains();
+    } catch (e) {
+      showBar(true);
+      return mount(errorBox(e, 'Could not list the link domains'));
+    }
+  }
   showBar(true);
   const hash = location.hash || '#/links';
   for (const a of bar.querySelectorAll('nav a')) {
@@ -87,5 +113,12 @@ bar.querySelector('.signout').addEventListener('click', async () => {
   signInView('Signed out.');
 });
 whenSignedOut(() => { session.scope = ''; signInView('Your session has ended: sign in again.'); });
+// Another domain: a link's page belongs to the old one, so back to the
+// list; any other page is shown again.
+bar.querySelector('.domain-pick select').addEventListener('change', (e) => {
+  setDomain(e.target.value);
+  if (location.hash.startsWith('#/links/')) location.hash = '#/links';
+  else route();
+});
 window.addEventListener('hashchange', route);
 route();

@@ -49,8 +49,16 @@ export async function linksView() {
   h('label', { for: 'status' }, 'Status', status), h('label', { for: 'sort' }, 'Sort', sort),
   h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Apply')));
   more.addEventListener('click', () => load(false));
-  mount(h('h1', {}, 'Links'), form, table, note, h('div', { class: 'actions' }, more));
+  mount(h('h1', {}, 'Links'), onDomain(), form, table, note, h('div', { class: 'actions' }, more));
   await load(true);
+}
+
+// onDomain says which domain's links a page shows, when there are link
+// domains.
+export function onDomain() {
+  return session.domains && session.domains.length
+    ? h('p', { class: 'muted', 'data-domain': session.domain }, 'On ', h('b', {}, session.domain || 'the default domain'), '. Pick another in the bar.')
+    : null;
 }
 
 function row(l) {
@@ -153,6 +161,6 @@ export function newLinkView() {
   } }, labeled[0], h('label', { for: 'code' }, 'Custom code (optional)', code), labeled.slice(1),
   h('fieldset', { class: 'grid' }, h('legend', {}, 'Rules'), rules.labeled), err,
   h('div', { class: 'actions' }, button));
-  mount(h('h1', {}, 'New link'), form);
+  mount(h('h1', {}, 'New link'), onDomain(), form);
   f.long_url.focus();
 }

@@ -1,6 +1,6 @@
 // The overview: totals, top links and top countries across links.
 import { h, mount, fmt, errorBox } from './dom.js';
-import { api } from './api.js';
+import { api, setDomain } from './api.js';
 
 export async function overviewView() {
   mount(h('h1', {}, 'Overview'), h('p', { class: 'muted' }, 'Loading…'));
@@ -15,7 +15,8 @@ export async function overviewView() {
     mount(h('h1', {}, 'Overview'), h('p', { class: 'muted' }, 'Last 30 days, all links.'),
       h('div', { class: 'kpis' }, k('Clicks', s.total), k('People', s.people), k('Bots', s.bots)),
       h('div', { class: 'breakdowns' },
-        top('Top links', s.links, (r) => h('a', { href: '#/links/' + encodeURIComponent(r.code) }, r.code)),
+        top('Top links', s.links, (r) => h('a', { href: '#/links/' + encodeURIComponent(r.code), onclick: () => setDomain(r.domain) },
+          r.domain ? r.domain + '/' + r.code : r.code)),
         top('Top countries', s.countries, (r) => r.value),
         top('Top referrers', s.referrers, (r) => r.value)));
   } catch (e) {
