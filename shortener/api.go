@@ -118,6 +118,9 @@ func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) 
 			w.Header().Set("Allow", "GET, HEAD")
 			return apiErr(http.StatusMethodNotAllowed, "method %s not allowed on stats", r.Method)
 		}
+		if h.keyDomains(r) != nil {
+			return apiErr(http.StatusForbidden, "the overview spans every link domain: a key scoped to domains reads its links' stats (links/<code>/stats?domain=)")
+		}
 		return h.apiOverview(w, r)
 	case strings.HasPrefix(rest, "/links/") && strings.HasSuffix(rest, "/stats") && strings.Count(rest, "/") == 3:
 		return getOnly(w, r, "stats", func() error { return h.apiStats(w, r, linkKey(r, rest[len("/links/"):len(rest)-len("/stats")])) })

@@ -142,6 +142,7 @@ func linksOnDomains(t *testing.T, h *Handler, name string, other func() *Handler
 		{"GET", "/api/links", "", http.StatusForbidden},
 		{"GET", "/api/links/same", "", http.StatusForbidden},
 		{"GET", "/api/links?domain=nope.example", "", http.StatusNotFound},
+		{"GET", "/api/stats", "", http.StatusForbidden},
 	} {
 		if w := serve(t, h, c.method, c.target, c.body, append(scoped, "Content-Type", "application/json")...); w.Code != c.want {
 			t.Errorf("scoped %s %s: %d %s, want %d", c.method, c.target, w.Code, w.Body, c.want)

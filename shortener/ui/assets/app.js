@@ -20,6 +20,7 @@ function showBar(on) {
   for (const el of document.querySelectorAll('[data-write]')) el.hidden = session.scope !== 'write';
   bar.querySelector('[data-webhooks]').hidden = !session.webhooks;
   bar.querySelector('[data-domains]').hidden = !(on && session.scope === 'write' && session.domains && !session.scoped);
+  bar.querySelector('[data-overview]').hidden = session.scoped; // the overview spans every domain
   showPicker(on);
 }
 
