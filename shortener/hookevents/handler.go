@@ -4,10 +4,10 @@
 package hookevents
 
 import (
-	"errors"
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -60,10 +60,10 @@ type Handler struct {
 const (
 	DefaultQueue = 10000
 	MaxQueue     = 1000000
-	batchSize        = 500
-	writeEvery        = 100 * time.Millisecond
-	writeTimeout      = 5 * time.Second
-	maxBackoff      = 30 * time.Second // the longest wait before trying a failing store again
+	batchSize    = 500
+	writeEvery   = 100 * time.Millisecond
+	writeTimeout = 5 * time.Second
+	maxBackoff   = 30 * time.Second // the longest wait before trying a failing store again
 )
 
 // eventTypes maps the Caddy events the handler records to their
