@@ -12,6 +12,7 @@ import (
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
 	"github.com/edgekit/caddy-edgekit/internal/redispool"
+
 	// The shortener's modules outside the http app, registered with it:
 	// events.handlers.shortener_webhooks and tls.permission.shortener.
 	_ "github.com/edgekit/caddy-edgekit/shortener/hookevents"
