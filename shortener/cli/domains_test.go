@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -30,9 +32,10 @@ func TestDomainsCommands(t *testing.T) {
 	}{{"postgres", postgresStore}, {"embedded", embeddedStore}} {
 		t.Run(store.name, func(t *testing.T) {
 			s.t = t
-			s.load(store.line(t))
+			s.load(store.line(t), "api_key "+scopedKey)
 			testDomainsCRUD(t, s)
 			testLinksOnDomains(t, s)
+			testScopedKey(t, s)
 			testDomainsDelete(t, s)
 			testDomainsRefusals(t, s)
 		})
@@ -154,6 +157,37 @@ func testLinksOnDomains(t *testing.T, s *server) {
 	}
 	if r := s.run("get", "same", "--domain", "nothere.example.com"); r.code != cli.ExitNotFound || !strings.Contains(r.stderr, "(HTTP 404)") {
 		t.Errorf("--domain naming no link domain: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// scopedKey is an API key the tests scope to one domain.
+const scopedKey = "cli-scoped-key-0123456789abcdef"
+
+// testScopedKey: a key scoped to one domain works there and is refused
+// (exit 3, the server's 403) on another domain and on the default domain.
+func testScopedKey(t *testing.T, s *server) {
+	sum := sha256.Sum256([]byte(scopedKey))
+	s.must("domains", "create", "mine.example", "--key", hex.EncodeToString(sum[:8]))
+	s.must("domains", "create", "theirs.example")
+	s.must("create", "https://example.com/theirs", "--code", "theirs", "--domain", "theirs.example")
+	env := map[string]string{"SHORTENER_API": s.api, "SHORTENER_API_KEY": scopedKey}
+	if r := s.runEnv(env, "", "create", "https://example.com/mine", "--code", "mine", "--domain", "mine.example"); r.code != 0 {
+		t.Errorf("the scoped key on its domain: exit %d, %s", r.code, r.stderr)
+	}
+	for _, args := range [][]string{
+		{"list", "--domain", "theirs.example"},
+		{"get", "theirs", "--domain", "theirs.example"},
+		{"create", "https://example.com/x", "--domain", "theirs.example"},
+		{"edit", "theirs", "--title", "x", "--domain", "theirs.example"},
+		{"list"},
+		{"domains", "create", "more.example"},
+	} {
+		if r := s.runEnv(env, "", args...); r.code != cli.ExitAuth || !strings.Contains(r.stderr, "(HTTP 403)") {
+			t.Errorf("the scoped key: %v: exit %d, %s; want %d and a 403", args, r.code, r.stderr, cli.ExitAuth)
+		}
+	}
+	for _, host := range []string{"mine.example", "theirs.example"} {
+		s.must("domains", "delete", host, "--force")
 	}
 }
 
