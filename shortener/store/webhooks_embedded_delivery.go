@@ -127,9 +127,11 @@ func (s *EmbeddedStore) Enqueue(ctx context.Context, id, owner string, msgs []we
 			return err
 		}
 		now := link.ToMicros(time.Now())
+		bodies := tx.Bucket(embeddedHookBodies)
+		bodies.FillPercent = appendFill // message ids grow with time
 		for _, msg := range msgs {
 			m := embeddedMessage{ID: msg.ID, Endpoint: id, Type: msg.Type, At: link.ToMicros(msg.At), Events: msg.Events, MadeAt: now}
-			if err := tx.Bucket(embeddedHookBodies).Put([]byte(msg.ID), msg.Body); err != nil {
+			if err := bodies.Put([]byte(msg.ID), msg.Body); err != nil {
 				return err
 			}
 			if err := setState(tx, &m, string(webhook.StatePending), link.ToMicros(msg.NextAt)); err != nil {
