@@ -26,6 +26,15 @@ func TestHandlerCalendarDay(t *testing.T) {
 	h := &Handler{Zones: []*Zone{zone("minute", 100, time.Minute), calendarZone("daily", 2, "day", "Europe/Berlin")}}
 	h.now = c.Now
 	provision(t, h)
+	found := false
+	for _, info := range zoneInfos() {
+		if info.Name == "daily" && info.Calendar == "day" && info.TZ == "Europe/Berlin" && info.Window == "" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("GET /ratelimit/zones does not list the daily zone with calendar day in Europe/Berlin")
+	}
 	next := new(statusHandler)
 	for i := range 2 {
 		if s := do(h, next, get("/", "X-API-Key", "k")).status; s != 200 {
