@@ -233,3 +233,39 @@ func TestCalendarScriptArgs(t *testing.T) {
 		t.Error("a calendar token_bucket ask accepted")
 	}
 }
+
+// TestCalendarSettle: cost_after settlements charge and give back within
+// the calendar period the request was admitted in, and the period's end
+// still resets the key.
+func TestCalendarSettle(t *testing.T) {
+	berlin := mustLoc(t, "Europe/Berlin")
+	cal := Calendar{CalendarDay, berlin}
+	at := time.Date(2026, 3, 29, 23, 0, 0, 0, berlin)
+	for _, kind := range []string{"memory", "miniredis"} {
+		t.Run(kind, func(t *testing.T) {
+			s, set := calendarClocked(t, kind, at)
+			a := Ask{Key: "settle:cal", Limit: Limit{Algorithm: FixedWindow, Events: 100, Window: 24 * time.Hour, Calendar: cal}, Cost: 10}
+			if r := ask1(t, s, a); !r.Allowed || r.Remaining != 90 {
+				t.Fatalf("admission: %+v", r)
+			}
+			settle := func(delta int64) {
+				if err := s.(Settler).Settle(context.Background(), at, []Settlement{{Key: a.Key, Limit: a.Limit, Delta: delta}}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check := func(want int64) {
+				t.Helper()
+				if r := ask1(t, s, Ask{Key: a.Key, Limit: a.Limit}); r.Remaining != want {
+					t.Fatalf("remaining %d, want %d", r.Remaining, want)
+				}
+			}
+			settle(95) // into debt past the quota
+			check(0)
+			settle(-20)
+			check(15)
+			_, end := cal.Period(at)
+			set(end)
+			check(100)
+		})
+	}
+}
