@@ -16,6 +16,8 @@ type zoneInfo struct {
 	Algorithm   string        `json:"algorithm"`
 	Events      int64         `json:"events,omitempty"`
 	Window      string        `json:"window,omitempty"`
+	Calendar    string        `json:"calendar,omitempty"` // hour, day, week or month
+	TZ          string        `json:"tz,omitempty"`       // the calendar's time zone
 	Burst       int64         `json:"burst,omitempty"`
 	Cost        string        `json:"cost,omitempty"`
 	Dynamic     *DynamicQuota `json:"dynamic,omitempty"`
@@ -58,6 +60,9 @@ func zoneInfos() []zoneInfo {
 			}
 			if z.Window > 0 {
 				info.Window = time.Duration(z.Window).String()
+			}
+			if c := z.limit.Calendar; c.On() {
+				info.Calendar, info.TZ = c.Unit.String(), c.Loc.String()
 			}
 			if q := z.quota; q != nil && q.plans != nil && z.Plans != nil {
 				p := &plansInfo{

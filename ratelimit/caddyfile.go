@@ -2,6 +2,8 @@ package ratelimit
 
 import (
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -30,7 +32,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    zone <name> {
 //	        key          <template>
 //	        events       <n>
-//	        window       <duration>
+//	        window       <duration> | 1h|1d|1w|1mo calendar [tz <IANA zone>]
 //	        algorithm    token_bucket|sliding_window|fixed_window|sliding_log|leaky_bucket|concurrency
 //	        lease_ttl    <duration>
 //	        body_timeout <duration>
@@ -257,12 +259,20 @@ func (z *Zone) unmarshalQuota(d *caddyfile.Dispenser, n *int64) error {
 	return err
 }
 
-// unmarshalWindow reads `window <duration|template>`.
+// calendarWindows are the windows a `calendar` follows.
+var calendarWindows = map[string]string{"1h": "hour", "1d": "day", "1w": "week", "1mo": "month"}
+
+// unmarshalWindow reads `window <duration|template>` or `window
+// 1h|1d|1w|1mo calendar [tz <zone>]`.
 func (z *Zone) unmarshalWindow(d *caddyfile.Dispenser) error {
-	v, err := cfparse.OneArg(d)
-	if err != nil {
-		return err
+	args := d.RemainingArgs()
+	if len(args) > 1 {
+		return z.unmarshalCalendar(d, args)
 	}
+	if len(args) != 1 {
+		return d.ArgErr()
+	}
+	v := args[0]
 	if isTemplate(v) {
 		z.setDynamic("window", v)
 		return nil
@@ -270,6 +280,25 @@ func (z *Zone) unmarshalWindow(d *caddyfile.Dispenser) error {
 	dur, err := cfparse.Duration(d, "window", v)
 	z.Window = caddy.Duration(dur)
 	return err
+}
+
+// unmarshalCalendar reads the arguments of `window <w> calendar [tz <zone>]`.
+func (z *Zone) unmarshalCalendar(d *caddyfile.Dispenser, args []string) error {
+	if args[1] != "calendar" || len(args) != 2 && (len(args) != 4 || args[2] != "tz") {
+		return d.Errf("invalid window '%s': want window <duration> or window 1h|1d|1w|1mo calendar [tz <zone>]", strings.Join(args, " "))
+	}
+	unit, ok := calendarWindows[args[0]]
+	if !ok {
+		return d.Errf("invalid calendar window '%s': must be 1h, 1d, 1w or 1mo", args[0])
+	}
+	z.Calendar, z.Window, z.TZ = unit, 0, ""
+	if len(args) == 4 {
+		if _, err := time.LoadLocation(args[3]); err != nil || args[3] == "Local" || args[3] == "" {
+			return d.Errf("unknown time zone '%s': use an IANA name such as Europe/Berlin", args[3])
+		}
+		z.TZ = args[3]
+	}
+	return nil
 }
 
 // unmarshalAlgorithm reads `algorithm <name>`.

@@ -106,6 +106,9 @@ func (z *Zone) check() error {
 	if err := z.checkConcurrency(); err != nil {
 		return err
 	}
+	if err := z.checkCalendar(); err != nil {
+		return err
+	}
 	if err := z.checkBounds(); err != nil {
 		return err
 	}
@@ -146,7 +149,7 @@ func (z *Zone) checkQuota() error {
 		return errors.New("events is required")
 	case z.Events < 0:
 		return onField("events", fmt.Errorf("invalid events '%d': must be a positive integer", z.Events))
-	case z.Window == 0 && !dynWindow && z.Algorithm != limiter.Concurrency:
+	case z.Window == 0 && !dynWindow && z.Algorithm != limiter.Concurrency && z.Calendar == "":
 		return errors.New("window is required")
 	case z.Window < 0:
 		return onField("window", fmt.Errorf("invalid window %s: must be positive", time.Duration(z.Window)))
@@ -277,6 +280,37 @@ type fieldError struct {
 
 func (e *fieldError) Error() string { return e.err.Error() }
 func (e *fieldError) Unwrap() error { return e.err }
+
+// checkCalendar checks `calendar` and `tz`: a known unit on a
+// fixed_window zone, a known time zone, and nothing that would change the
+// window per request or decide in process.
+func (z *Zone) checkCalendar() error {
+	if z.Calendar == "" {
+		if z.TZ != "" {
+			return onField("window", errors.New("tz is only for a calendar window"))
+		}
+		return nil
+	}
+	if _, ok := limiter.ParseCalendarUnit(z.Calendar); !ok {
+		return onField("window", fmt.Errorf("unknown calendar '%s': must be hour, day, week or month", z.Calendar))
+	}
+	switch {
+	case z.Algorithm != limiter.FixedWindow:
+		return onField("window", fmt.Errorf("a calendar window needs algorithm fixed_window, not %s", cmp.Or(z.Algorithm, DefaultAlgorithm)))
+	case z.Window != 0:
+		return onField("window", errors.New("calendar replaces window: set one of them"))
+	case z.Dynamic != nil && z.Dynamic.Window != "":
+		return onField("window", errors.New("a calendar window cannot be a placeholder"))
+	case z.Approximate != 0:
+		return onField("approximate", errors.New("approximate does not work with a calendar window"))
+	case z.Plans != nil:
+		return onField("plans", errors.New("plans do not work with a calendar window yet"))
+	}
+	if _, err := time.LoadLocation(cmp.Or(z.TZ, "UTC")); err != nil || z.TZ == "Local" {
+		return onField("window", fmt.Errorf("unknown time zone '%s': use an IANA name such as Europe/Berlin", z.TZ))
+	}
+	return nil
+}
 
 // onField marks err as being about field.
 func onField(field string, err error) error {

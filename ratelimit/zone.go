@@ -47,6 +47,21 @@ type Zone struct {
 	// not for `concurrency` zones (see `lease_ttl`).
 	Window caddy.Duration `json:"window,omitempty"`
 
+	// A calendar period instead of `window` (fixed_window only; leave
+	// `window` unset): `hour`, `day`, `week` or `month`. The quota resets
+	// at the start of each period in `tz`: each local hh:00 (a 23- or
+	// 25-hour day has 23 or 25 hours), local midnight, Monday 00:00 (ISO
+	// weeks), the first of the month 00:00; where a midnight does not
+	// exist (a DST gap), at the first instant after it. Retry-After and
+	// the RateLimit reset count to the period's end. In the Caddyfile:
+	// `window 1h|1d|1w|1mo calendar [tz <zone>]`. Not with `dynamic`
+	// window, `approximate` or `plans`. Default: none.
+	Calendar string `json:"calendar,omitempty"`
+
+	// The IANA time zone of `calendar` periods, such as `Europe/Berlin`.
+	// An unknown zone is refused at load. Default: `UTC`.
+	TZ string `json:"tz,omitempty"`
+
 	// `token_bucket`, `sliding_window`, `fixed_window`, `sliding_log`,
 	// `leaky_bucket` or `concurrency`. A `concurrency` zone admits at most
 	// `events` requests of a key in flight: each admitted request holds a
@@ -221,7 +236,20 @@ func (z *Zone) window() time.Duration {
 	if z.Algorithm == limiter.Concurrency {
 		return cmp.Or(time.Duration(z.LeaseTTL), DefaultLeaseTTL)
 	}
+	if u, ok := limiter.ParseCalendarUnit(z.Calendar); ok {
+		return u.Nominal()
+	}
 	return time.Duration(z.Window)
+}
+
+// calendar is the zone's calendar period (validated: see checkCalendar).
+func (z *Zone) calendar() limiter.Calendar {
+	u, ok := limiter.ParseCalendarUnit(z.Calendar)
+	if !ok {
+		return limiter.Calendar{}
+	}
+	loc, _ := time.LoadLocation(cmp.Or(z.TZ, "UTC"))
+	return limiter.Calendar{Unit: u, Loc: loc}
 }
 
 // provision loads the zone's matchers and precomputes what each request
@@ -241,7 +269,7 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances, status i
 	if alg == "" {
 		alg = DefaultAlgorithm
 	}
-	z.limit = limiter.Limit{Algorithm: alg, Events: z.Events, Window: z.window(), Burst: z.Burst}
+	z.limit = limiter.Limit{Algorithm: alg, Events: z.Events, Window: z.window(), Burst: z.Burst, Calendar: z.calendar()}
 	z.local = localLimit(z.limit, int64(instances))
 	z.ban = z.storeBan()
 	z.exempt, _ = parseBanExempt(z.BanExempt) // validated above

@@ -41,6 +41,33 @@ type params struct {
 	cost     int64
 	ban      banParams
 	lease    string // concurrency: the lease id
+	// calendar fixed_window: cal holds the boundaries around the clock of
+	// the caller (see calendarBounds; set by withCalendar).
+	calendar Calendar
+	cal      [4]int64
+}
+
+// calendarOn reports whether p is a calendar fixed_window.
+func (p params) calendarOn() bool { return p.calendar.On() }
+
+// withCalendar sets the boundaries of every calendar ask of ps around
+// now (µs): the memory store's clock, or this process's for Redis.
+func withCalendar(ps []params, now int64) {
+	for i := range ps {
+		if ps[i].calendarOn() {
+			ps[i].cal = calendarBounds(ps[i].calendar, now)
+		}
+	}
+}
+
+// period returns the fixed window containing now: the calendar period
+// among p.cal, else the multiple of the window since the epoch.
+func (p params) period(now int64) (start, end int64) {
+	if p.calendarOn() {
+		return pickPeriod(p.cal, now)
+	}
+	start = windowStart(now, p.windowUs)
+	return start, start + p.windowUs
 }
 
 // need is what must be left for the Ask to pass: its cost, or one unit for
@@ -61,6 +88,15 @@ func paramsOf(a Ask) (params, error) {
 	var ok bool
 	if p.code, ok = algorithmCode(a.Limit.Algorithm); !ok {
 		return p, fmt.Errorf("%w: unknown algorithm %q", ErrInvalidAsk, a.Limit.Algorithm)
+	}
+	if a.Limit.Calendar.On() {
+		if p.code != codeFixedWindow {
+			return p, fmt.Errorf("%w: a calendar window needs fixed_window, not %q", ErrInvalidAsk, a.Limit.Algorithm)
+		}
+		if a.Limit.Calendar.Unit > CalendarMonth {
+			return p, fmt.Errorf("%w: unknown calendar unit %d", ErrInvalidAsk, a.Limit.Calendar.Unit)
+		}
+		p.calendar = a.Limit.Calendar // cal: set by the store (withCalendar)
 	}
 	if err := checkParams(p); err != nil {
 		return p, fmt.Errorf("%w: %w", ErrInvalidAsk, err)

@@ -10,10 +10,10 @@ type windowCounters struct {
 }
 
 // decideFixedWindow decides one Ask on a counter per window aligned to
-// multiples of Window since the epoch. The state expires at the window end.
+// multiples of Window since the epoch, or per calendar period (see
+// params.period). The state expires at the window end.
 func decideFixedWindow(st windowCounters, ok bool, now int64, p params) (decision, windowCounters) {
-	start := windowStart(now, p.windowUs)
-	end := start + p.windowUs
+	start, end := p.period(now)
 	var count int64
 	if ok && st.start == start {
 		count = st.cur

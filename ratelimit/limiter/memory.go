@@ -91,6 +91,7 @@ func (s *MemoryStore) Decide(ctx context.Context, asks []Ask) ([]Result, error) 
 		parts = append(parts, s)
 	}
 	now := s.now().UnixMicro()
+	withCalendar(ps, now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dropExpiredOldest(now)

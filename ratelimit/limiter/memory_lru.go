@@ -111,7 +111,7 @@ func (e *memoryEntry) usedShare(now int64) float64 {
 		level := tokenLevel(e.bucket.tokens, e.bucket.ts, now, capacity, events/float64(w))
 		used = (capacity - level) / capacity
 	case codeFixedWindow:
-		if e.counters.start == windowStart(now, w) {
+		if start, _ := p.period(now); e.counters.start == start {
 			used = float64(e.counters.cur) / events
 		}
 	case codeSlidingWindow:

@@ -64,6 +64,7 @@ func (m *ZoneMemory) Decide(ctx context.Context, asks []Ask) ([]Result, error) {
 		locks = insertOrdered(locks, p)
 	}
 	now := m.now().UnixMicro()
+	withCalendar(ps, now)
 	for _, p := range locks {
 		p.mu.Lock()
 		p.dropExpiredOldest(now)

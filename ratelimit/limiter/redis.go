@@ -78,9 +78,12 @@ const refundTimeout = time.Second
 // The script calls of concurrent requests leave in pipelines (see
 // coalescer): under load, one round trip decides many requests.
 type RedisStore struct {
-	c   redis.UniversalClient
-	co  *coalescer
-	rel *releaser // concurrency leases given back
+	// clock: this process's clock, around which the period boundaries of
+	// calendar asks are computed (nil: time.Now; tests set it).
+	clock func() time.Time
+	c     redis.UniversalClient
+	co    *coalescer
+	rel   *releaser // concurrency leases given back
 }
 
 // NewRedisStore returns a store deciding on c (a Client, a failover client
@@ -89,6 +92,14 @@ func NewRedisStore(c redis.UniversalClient) *RedisStore {
 	s := &RedisStore{c: c, co: newCoalescer(c)}
 	s.rel = &releaser{send: s.releaseNow}
 	return s
+}
+
+// nowUs is the clock the boundaries of calendar asks are computed around.
+func (s *RedisStore) nowUs() int64 {
+	if s.clock != nil {
+		return s.clock().UnixMicro()
+	}
+	return time.Now().UnixMicro()
 }
 
 // eval decides one request: keys and args are its part of the script's
@@ -122,6 +133,7 @@ func (s *RedisStore) DecideWithin(ctx context.Context, timeout time.Duration, as
 	if err != nil {
 		return nil, err
 	}
+	withCalendar(ps, s.nowUs())
 	if groups := s.slotGroups(asks); len(groups) > 1 {
 		return s.decideSlots(ctx, timeout, asks, ps, groups)
 	}
@@ -142,6 +154,7 @@ func (s *RedisStore) Decide(ctx context.Context, asks []Ask) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	withCalendar(ps, s.nowUs())
 	groups := s.slotGroups(asks)
 	if len(groups) == 1 {
 		res, _, err := s.decide(ctx, 0, asks, ps)
@@ -318,9 +331,26 @@ func appendScriptArgs(keys []string, args []any, asks []Ask, ps []params) ([]str
 		if p.ban.counts() { // the script reads the ban key next (bans.lua)
 			keys = append(keys, BanKey(asks[i].Key))
 		}
-		args = append(args, p.ban.scriptCode(p.code), p.events, p.windowUs/1000, p.burst, p.cost)
+		args = append(args, p.ban.scriptCode(p.code), p.events, p.windowUs/1000, p.burstArg(), p.cost)
 	}
 	return keys, args
+}
+
+// burstArg is the ask's burst in ARGV, or, for a calendar fixed_window
+// (which has no burst), its period boundaries "c <prev start> <start>
+// <end> <next end>" (µs): the script picks the period containing Redis
+// TIME among them.
+func (p params) burstArg() any {
+	if !p.calendarOn() {
+		return p.burst
+	}
+	b := make([]byte, 0, 72)
+	b = append(b, 'c')
+	for _, x := range p.cal {
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, x, 10)
+	}
+	return string(b)
 }
 
 // splitReply checks the reply of a call that decided requests with n asks
@@ -410,6 +440,7 @@ func (s *RedisStore) Absorb(ctx context.Context, asks []Ask) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	withCalendar(ps, s.nowUs())
 	var calls [][]int // indexes of the asks of one call
 	for _, g := range s.slotGroups(asks) {
 		if g == nil { // one group: all asks

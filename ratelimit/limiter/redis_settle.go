@@ -27,7 +27,10 @@ func (s *RedisStore) Settle(ctx context.Context, at time.Time, settles []Settlem
 		if err != nil {
 			return err
 		}
-		items = append(items, settleItem{st.Key, [5]any{p.code, p.events, p.windowUs / 1000, p.burst, st.Delta}})
+		if p.calendarOn() {
+			p.cal = calendarBounds(p.calendar, s.nowUs())
+		}
+		items = append(items, settleItem{st.Key, [5]any{p.code, p.events, p.windowUs / 1000, p.burstArg(), st.Delta}})
 	}
 	for _, l := range leases {
 		if err := checkLeaseID(l.ID); err != nil {

@@ -92,11 +92,18 @@ func (e *memoryEntry) force(now int64, p params) {
 			st = e.counters
 		}
 		start, cur, prev := slidingCounts(st, ok, now, p.windowUs)
+		e.expireAt = start + p.windowUs
 		if p.code == codeFixedWindow {
 			prev = 0
+			var end int64
+			start, end = p.period(now)
+			cur = 0
+			if ok && st.start == start {
+				cur = st.cur
+			}
+			e.expireAt = end
 		}
 		e.counters = windowCounters{start: start, cur: min(cur+p.cost, p.events+MaxEvents), prev: prev}
-		e.expireAt = start + p.windowUs
 		if p.code == codeSlidingWindow {
 			e.expireAt += p.windowUs
 		}
@@ -118,7 +125,7 @@ func (e *memoryEntry) refund(at int64, p params) {
 		}
 		e.bucket.tokens = min(e.bucket.tokens+float64(p.cost), capacity)
 	case codeFixedWindow, codeSlidingWindow:
-		start := windowStart(at, p.windowUs)
+		start, _ := p.period(at)
 		switch {
 		case e.counters.start == start:
 			e.counters.cur = max(e.counters.cur-p.cost, 0)
@@ -141,6 +148,7 @@ func (s *MemoryStore) Settle(ctx context.Context, at time.Time, settles []Settle
 		}
 	}
 	now := s.now().UnixMicro()
+	withCalendar(ps, now)
 	s.mu.Lock()
 	for i, st := range settles {
 		s.settle(st, ps[i], now, at.UnixMicro())

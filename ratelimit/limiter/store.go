@@ -39,6 +39,11 @@ type Limit struct {
 	// Burst: token_bucket capacity (0 = Events); leaky_bucket queue length
 	// (requests that may wait their turn; 0 = none). Unused otherwise.
 	Burst int64
+	// Calendar: fixed_window only; the window is the calendar period
+	// containing the store's clock (see Calendar.Period) instead of a
+	// multiple of Window since the epoch. Window should then be the
+	// unit's Nominal length (RateLimit-Policy, bans).
+	Calendar Calendar
 }
 
 // bucketBurst reports whether Burst is a token bucket's capacity.

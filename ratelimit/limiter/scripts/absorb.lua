@@ -22,13 +22,13 @@ local function token_bucket_force(key, code, events, w, burst, cost)
 end
 
 local function fixed_window_force(key, code, events, w, burst, cost)
-  local start = window_start(now, w)
+  local start, finish = period(now, w, burst)
   local v = load(key, code)
   local count = 0
   if v and v[2] == start then
     count = v[3]
   end
-  save(key, code, start + w, start, min(count + cost, events + MAX_EVENTS))
+  save(key, code, finish, start, min(count + cost, events + MAX_EVENTS))
 end
 
 local function sliding_window_force(key, code, events, w, burst, cost)

@@ -17,7 +17,10 @@
 -- ARGV[2]: 'r', 's': the Redis TIME (µs) of the charging call.
 -- ARGV[3...]: per request: n, its number of asks, then per ask: algorithm
 --          code (with its ban, if any: see bans), events, window (ms),
---          burst, cost (concurrency: see its file).
+--          burst, cost (concurrency: see its file). A calendar fixed_window
+--          sends, instead of its burst, "c <prev start> <start> <end> <next
+--          end>" (µs): period boundaries around the sender's clock, among
+--          which the period containing Redis TIME is picked (see period).
 -- Reply ('d', 'a'; 's': now_us only): {now_us, then per ask of every
 -- request: allowed (0/1; refused by a ban: 2 in force, 3 set by this
 -- refusal; a refusal counted by its ban state (see bans) adds 4 when it is
@@ -123,6 +126,32 @@ local function window_start(at, w)
   return at - at % w
 end
 
+-- calendar parses a calendar fixed_window's boundaries (see ARGV), or
+-- returns nil.
+local function calendar(v)
+  local a, b, c, d = string.match(v, '^c (%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+)$')
+  if not a then
+    return nil
+  end
+  return {tonumber(a), tonumber(b), tonumber(c), tonumber(d)}
+end
+
+-- period returns the fixed window containing at: the calendar period
+-- among cal's boundaries (the nearest past either end), else the multiple
+-- of w since the epoch. Mirrors params.period.
+local function period(at, w, cal)
+  if type(cal) == 'table' then
+    if at < cal[2] then
+      return cal[1], cal[2]
+    elseif at < cal[3] then
+      return cal[2], cal[3]
+    end
+    return cal[3], cal[4]
+  end
+  local start = window_start(at, w)
+  return start, start + w
+end
+
 -- token_bucket ------------------------------------------------------------
 
 local function token_level(tokens, ts, at, capacity, rate)
@@ -181,8 +210,7 @@ end
 -- fixed_window --------------------------------------------------------------
 
 local function fixed_window(key, code, events, w, burst, cost)
-  local start = window_start(now, w)
-  local finish = start + w
+  local start, finish = period(now, w, burst)
   local v = load(key, code) -- window start, count
   local count = 0
   if v and v[2] == start then
@@ -291,7 +319,7 @@ local function window_refund(key, code, events, w, burst, cost, at)
   if not v then
     return
   end
-  local start = window_start(at, w)
+  local start = period(at, w, burst)
   local sw, c, p = v[2], v[3], v[4]
   if sw == start then
     c = max(c - cost, 0)
@@ -451,7 +479,10 @@ local function main(KEYS, ARGV)
       k = take_ban_key(KEYS, ban, k + 1)
       local events = tonumber(ARGV[b + 1])
       local w = tonumber(ARGV[b + 2]) * 1000
-      local burst = code == CONCURRENCY and ARGV[b + 3] or tonumber(ARGV[b + 3]) -- concurrency: the lease id
+      local burst = ARGV[b + 3] -- concurrency: the lease id
+      if code ~= CONCURRENCY then
+        burst = tonumber(burst) or calendar(burst)
+      end
       local cost = tonumber(ARGV[b + 4])
       if mode == 'r' then
         if cost > 0 then
