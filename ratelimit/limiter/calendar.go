@@ -191,6 +191,12 @@ func pickPeriod(b [4]int64, at int64) (start, end int64) {
 		return b[0], b[1]
 	case at < b[2]:
 		return b[1], b[2]
+	case at < b[3]:
+		return b[2], b[3]
 	}
-	return b[2], b[3]
+	// The store's clock is past every boundary sent (this host's clock is
+	// more than a period behind): keep counting in the last period, which
+	// ends a period's length from now, rather than in one that has ended
+	// (its state would expire at once and never refuse).
+	return b[2], at + b[3] - b[2]
 }

@@ -180,9 +180,14 @@ func TestPickPeriod(t *testing.T) {
 	if b[1]-b[0] != day || b[2]-b[1] != day || b[3]-b[2] != day {
 		t.Fatalf("bounds %v", b)
 	}
-	for _, c := range []struct{ at, start int64 }{{b[1] - 1, b[0]}, {b[1], b[1]}, {b[2] - 1, b[1]}, {b[2], b[2]}} {
-		if s, _ := pickPeriod(b, c.at); s != c.start {
-			t.Errorf("pickPeriod(%d) start %d, want %d", c.at, s, c.start)
+	for _, c := range []struct{ at, start int64 }{{b[1] - 1, b[0]}, {b[1], b[1]}, {b[2] - 1, b[1]}, {b[2], b[2]}, {b[3] - 1, b[2]}, {b[3] + 5*day, b[2]}} {
+		if s, e := pickPeriod(b, c.at); s != c.start || e <= c.at {
+			t.Errorf("pickPeriod(%d) = [%d, %d), want start %d and an end after it", c.at, s, e, c.start)
 		}
+	}
+	// A store clock days past every boundary (this host's clock behind)
+	// still counts: the period ends a day from its now, not in its past.
+	if _, e := pickPeriod(b, b[3]+5*day); e != b[3]+6*day {
+		t.Errorf("past the boundaries: end %d, want %d", e, b[3]+6*day)
 	}
 }

@@ -145,8 +145,12 @@ local function period(at, w, cal)
       return cal[1], cal[2]
     elseif at < cal[3] then
       return cal[2], cal[3]
+    elseif at < cal[4] then
+      return cal[3], cal[4]
     end
-    return cal[3], cal[4]
+    -- past every boundary sent: keep counting in the last period, ending
+    -- a period's length from now (see pickPeriod)
+    return cal[3], at + cal[4] - cal[3]
   end
   local start = window_start(at, w)
   return start, start + w
