@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -199,4 +200,29 @@ func pickPeriod(b [4]int64, at int64) (start, end int64) {
 	// ends a period's length from now, rather than in one that has ended
 	// (its state would expire at once and never refuse).
 	return b[2], at + b[3] - b[2]
+}
+
+// burstArg is the ask's burst in ARGV, or, for a calendar fixed_window
+// (which has no burst), its period boundaries "c <prev start> <start>
+// <end> <next end>" (µs): the script picks the period containing Redis
+// TIME among them.
+func (p params) burstArg() any {
+	if !p.calendarOn() {
+		return p.burst
+	}
+	b := make([]byte, 0, 72)
+	b = append(b, 'c')
+	for _, x := range p.cal {
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, x, 10)
+	}
+	return string(b)
+}
+
+// nowUs is the clock the boundaries of calendar asks are computed around.
+func (s *RedisStore) nowUs() int64 {
+	if s.clock != nil {
+		return s.clock().UnixMicro()
+	}
+	return time.Now().UnixMicro()
 }

@@ -28,9 +28,13 @@ var bansLua string
 //go:embed scripts/settle.lua
 var settleLua string
 
+//go:embed scripts/windows.lua
+var windowsLua string
+
 // decideBody is decide.lua with its sections kept in files of their own
 // included where it names them: the library, without its entry point.
-var decideBody = includeLua(includeLua(includeLua(includeLua(decideMain,
+var decideBody = includeLua(includeLua(includeLua(includeLua(includeLua(decideMain,
+	"windows.lua", windowsLua),
 	"concurrency.lua", concurrencyLua),
 	"absorb.lua", absorbLua),
 	"bans.lua", bansLua),
@@ -92,14 +96,6 @@ func NewRedisStore(c redis.UniversalClient) *RedisStore {
 	s := &RedisStore{c: c, co: newCoalescer(c)}
 	s.rel = &releaser{send: s.releaseNow}
 	return s
-}
-
-// nowUs is the clock the boundaries of calendar asks are computed around.
-func (s *RedisStore) nowUs() int64 {
-	if s.clock != nil {
-		return s.clock().UnixMicro()
-	}
-	return time.Now().UnixMicro()
 }
 
 // eval decides one request: keys and args are its part of the script's
@@ -334,23 +330,6 @@ func appendScriptArgs(keys []string, args []any, asks []Ask, ps []params) ([]str
 		args = append(args, p.ban.scriptCode(p.code), p.events, p.windowUs/1000, p.burstArg(), p.cost)
 	}
 	return keys, args
-}
-
-// burstArg is the ask's burst in ARGV, or, for a calendar fixed_window
-// (which has no burst), its period boundaries "c <prev start> <start>
-// <end> <next end>" (µs): the script picks the period containing Redis
-// TIME among them.
-func (p params) burstArg() any {
-	if !p.calendarOn() {
-		return p.burst
-	}
-	b := make([]byte, 0, 72)
-	b = append(b, 'c')
-	for _, x := range p.cal {
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, x, 10)
-	}
-	return string(b)
 }
 
 // splitReply checks the reply of a call that decided requests with n asks
