@@ -119,6 +119,18 @@ func setState(tx *bolt.Tx, m *embeddedMessage, state string, nextAt int64) error
 	return putMessage(tx, *m)
 }
 
+// appendOnly fills the pages of the message buckets, whose keys grow with
+// time (message ids, due times, attempt numbers), to appendFill for the
+// rest of tx, and returns the bodies bucket.
+func appendOnly(tx *bolt.Tx) *bolt.Bucket {
+	for _, name := range [][]byte{embeddedHookMessages, embeddedHookDue, embeddedHookAttempts} {
+		tx.Bucket(name).FillPercent = appendFill
+	}
+	bodies := tx.Bucket(embeddedHookBodies)
+	bodies.FillPercent = appendFill
+	return bodies
+}
+
 // Enqueue implements webhook.Store.
 func (s *EmbeddedStore) Enqueue(ctx context.Context, id, owner string, msgs []webhook.Message, cursor link.EventCursor) error {
 	return s.updateHooks(ctx, func(tx *bolt.Tx) error {
@@ -127,8 +139,7 @@ func (s *EmbeddedStore) Enqueue(ctx context.Context, id, owner string, msgs []we
 			return err
 		}
 		now := link.ToMicros(time.Now())
-		bodies := tx.Bucket(embeddedHookBodies)
-		bodies.FillPercent = appendFill // message ids grow with time
+		bodies := appendOnly(tx)
 		for _, msg := range msgs {
 			m := embeddedMessage{ID: msg.ID, Endpoint: id, Type: msg.Type, At: link.ToMicros(msg.At), Events: msg.Events, MadeAt: now}
 			if err := bodies.Put([]byte(msg.ID), msg.Body); err != nil {
@@ -169,6 +180,7 @@ func (s *EmbeddedStore) Settle(ctx context.Context, id, owner string, results []
 		if err != nil {
 			return err
 		}
+		appendOnly(tx)
 		for _, res := range results {
 			a := res.Attempt
 			m, err := readMessage(tx, id, a.Message)
