@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgekit/caddy-edgekit/internal/promreg"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -160,16 +162,16 @@ func newFilterMetrics(reg *prometheus.Registry) (*filterMetrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.codes, err = register(reg, m.codes); err != nil {
+	if m.codes, err = promreg.Register(reg, m.codes); err != nil {
 		return nil, err
 	}
-	if m.bytes, err = register(reg, m.bytes); err != nil {
+	if m.bytes, err = promreg.Register(reg, m.bytes); err != nil {
 		return nil, err
 	}
-	if m.builds, err = register(reg, m.builds); err != nil {
+	if m.builds, err = promreg.Register(reg, m.builds); err != nil {
 		return nil, err
 	}
-	if m.syncErrors, err = register(reg, m.syncErrors); err != nil {
+	if m.syncErrors, err = promreg.Register(reg, m.syncErrors); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -1,8 +1,9 @@
 package shortener
 
 import (
-	"errors"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/internal/promreg"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -50,10 +51,10 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 	})
 	if reg != nil {
 		var err error
-		if redirects, err = register(reg, redirects); err != nil {
+		if redirects, err = promreg.Register(reg, redirects); err != nil {
 			return nil, err
 		}
-		if retries, err = register(reg, retries); err != nil {
+		if retries, err = promreg.Register(reg, retries); err != nil {
 			return nil, err
 		}
 	}
@@ -66,21 +67,6 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 
 		notFoundFilter: redirects.WithLabelValues(sourceFilter, resultNotFound),
 	}, nil
-}
-
-// register adds c to reg, or returns the collector already registered under
-// the same description (several shortener handlers in one config share them).
-func register[C prometheus.Collector](reg *prometheus.Registry, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }
 
 func (m *metrics) count(source, result string) {
@@ -119,14 +105,14 @@ func newWebhookMetrics(reg *prometheus.Registry) (*webhookMetrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.attempts, err = register(reg, m.attempts); err != nil {
+	if m.attempts, err = promreg.Register(reg, m.attempts); err != nil {
 		return nil, err
 	}
-	if m.errors, err = register(reg, m.errors); err != nil {
+	if m.errors, err = promreg.Register(reg, m.errors); err != nil {
 		return nil, err
 	}
 	for _, g := range []*prometheus.Gauge{&m.pending, &m.pendingAge, &m.events, &m.eventsAge} {
-		if *g, err = register(reg, *g); err != nil {
+		if *g, err = promreg.Register(reg, *g); err != nil {
 			return nil, err
 		}
 	}

@@ -7,9 +7,10 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/edgekit/caddy-edgekit/internal/promreg"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -94,7 +95,7 @@ func (w *Handler) Provision(ctx caddy.Context) error {
 		Help: "Caddy events (the rate limiter's) that never reached an outbox: the queue was full, or a store refused them until Caddy stopped."})
 	var err error
 	if reg := ctx.GetMetricsRegistry(); reg != nil {
-		if lost, err = registerCounter(reg, lost); err != nil {
+		if lost, err = promreg.Register(reg, lost); err != nil {
 			return fmt.Errorf("shortener_webhooks metrics: %w", err)
 		}
 	}
@@ -268,18 +269,3 @@ var (
 	_ caddyevents.Handler   = (*Handler)(nil)
 	_ caddyfile.Unmarshaler = (*Handler)(nil)
 )
-
-// registerCounter registers c, or returns the counter registered under its
-// name already (a reload's new config).
-func registerCounter(reg *prometheus.Registry, c prometheus.Counter) (prometheus.Counter, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(prometheus.Counter); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
-}
