@@ -83,6 +83,11 @@ type breaker struct {
 	// more, the handler is cleaned up
 	timer   *time.Timer
 	stopped bool
+
+	// log, when set, hears the breaker open and close (rare: an outage's
+	// start and end), with why and for how long
+	log      *zap.Logger
+	openedAt time.Time
 }
 
 // allow reports whether a request may call the store, and whether it is
@@ -151,6 +156,10 @@ func (b *breaker) success(probe bool) {
 
 // closeLocked closes the breaker with a clean slate; b.mu is held.
 func (b *breaker) closeLocked() {
+	if b.open.Load() && b.log != nil {
+		b.log.Info("rate limit store circuit breaker closed",
+			zap.Duration("open_for", b.now().Sub(b.openedAt).Round(time.Millisecond)))
+	}
 	b.open.Store(false)
 	b.probing = false
 	for i := range b.seconds { // a fresh start: old failures do not count
@@ -176,7 +185,7 @@ func (b *breaker) failure(probe bool) {
 	}
 	b.mu.Lock()
 	if probe || !b.open.Load() {
-		b.open.Store(true)
+		b.openLocked(now, "store calls failed", nil)
 		b.openUntil = now.Add(breakerCooldown)
 		b.probing = false
 		b.waits = false
@@ -185,6 +194,18 @@ func (b *breaker) failure(probe bool) {
 		}
 	}
 	b.mu.Unlock()
+}
+
+// openLocked opens the breaker, logging why when it was closed; b.mu is
+// held.
+func (b *breaker) openLocked(now time.Time, why string, err error) {
+	if !b.open.Load() {
+		b.openedAt = now
+		if b.log != nil {
+			b.log.Warn("rate limit store circuit breaker opened", zap.String("why", why), zap.Error(err))
+		}
+	}
+	b.open.Store(true)
 }
 
 // release ends a probe without a verdict: the next request probes.

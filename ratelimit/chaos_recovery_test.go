@@ -1,8 +1,10 @@
 package ratelimit
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,6 +42,14 @@ const (
 func recoveryHandlers(t *testing.T, cfgs []redispool.Config, hashTag string) []*Handler {
 	t.Helper()
 	prefix := "edgekit-test-" + testenv.RandomID(6)
+	// Run last: a failed crowd's verdict ends the output, after the logs.
+	t.Cleanup(func() {
+		if v, ok := crowdFailures.LoadAndDelete(t); ok {
+			for _, msg := range *v.(*[]string) {
+				t.Logf("FAILED: %s", msg)
+			}
+		}
+	})
 	hs := make([]*Handler, len(cfgs))
 	for i := range cfgs {
 		c := cfgs[i]
@@ -48,8 +58,10 @@ func recoveryHandlers(t *testing.T, cfgs []redispool.Config, hashTag string) []*
 			OnError: "closed", HashTag: hashTag, Timeout: caddy.Duration(recoveryTimeout)}
 		logs := provision(t, hs[i])
 		t.Cleanup(func() {
-			for _, e := range logs.FilterMessage("rate limit store failed; on_error applies").All() {
-				t.Logf("instance %d: %s %v", i+1, e.Message, e.ContextMap())
+			for _, e := range logs.All() {
+				if strings.HasPrefix(e.Message, "rate limit store") {
+					t.Logf("instance %d: %s %s %v", i+1, e.Time.Format("15:04:05.000"), e.Message, e.ContextMap())
+				}
 			}
 		})
 	}
@@ -117,15 +129,29 @@ func recoveryCrowdAfter(t *testing.T, hs []*Handler, what string, answered time.
 		what, counts, since(first.Load()), since(last.Load()), breakerStates(hs),
 		decisions("recover", "fail_closed"), decisions("recover", "overloaded"))
 	if counts[http.StatusOK] != recoveryQuota || counts[http.StatusTooManyRequests] != recoveryCrowd-recoveryQuota {
-		t.Errorf("%s: %d requests answered %v, want exactly %d 200 and %d 429 (no 503)",
-			what, recoveryCrowd, counts, recoveryQuota, recoveryCrowd-recoveryQuota)
+		crowdFailed(t, "%s (store answered at %s): %d requests answered %v, want exactly %d 200 and %d 429 (no 503)",
+			what, answered.Format("15:04:05.000"), recoveryCrowd, counts, recoveryQuota, recoveryCrowd-recoveryQuota)
 	}
 	// Recovered within recoveryWithin of the store answering: the
 	// crowd's first decision (its last one also measures how fast a
 	// thousand goroutines run under -race on shared cores: logged only).
 	if f := first.Load(); f == 0 || time.Unix(0, f).Sub(answered) > recoveryWithin {
-		t.Errorf("%s: first decision %s after the store answered, want within %v", what, since(f), recoveryWithin)
+		crowdFailed(t, "%s (store answered at %s): first decision %s after the store answered, want within %v",
+			what, answered.Format("15:04:05.000"), since(f), recoveryWithin)
 	}
+}
+
+// crowdFailures holds each test's failed crowd checks, repeated at the end
+// of its output (see recoveryHandlers).
+var crowdFailures sync.Map // *testing.T → *[]string
+
+// crowdFailed fails t and keeps the message for the end of its output.
+func crowdFailed(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	t.Error(msg)
+	v, _ := crowdFailures.LoadOrStore(t, new([]string))
+	*v.(*[]string) = append(*v.(*[]string), msg)
 }
 
 func breakerStates(hs []*Handler) string {

@@ -55,7 +55,7 @@ func (h *Handler) provisionSettings(ctx caddy.Context) error {
 		h.refresher = processRefresher
 	}
 	h.holds = new(leaseHolds)
-	h.breaker = &breaker{now: h.now}
+	h.breaker = &breaker{now: h.now, log: h.logger}
 	h.warn, h.overloaded = new(warnLimiter), new(warnLimiter)
 	if err := initMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)

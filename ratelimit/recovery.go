@@ -6,6 +6,8 @@ import (
 	"net"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 
@@ -132,6 +134,7 @@ func (b *breaker) probe(r *probeRound) {
 		next.finish(false)
 		b.probeAfterLocked(b.openUntil.Sub(b.now()))
 	case refused(err):
+		b.logProbe("refused: requests wait for the next probe", err)
 		b.waits = true
 		r.finish(false)
 		if next != nil {
@@ -139,11 +142,19 @@ func (b *breaker) probe(r *probeRound) {
 			go b.probe(next)
 		}
 	default:
+		b.logProbe("failed: requests get their failure mode until the cooldown's end", err)
 		b.waits = false
 		b.openUntil = b.now().Add(breakerCooldown)
 		b.probeAfterLocked(breakerCooldown)
 		r.finish(false)
 		next.finish(false) // the cooldown applies to them too
+	}
+}
+
+// logProbe logs a failed probe's verdict at debug level.
+func (b *breaker) logProbe(verdict string, err error) {
+	if b.log != nil {
+		b.log.Debug("rate limit store probe "+verdict, zap.Error(err))
 	}
 }
 
@@ -235,7 +246,7 @@ func (b *breaker) notReady() {
 	}
 	b.mu.Lock()
 	if !b.open.Load() {
-		b.open.Store(true)
+		b.openLocked(b.now(), "no connection to the store: requests wait for a probe", nil)
 		b.openUntil = time.Time{}
 		b.probing = false
 		b.waits = true

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -391,12 +392,28 @@ func (c *Cluster) healthy() error {
 }
 
 // MasterOf returns the node serving key's slot as master, as the first
-// live node answering CLUSTER SLOTS sees it.
+// live node answering CLUSTER SLOTS sees it, asking again for up to 10s
+// (a loaded machine may starve the nodes for a moment).
 func (c *Cluster) MasterOf(key string) *RedisNode {
 	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m, err := c.masterOf(key)
+		if err == nil {
+			return m
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("finding the master of %q: %v", key, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// masterOf is one try of MasterOf.
+func (c *Cluster) masterOf(key string) (*RedisNode, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	var lastErr error
+	lastErr := errors.New("no live node")
 	for _, n := range c.Nodes {
 		if !n.running() {
 			continue
@@ -417,15 +434,14 @@ func (c *Cluster) MasterOf(key string) *RedisNode {
 			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
 				for _, m := range c.Nodes {
 					if m.Addr() == s.Nodes[0].Addr {
-						return m
+						return m, nil
 					}
 				}
 			}
 		}
 		lastErr = fmt.Errorf("no master for slot %d", slot)
 	}
-	c.t.Fatalf("finding the master of %q: %v", key, lastErr)
-	return nil
+	return nil, lastErr
 }
 
 // KillMaster kills the master serving key and waits until its replica is
