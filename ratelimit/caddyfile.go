@@ -120,6 +120,7 @@ var zoneBlock = cfparse.Block[Zone]{
 		"match":        (*Zone).unmarshalMatch,
 		"count_status": (*Zone).unmarshalCountStatus,
 		"dry_run":      (*Zone).unmarshalDryRun,
+		"notify":       (*Zone).unmarshalNotify,
 		"plans":        (*Zone).unmarshalPlans,
 		"ban":          (*Zone).unmarshalBan,
 		"ban_max":      (*Zone).unmarshalBanMax,

@@ -67,6 +67,7 @@ func (h *Handler) zoneDecisionFor(z *Zone, r *http.Request, repl *caddy.Replacer
 		d.ask.Ban = z.ban
 	}
 	d.ask.Notify = z.notify
+	d.ask.Thresholds = z.marksFor(limit.Events)
 	if limit.Algorithm == limiter.Concurrency && cost > 0 {
 		d.ask.Lease = limiter.NewLeaseID()
 	}

@@ -108,6 +108,9 @@ func (h *Handler) decide(ctx context.Context, ds []zoneDecision, now time.Time) 
 		if h.events != nil {
 			h.emitEvents(ds)
 		}
+		if h.thresholds {
+			h.tellDecided(ds)
+		}
 		return nil
 	}
 	var local []int

@@ -20,6 +20,8 @@ import (
 //     every instance sharing the store (the store says which refusal is
 //     the first: Ask.Notify).
 //   - ratelimit_ban_set: a refusal set a ban on a key.
+//   - ratelimit_threshold: a key's count reached a `notify` percentage of
+//     its quota, first in its period (see thresholds.go).
 //
 // Data: zone, store_key, key (the expanded key, only with log_keys: keys
 // are often secrets), retry_after (whole seconds, as Retry-After);
@@ -33,8 +35,8 @@ const (
 type eventSink struct {
 	app *caddyevents.App
 	ctx caddy.Context // the handler's: names it as the events' origin
-	// exceeded, banSet: something observes these events
-	exceeded, banSet bool
+	// exceeded, banSet, threshold: something observes these events
+	exceeded, banSet, threshold bool
 }
 
 // provisionEvents finds the events app (loaded by the http app before its
@@ -49,8 +51,9 @@ func (h *Handler) provisionEvents(ctx caddy.Context) {
 	if !ok {
 		return
 	}
-	s := &eventSink{app: ev, ctx: ctx, exceeded: subscribed(ev, EventExceeded), banSet: subscribed(ev, EventBanSet)}
-	if !s.exceeded && !s.banSet {
+	s := &eventSink{app: ev, ctx: ctx, exceeded: subscribed(ev, EventExceeded), banSet: subscribed(ev, EventBanSet),
+		threshold: subscribed(ev, EventThreshold)}
+	if !s.exceeded && !s.banSet && !s.threshold {
 		return
 	}
 	h.events = s

@@ -86,6 +86,7 @@ func (h *Handler) provisionZones(ctx caddy.Context) error {
 			return err
 		}
 		h.concurrency = h.concurrency || z.limit.Algorithm == limiter.Concurrency
+		h.thresholds = h.thresholds || len(z.Notify) > 0
 	}
 	h.policyAll = policyHeader(h.Zones)
 	h.hashTag = newTemplate(h.HashTag)

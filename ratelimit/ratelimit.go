@@ -129,14 +129,16 @@ type Handler struct {
 	// refresher keeps their leases alive, holds keeps the Redis client
 	// until the last is given back (see leases.go)
 	concurrency bool
-	refresher   *leaseRefresher
-	holds       *leaseHolds
-	prefix      string
-	timeout     time.Duration
-	onError     failureMode
-	headers     headerMode
-	status      int
-	network     ClientNetwork // ClientNetwork or its defaults
+	// thresholds: some zone has `notify` (see thresholds.go)
+	thresholds bool
+	refresher  *leaseRefresher
+	holds      *leaseHolds
+	prefix     string
+	timeout    time.Duration
+	onError    failureMode
+	headers    headerMode
+	status     int
+	network    ClientNetwork // ClientNetwork or its defaults
 	// setsNetwork: a template reads {http.ratelimit.client_network}
 	setsNetwork bool
 

@@ -29,14 +29,17 @@ type settlement struct {
 	settler limiter.Settler
 	at      time.Time // the admission's clock (Result.Now)
 	items   []limiter.Settlement
+	from    []*zoneDecision // the decision of each item
 	buf     [2]limiter.Settlement
+	fromBuf [2]*zoneDecision
 }
 
 func (s *settlement) add(d *zoneDecision, delta int64) {
 	if s.items == nil {
-		s.items, s.at = s.buf[:0], d.res.Now
+		s.items, s.from, s.at = s.buf[:0], s.fromBuf[:0], d.res.Now
 	}
-	s.items = append(s.items, limiter.Settlement{Key: d.ask.Key, Limit: d.ask.Limit, Delta: delta})
+	s.items = append(s.items, limiter.Settlement{Key: d.ask.Key, Limit: d.ask.Limit, Delta: delta, Thresholds: d.ask.Thresholds})
+	s.from = append(s.from, d)
 }
 
 // settle settles the cost_after zones of ds at the end of a response with
@@ -133,7 +136,15 @@ func (h *Handler) sendSettlement(s *settlement, rl *requestLeases) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	if err := s.settler.Settle(ctx, s.at, s.items, leases); err != nil {
+	results, err := s.settler.Settle(ctx, s.at, s.items, leases)
+	if s.settler != h.local { // the local fallback's counts are this instance's
+		for i, r := range results {
+			if r.Crossed != 0 {
+				h.tellThresholds(s.from[i], r.Crossed, r.Used)
+			}
+		}
+	}
+	if err != nil {
 		h.logger.Warn("rate limit cost_after not settled: the pre-charged cost stands", zap.Error(err))
 		return
 	}

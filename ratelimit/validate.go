@@ -109,6 +109,9 @@ func (z *Zone) check() error {
 	if err := z.checkCalendar(); err != nil {
 		return err
 	}
+	if err := z.checkNotify(); err != nil {
+		return err
+	}
 	if err := z.checkBounds(); err != nil {
 		return err
 	}

@@ -184,6 +184,19 @@ type Zone struct {
 	// quota; any other gets the zone's own. Default: none.
 	Plans *Plans `json:"plans,omitempty"`
 
+	// Tell the first time in a period that a key's count reaches each of
+	// these percentages of its quota (1-100, rising, at most 8): once
+	// across every instance sharing the store, decided in the call that
+	// charges; a refund never makes it tell again. The tell is the Caddy
+	// event `ratelimit_threshold` (data: zone, store_key, key with
+	// `log_keys`, threshold, used, quota, period_start, period_end) when
+	// something subscribes to it, else an info log. A percentage is of the
+	// quota the request was decided under (a plan's, a placeholder's),
+	// rounded up to a whole unit. fixed_window only (its window, or its
+	// calendar period, is the period); not with `approximate`. In the
+	// Caddyfile: `notify 80% 100%`. Default: none.
+	Notify []int `json:"notify,omitempty"`
+
 	matchers caddyhttp.MatcherSets
 	limit    limiter.Limit // as asked of the store
 	ban      limiter.Ban   // as asked of the store (zero: none, or dry_run)
@@ -216,6 +229,7 @@ type Zone struct {
 	seen      *bansSeen          // banned keys seen here (log_keys; nil without ban)
 	setHere   *bansSetHere       // bans set here, for bans_in_force (nil without ban)
 	notify    bool               // ratelimit_exceeded is observed: the store tells first refusals
+	marks     []int64            // Notify's unit counts for the static quota (see marksFor)
 	pos       *cfparse.Positions // where the Caddyfile set each field (nil: JSON)
 }
 
@@ -271,6 +285,8 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances, status i
 	}
 	z.limit = limiter.Limit{Algorithm: alg, Events: z.Events, Window: z.window(), Burst: z.Burst, Calendar: z.calendar()}
 	z.local = localLimit(z.limit, int64(instances))
+	z.marks = nil
+	z.marks = z.marksFor(z.limit.Events)
 	z.ban = z.storeBan()
 	z.exempt, _ = parseBanExempt(z.BanExempt) // validated above
 

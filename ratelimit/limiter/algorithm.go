@@ -45,6 +45,9 @@ type params struct {
 	// the caller (see calendarBounds; set by withCalendar).
 	calendar Calendar
 	cal      [4]int64
+	// fixed_window: the marks whose first crossing in a period is told
+	// (Ask.Thresholds)
+	marks []int64
 }
 
 // calendarOn reports whether p is a calendar fixed_window.
@@ -101,6 +104,10 @@ func paramsOf(a Ask) (params, error) {
 	if err := checkParams(p); err != nil {
 		return p, fmt.Errorf("%w: %w", ErrInvalidAsk, err)
 	}
+	if err := checkMarks(a.Thresholds, p.code); err != nil {
+		return p, fmt.Errorf("%w: %w", ErrInvalidAsk, err)
+	}
+	p.marks = a.Thresholds
 	var err error
 	if p.ban, err = banParamsOf(a.Ban); err != nil {
 		return p, fmt.Errorf("%w: %w", ErrInvalidAsk, err)
@@ -120,6 +127,7 @@ type decision struct {
 	expireAt  int64 // allowed: when the written state may be forgotten
 	ban       int8  // refused: banNone, banInForce or banSet
 	first     bool  // refused: the first refusal of the key's window
+	crossed   int64 // allowed and charged: the marks first reached (see thresholds.go)
 }
 
 // result converts a decision taken at now (µs) into a Result.

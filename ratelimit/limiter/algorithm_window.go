@@ -1,10 +1,12 @@
 package limiter
 
-// windowCounters is the state of fixed_window (start, cur) and
+// windowCounters is the state of fixed_window (start, cur, told) and
 // sliding_window (start, cur, prev): the start (µs) of the window cur
-// counts, and the count of the window before it. Stored in Redis as the
-// string "<code> <start> <cur>" (fixed_window, code 3) or
-// "<code> <start> <cur> <prev>" (sliding_window, code 2; see decide.lua).
+// counts, and the count of the window before it (sliding_window) or the
+// thresholds told in the window (fixed_window, as bits: see
+// thresholds.go). Stored in Redis as the string "<code> <start> <cur>
+// [<told>]" (fixed_window, code 3) or "<code> <start> <cur> <prev>"
+// (sliding_window, code 2; see decide.lua).
 type windowCounters struct {
 	start, cur, prev int64
 }
@@ -14,17 +16,22 @@ type windowCounters struct {
 // params.period). The state expires at the window end.
 func decideFixedWindow(st windowCounters, ok bool, now int64, p params) (decision, windowCounters) {
 	start, end := p.period(now)
-	var count int64
+	var count, told int64
 	if ok && st.start == start {
-		count = st.cur
+		count, told = st.cur, st.prev
 	}
 	if count+p.need() <= p.events {
+		var c int64
+		if p.cost > 0 {
+			c = crossed(p.marks, told, count+p.cost)
+		}
 		return decision{
 			allowed:   true,
 			remaining: p.events - count - p.cost,
 			resetUs:   end - now,
 			expireAt:  end,
-		}, windowCounters{start: start, cur: count + p.cost}
+			crossed:   c,
+		}, windowCounters{start: start, cur: count + p.cost, prev: told | c}
 	}
 	d := decision{remaining: p.events - count, resetUs: end - now, retryUs: end - now}
 	if p.need() > p.events {

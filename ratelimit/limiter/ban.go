@@ -213,6 +213,9 @@ const (
 	banInForce   = 2 // refused by a ban in force
 	banSet       = 3 // refused, and this refusal set a ban
 	verdictFirst = 4 // added: the first refusal of the key's window
+	// verdictCrossed: an allowed verdict plus this times the thresholds it
+	// crossed (bits; see thresholds.go)
+	verdictCrossed = 8
 )
 
 // withBan makes a refusal the one that set a ban of dur µs.

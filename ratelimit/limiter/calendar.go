@@ -206,15 +206,24 @@ func pickPeriod(b [4]int64, at int64) (start, end int64) {
 // (which has no burst), its period boundaries "c <prev start> <start>
 // <end> <next end>" (µs): the script picks the period containing Redis
 // TIME among them.
+//
+// With thresholds, " t <mark>..." follows (see appendMarks).
 func (p params) burstArg() any {
-	if !p.calendarOn() {
+	if !p.calendarOn() && len(p.marks) == 0 {
 		return p.burst
 	}
-	b := make([]byte, 0, 72)
-	b = append(b, 'c')
-	for _, x := range p.cal {
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, x, 10)
+	b := make([]byte, 0, 72+len(p.marks)*8)
+	if p.calendarOn() {
+		b = append(b, 'c')
+		for _, x := range p.cal {
+			b = append(b, ' ')
+			b = strconv.AppendInt(b, x, 10)
+		}
+	} else {
+		b = strconv.AppendInt(b, p.burst, 10)
+	}
+	if len(p.marks) > 0 {
+		b = appendMarks(b, p.marks)
 	}
 	return string(b)
 }

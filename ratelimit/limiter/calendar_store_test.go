@@ -249,7 +249,7 @@ func TestCalendarSettle(t *testing.T) {
 				t.Fatalf("admission: %+v", r)
 			}
 			settle := func(delta int64) {
-				if err := s.(Settler).Settle(context.Background(), at, []Settlement{{Key: a.Key, Limit: a.Limit, Delta: delta}}, nil); err != nil {
+				if _, err := s.(Settler).Settle(context.Background(), at, []Settlement{{Key: a.Key, Limit: a.Limit, Delta: delta}}, nil); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -19,7 +19,7 @@ func init() {
 // settle1 settles one request admitted at at, failing the test on error.
 func settle1(t *testing.T, s Store, at time.Time, settles []Settlement, leases []Lease) {
 	t.Helper()
-	if err := s.(Settler).Settle(context.Background(), at, settles, leases); err != nil {
+	if _, err := s.(Settler).Settle(context.Background(), at, settles, leases); err != nil {
 		t.Fatalf("Settle(%+v, %+v): %v", settles, leases, err)
 	}
 }
@@ -70,7 +70,7 @@ func testSettle(t *testing.T, newStore func(t *testing.T) clockedStore) {
 		{Key: cs.prefix + "bad", Limit: Limit{Algorithm: FixedWindow, Events: 1, Window: time.Second}, Delta: MaxEvents + 1},
 		{Key: cs.prefix + "bad", Limit: Limit{Algorithm: FixedWindow, Events: 1, Window: time.Second}, Delta: -MaxEvents - 1},
 	} {
-		if err := cs.store.(Settler).Settle(ctx, time.Now(), []Settlement{bad}, nil); !errors.Is(err, ErrInvalidAsk) {
+		if _, err := cs.store.(Settler).Settle(ctx, time.Now(), []Settlement{bad}, nil); !errors.Is(err, ErrInvalidAsk) {
 			t.Errorf("Settle(%+v) = %v, want ErrInvalidAsk", bad, err)
 		}
 	}

@@ -145,6 +145,7 @@ func decideOn(parts []*MemoryStore, asks []Ask, ps []params, now int64) []Result
 				e.busy, entries[i] = true, e
 			}
 			e.take(now, ps[i], decisions[i])
+			results[i].Crossed = uint8(decisions[i].crossed)
 		}
 	}
 	for _, e := range entries {

@@ -375,6 +375,8 @@ func decodeResults(now int64, vals []any, n int) ([]Result, error) {
 			}
 			f[j] = x
 		}
+		crossed := f[0] / verdictCrossed // thresholds: see thresholds.go
+		f[0] %= verdictCrossed
 		first := f[0] == verdictFirst || f[0] == verdictFirst+banSet
 		if first {
 			f[0] -= verdictFirst
@@ -382,11 +384,15 @@ func decodeResults(now int64, vals []any, n int) ([]Result, error) {
 		if f[0] < 0 || f[0] > banSet {
 			return nil, fmt.Errorf("ratelimit script: unexpected verdict %d", f[0])
 		}
+		if crossed < 0 || crossed > 255 || crossed > 0 && f[0] != 1 {
+			return nil, fmt.Errorf("ratelimit script: unexpected verdict %d", vals[5*i])
+		}
 		d := decision{allowed: f[0] == 1, remaining: f[1], retryUs: f[2], resetUs: f[3], delayUs: f[4], first: first}
 		if f[0] >= banInForce {
 			d.ban = int8(f[0])
 		}
 		results[i] = d.result(now)
+		results[i].Crossed = uint8(crossed)
 	}
 	return results, nil
 }

@@ -109,7 +109,7 @@ func runScriptPaths(t *testing.T, s *RedisStore, prefix string) {
 	}
 	settles := []Settlement{{Key: asks[0].Key, Limit: asks[0].Limit, Delta: -1}, {Key: asks[3].Key, Limit: asks[3].Limit, Delta: 1}}
 	lease := Lease{Key: conc.Key, ID: conc.Lease, TTL: time.Minute}
-	if err := s.Settle(ctx, time.Now(), settles, []Lease{lease}); err != nil {
+	if _, err := s.Settle(ctx, time.Now(), settles, []Lease{lease}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Refresh(ctx, []Lease{lease}); err != nil {

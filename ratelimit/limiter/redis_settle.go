@@ -20,12 +20,12 @@ type settleItem struct {
 // Settle implements Settler: one call of decide.lua in mode 's' per Redis
 // Cluster slot (one off a cluster), leases and settlements together.
 // Sent alone, not coalesced: a request settles once, after its response.
-func (s *RedisStore) Settle(ctx context.Context, at time.Time, settles []Settlement, leases []Lease) error {
+func (s *RedisStore) Settle(ctx context.Context, at time.Time, settles []Settlement, leases []Lease) ([]SettleResult, error) {
 	items := make([]settleItem, 0, len(settles)+len(leases))
 	for _, st := range settles {
 		p, err := settleParams(st)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if p.calendarOn() {
 			p.cal = calendarBounds(p.calendar, s.nowUs())
@@ -34,12 +34,12 @@ func (s *RedisStore) Settle(ctx context.Context, at time.Time, settles []Settlem
 	}
 	for _, l := range leases {
 		if err := checkLeaseID(l.ID); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidAsk, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalidAsk, err)
 		}
 		items = append(items, settleItem{l.Key, [5]any{codeConcurrency, 1, leaseTTLms(l.TTL), l.ID, 0}})
 	}
 	if len(items) == 0 {
-		return nil
+		return nil, nil
 	}
 	atUs := strconv.FormatInt(at.UnixMicro(), 10)
 	idx := make([]int, len(items))
@@ -50,6 +50,7 @@ func (s *RedisStore) Settle(ctx context.Context, at time.Time, settles []Settlem
 	if _, ok := s.c.(*redis.ClusterClient); ok {
 		groups = groupBySlot(idx, func(i int) string { return items[i].key })
 	}
+	var results []SettleResult
 	var errs []error
 	for _, g := range groups {
 		keys := make([]string, 0, len(g))
@@ -59,11 +60,40 @@ func (s *RedisStore) Settle(ctx context.Context, at time.Time, settles []Settlem
 			keys = append(keys, items[i].key)
 			args = append(args, items[i].args[:]...)
 		}
-		if err := decideScript.Run(ctx, s.c, keys, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		v, err := decideScript.Run(ctx, s.c, keys, args...).Result()
+		if err == nil {
+			results, err = settleResults(results, v, g, len(settles))
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("ratelimit settle: %w", err))
 		}
 	}
-	return errors.Join(errs...)
+	return results, errors.Join(errs...)
+}
+
+// settleResults records the crossings of one settle call's reply, {now,
+// then per item: crossed, used}, for the items g (indices below n are
+// settlements).
+func settleResults(results []SettleResult, v any, g []int, n int) ([]SettleResult, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) != 1+2*len(g) {
+		return results, fmt.Errorf("unexpected reply %T of %d items for %d settlements", v, lenOf(v), len(g))
+	}
+	for j, i := range g {
+		c, ok1 := arr[1+2*j].(int64)
+		used, ok2 := arr[2+2*j].(int64)
+		if !ok1 || !ok2 || c < 0 || c > 255 {
+			return results, fmt.Errorf("unexpected reply items %d-%d: %v %v", 1+2*j, 2+2*j, arr[1+2*j], arr[2+2*j])
+		}
+		if c == 0 || i >= n {
+			continue
+		}
+		if results == nil {
+			results = make([]SettleResult, n)
+		}
+		results[i] = SettleResult{Crossed: uint8(c), Used: used}
+	}
+	return results, nil
 }
 
 var _ Settler = (*RedisStore)(nil)

@@ -31,6 +31,17 @@ type Settlement struct {
 	// only to the window the request was charged in; a token bucket never
 	// above its capacity). At most MaxEvents either way.
 	Delta int64
+	// Thresholds: as the Ask's (see Ask.Thresholds); a charge (Delta > 0)
+	// tells the marks it crossed first in the period.
+	Thresholds []int64
+}
+
+// SettleResult is what a settlement's charge crossed: the thresholds (bit
+// i for Thresholds[i]) first reached in the period, and the count it
+// brought the period to (when Crossed is not 0).
+type SettleResult struct {
+	Crossed uint8
+	Used    int64
 }
 
 // Settler is implemented by stores that settle: both stores.
@@ -38,8 +49,9 @@ type Settler interface {
 	// Settle applies every settlement and gives back the leases, for a
 	// request admitted at at (the store's clock: Result.Now). Only
 	// token_bucket, sliding_window and fixed_window quotas settle; others
-	// are an ErrInvalidAsk and nothing is settled.
-	Settle(ctx context.Context, at time.Time, settles []Settlement, leases []Lease) error
+	// are an ErrInvalidAsk and nothing is settled. The results are in
+	// settles' order (nil when none crossed a threshold).
+	Settle(ctx context.Context, at time.Time, settles []Settlement, leases []Lease) ([]SettleResult, error)
 }
 
 // settleParams validates a settlement and converts it: its cost is the
@@ -52,7 +64,7 @@ func settleParams(s Settlement) (params, error) {
 	if units > MaxEvents || units < 0 { // -MinInt64 stays negative
 		return params{}, fmt.Errorf("%w: settlement of %d units past 2^50", ErrInvalidAsk, s.Delta)
 	}
-	p, err := paramsOf(Ask{Key: s.Key, Limit: s.Limit, Cost: units})
+	p, err := paramsOf(Ask{Key: s.Key, Limit: s.Limit, Cost: units, Thresholds: s.Thresholds})
 	if err != nil {
 		return p, err
 	}
@@ -69,8 +81,9 @@ func debtFloor(capacity, rate float64) float64 {
 }
 
 // force charges p.cost units to the entry at now whatever is left
-// (mirrors the force functions of scripts/absorb.lua).
-func (e *memoryEntry) force(now int64, p params) {
+// (mirrors the force functions of scripts/absorb.lua); it returns the
+// marks of a fixed_window the charge crossed first (see thresholds.go).
+func (e *memoryEntry) force(now int64, p params) (c int64) {
 	ok := e.ok
 	switch p.code {
 	case codeTokenBucket:
@@ -94,14 +107,16 @@ func (e *memoryEntry) force(now int64, p params) {
 		start, cur, prev := slidingCounts(st, ok, now, p.windowUs)
 		e.expireAt = start + p.windowUs
 		if p.code == codeFixedWindow {
-			prev = 0
+			prev = 0 // the marks told
 			var end int64
 			start, end = p.period(now)
 			cur = 0
 			if ok && st.start == start {
-				cur = st.cur
+				cur, prev = st.cur, st.prev
 			}
 			e.expireAt = end
+			c = crossed(p.marks, prev, cur+p.cost)
+			prev |= c
 		}
 		e.counters = windowCounters{start: start, cur: min(cur+p.cost, p.events+MaxEvents), prev: prev}
 		if p.code == codeSlidingWindow {
@@ -109,6 +124,7 @@ func (e *memoryEntry) force(now int64, p params) {
 		}
 	}
 	e.ok, e.p = true, p
+	return c
 }
 
 // refund gives p.cost units back to the entry, charged at at (mirrors
@@ -136,54 +152,71 @@ func (e *memoryEntry) refund(at int64, p params) {
 }
 
 // Settle implements Settler.
-func (s *MemoryStore) Settle(ctx context.Context, at time.Time, settles []Settlement, leases []Lease) error {
+func (s *MemoryStore) Settle(ctx context.Context, at time.Time, settles []Settlement, leases []Lease) ([]SettleResult, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	ps := make([]params, len(settles))
 	for i := range settles {
 		var err error
 		if ps[i], err = settleParams(settles[i]); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	now := s.now().UnixMicro()
 	withCalendar(ps, now)
+	var results []SettleResult
 	s.mu.Lock()
 	for i, st := range settles {
-		s.settle(st, ps[i], now, at.UnixMicro())
+		if r := s.settle(st, ps[i], now, at.UnixMicro()); r.Crossed != 0 {
+			if results == nil {
+				results = make([]SettleResult, len(settles))
+			}
+			results[i] = r
+		}
 	}
 	s.mu.Unlock()
-	return s.Release(ctx, leases)
+	return results, s.Release(ctx, leases)
 }
 
 // settle applies one settlement; s is locked.
-func (s *MemoryStore) settle(st Settlement, p params, now, at int64) {
+func (s *MemoryStore) settle(st Settlement, p params, now, at int64) SettleResult {
 	e := s.lookup(st.Key, p.code, now)
 	switch {
 	case st.Delta > 0:
 		if e == nil {
 			e = s.add(st.Key, p.code, now)
 		}
-		e.force(now, p)
+		if c := e.force(now, p); c != 0 {
+			return SettleResult{Crossed: uint8(c), Used: e.counters.cur}
+		}
 	case st.Delta < 0 && e != nil:
 		e.refund(at, p)
 	}
+	return SettleResult{}
 }
 
 // Settle implements Settler: each settlement and lease on the store of
 // its zone.
-func (m *ZoneMemory) Settle(ctx context.Context, at time.Time, settles []Settlement, leases []Lease) error {
+func (m *ZoneMemory) Settle(ctx context.Context, at time.Time, settles []Settlement, leases []Lease) ([]SettleResult, error) {
+	var results []SettleResult
 	for i := range settles {
 		p := m.part(settles[i].Key)
 		if p == nil {
-			return fmt.Errorf("settlement %d: no zone of this handler", i)
+			return results, fmt.Errorf("settlement %d: no zone of this handler", i)
 		}
-		if err := p.Settle(ctx, at, settles[i:i+1], nil); err != nil {
-			return err
+		r, err := p.Settle(ctx, at, settles[i:i+1], nil)
+		if err != nil {
+			return results, err
+		}
+		if r != nil {
+			if results == nil {
+				results = make([]SettleResult, len(settles))
+			}
+			results[i] = r[0]
 		}
 	}
-	return m.Release(ctx, leases)
+	return results, m.Release(ctx, leases)
 }
 
 var (

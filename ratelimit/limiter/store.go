@@ -85,6 +85,11 @@ type Ask struct {
 	// Lease is the id of the lease a concurrency Ask of cost 1 takes (see
 	// NewLeaseID): 1 to MaxLeaseIDLen bytes. Unused by the others.
 	Lease string
+	// Thresholds: fixed_window only; up to MaxThresholds unit counts,
+	// rising strictly from 1, whose first crossing per key per period the
+	// store tells (Result.Crossed): exactly once across every instance
+	// sharing the store, a refund never making it tell a mark again.
+	Thresholds []int64
 }
 
 // Result is the outcome of one Ask.
@@ -120,6 +125,12 @@ type Result struct {
 	// key in its window: since the window began at the key's first refusal,
 	// or since its last ban was set. Reported for Asks with Notify or a Ban.
 	First bool
+	// Crossed: the Thresholds (bit i for Thresholds[i]) this Ask's charge
+	// brought the key's count of its period to or past, first in the
+	// period. Only a charge tells: an Ask allowed within a refused decision
+	// charges nothing (though on Redis Cluster a slot that charged before
+	// another refused tells its crossings: they are then never told again).
+	Crossed uint8
 }
 
 // Store decides quotas. Implementations: the Redis store (one atomic Lua call

@@ -21,14 +21,12 @@ local function token_bucket_force(key, code, events, w, burst, cost)
   save(key, code, now + ceil((capacity - after) / rate) + SECOND, after, now)
 end
 
+-- fixed_window_force returns the thresholds it crossed and the count.
 local function fixed_window_force(key, code, events, w, burst, cost)
   local start, finish = period(now, w, burst)
-  local v = load(key, code)
-  local count = 0
-  if v and v[2] == start then
-    count = v[3]
-  end
-  save(key, code, finish, start, min(count + cost, events + MAX_EVENTS))
+  local count, told = window_state(key, code, start)
+  count = min(count + cost, events + MAX_EVENTS)
+  return window_save(key, code, finish, start, count, told, type(burst) == 'table' and burst.marks), count
 end
 
 local function sliding_window_force(key, code, events, w, burst, cost)

@@ -21,11 +21,15 @@
 --          sends, instead of its burst, "c <prev start> <start> <end> <next
 --          end>" (µs): period boundaries around the sender's clock, among
 --          which the period containing Redis TIME is picked (see period).
+--          A fixed_window's thresholds follow its burst or boundaries as
+--          " t <mark>..." (see windows.lua).
 -- Reply ('d', 'a'; 's': now_us only): {now_us, then per ask of every
 -- request: allowed (0/1; refused by a ban: 2 in force, 3 set by this
 -- refusal; a refusal counted by its ban state (see bans) adds 4 when it is
 -- the first of the key's window), remaining,
--- retry_us, reset_us, delay_us}.
+-- retry_us, reset_us, delay_us}; an allowed ask whose charge crossed
+-- thresholds adds 8 × their bits to its allowed (see windows.lua). 's'
+-- replies {now_us, then per ask: crossed (bits), used}.
 --
 -- State strings are read once per call (GET) into a table and written once
 -- at the end (SET ... PX), however many requests of the call share the
@@ -126,21 +130,32 @@ local function window_start(at, w)
   return at - at % w
 end
 
--- calendar parses a calendar fixed_window's boundaries (see ARGV), or
--- returns nil.
-local function calendar(v)
-  local a, b, c, d = string.match(v, '^c (%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+)$')
-  if not a then
-    return nil
+-- window_arg parses a fixed_window's burst argument that is not a number
+-- (see ARGV): {calendar boundaries (or none), marks = its thresholds (or
+-- nil)}, or nil.
+local function window_arg(v)
+  local head, marks = v, nil
+  local t = string.find(v, ' t ', 1, true)
+  if t then
+    head, marks = string.sub(v, 1, t - 1), {}
+    for m in string.gmatch(string.sub(v, t + 3), '%d+') do
+      marks[#marks + 1] = tonumber(m)
+    end
   end
-  return {tonumber(a), tonumber(b), tonumber(c), tonumber(d)}
+  local a, b, c, d = string.match(head, '^c (%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+)$')
+  if a then
+    return {tonumber(a), tonumber(b), tonumber(c), tonumber(d), marks = marks}
+  elseif tonumber(head) and marks then
+    return {marks = marks}
+  end
+  return nil
 end
 
 -- period returns the fixed window containing at: the calendar period
 -- among cal's boundaries (the nearest past either end), else the multiple
 -- of w since the epoch. Mirrors params.period.
 local function period(at, w, cal)
-  if type(cal) == 'table' then
+  if type(cal) == 'table' and cal[1] then
     if at < cal[2] then
       return cal[1], cal[2]
     elseif at < cal[3] then
@@ -363,7 +378,7 @@ local function main(KEYS, ARGV)
       local w = tonumber(ARGV[b + 2]) * 1000
       local burst = ARGV[b + 3] -- concurrency: the lease id
       if code ~= CONCURRENCY then
-        burst = tonumber(burst) or calendar(burst)
+        burst = tonumber(burst) or window_arg(burst)
       end
       local cost = tonumber(ARGV[b + 4])
       if mode == 'r' then
@@ -371,7 +386,9 @@ local function main(KEYS, ARGV)
           refund[code](key, code, events, w, burst, cost, at)
         end
       elseif mode == 's' then
-        settle(key, code, events, w, burst, cost, at)
+        local c, used = settle(key, code, events, w, burst, cost, at)
+        reply[#reply + 1] = c or 0
+        reply[#reply + 1] = used or 0
       elseif mode == 'a' then
         if cost > 0 then
           force[code](key, code, events, w, burst, cost)
@@ -393,13 +410,16 @@ local function main(KEYS, ARGV)
           all = false
         elseif cost > 0 then
           nw = nw + 1
-          writes[nw] = write
+          writes[nw] = {write, #reply - 4} -- and where its allowed is
         end
       end
     end
     if all then
       for j = 1, nw do
-        writes[j]()
+        local c = writes[j][1]() -- the thresholds it crossed, if any
+        if c and c > 0 then
+          reply[writes[j][2]] = reply[writes[j][2]] + 8 * c
+        end
       end
     end
     a = a + 1 + n * 5

@@ -3,17 +3,48 @@
 
 -- fixed_window --------------------------------------------------------------
 
+-- crossed returns the thresholds (bit i - 1 for marks[i]) a count of used
+-- reaches that told (bits) does not hold yet. Mirrors thresholds.go.
+local function crossed(marks, told, used)
+  local c, bit = 0, 1
+  for i = 1, #(marks or {}) do
+    if used >= marks[i] and floor(told / bit) % 2 == 0 then
+      c = c + bit
+    end
+    bit = bit * 2
+  end
+  return c
+end
+
+-- window_state returns a fixed_window's count and its thresholds told in
+-- the period starting at start.
+local function window_state(key, code, start)
+  local v = load(key, code) -- window start, count, thresholds told
+  if v and v[2] == start then
+    return v[3], tonumber(v[4]) or 0
+  end
+  return 0, 0
+end
+
+-- window_save saves a fixed_window's count and thresholds told, and
+-- returns the thresholds first crossed.
+local function window_save(key, code, finish, start, count, told, marks)
+  local c = crossed(marks, told, count)
+  told = told + c
+  if told == 0 then
+    told = nil
+  end
+  save(key, code, finish, start, count, told)
+  return c
+end
+
 local function fixed_window(key, code, events, w, burst, cost)
   local start, finish = period(now, w, burst)
-  local v = load(key, code) -- window start, count
-  local count = 0
-  if v and v[2] == start then
-    count = v[3]
-  end
+  local count, told = window_state(key, code, start)
   local need = max(cost, 1)
   if count + need <= events then
     local write = function()
-      save(key, code, finish, start, count + cost)
+      return window_save(key, code, finish, start, count + cost, told, type(burst) == 'table' and burst.marks)
     end
     return {1, events - count - cost, 0, finish - now, 0}, write
   end
