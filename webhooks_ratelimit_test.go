@@ -22,10 +22,11 @@ import (
 
 // TestRatelimitWebhooks: with Caddy's events global option routing the
 // rate limiter's events to shortener_webhooks, an endpoint subscribed to
-// ratelimit.exceeded and ratelimit.ban_set gets, signed, one message for
-// a key's first refusal and one for its ban, as the OpenAPI document's
-// webhooks section describes them; a key that never goes over its quota
-// announces nothing.
+// ratelimit.exceeded, ratelimit.ban_set and ratelimit.threshold gets,
+// signed, one message for a key's first refusal, one for its ban and one
+// for the threshold of a monthly quota it reached, as the OpenAPI
+// document's webhooks section describes them; a key that never goes over
+// its quota nor reaches a threshold announces nothing.
 func TestRatelimitWebhooks(t *testing.T) {
 	rs := testenv.StartRedis(t)
 	dsn := testenv.Postgres(t)
@@ -46,6 +47,7 @@ func TestRatelimitWebhooks(t *testing.T) {
 	events {
 		on ratelimit_exceeded shortener_webhooks
 		on ratelimit_ban_set shortener_webhooks
+		on ratelimit_threshold shortener_webhooks
 	}
 }
 
@@ -57,6 +59,13 @@ http://localhost:%[2]d {
 				events 2
 				window 1m
 				ban 30s after 2
+			}
+			zone monthly {
+				key {http.request.header.X-Key}
+				events 4
+				algorithm fixed_window
+				window 1mo calendar tz Europe/Berlin
+				notify 50%% 100%%
 			}
 			redis %[4]s
 		}
@@ -79,7 +88,7 @@ http://localhost:%[2]d {
 	}
 	base := fmt.Sprintf("http://localhost:%d", port)
 	req, _ := http.NewRequest("POST", base+"/api/webhooks",
-		strings.NewReader(`{"url":"`+srv.URL+`/in","types":["ratelimit.exceeded","ratelimit.ban_set"]}`))
+		strings.NewReader(`{"url":"`+srv.URL+`/in","types":["ratelimit.exceeded","ratelimit.ban_set","ratelimit.threshold"]}`))
 	req.Header.Set("Authorization", "Bearer "+apiKey)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -113,9 +122,9 @@ http://localhost:%[2]d {
 	if want := []int{200, 200, 429, 429, 429, 200}; !slices.Equal(statuses, want) {
 		t.Fatalf("statuses %v, want %v", statuses, want)
 	}
-	for deadline := time.Now().Add(20 * time.Second); len(rc.messages()) < 2; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); len(rc.messages()) < 3; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("messages %v, want two within 20s", rc.messages())
+			t.Fatalf("messages %v, want three within 20s", rc.messages())
 		}
 	}
 	time.Sleep(500 * time.Millisecond) // nothing more comes
@@ -125,8 +134,8 @@ http://localhost:%[2]d {
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if len(rc.bad) > 0 || len(rc.raw) != 2 {
-		t.Fatalf("messages %q, unverified %v: want two, signed", rc.raw, rc.bad)
+	if len(rc.bad) > 0 || len(rc.raw) != 3 {
+		t.Fatalf("messages %q, unverified %v: want three, signed", rc.raw, rc.bad)
 	}
 	types := map[string]map[string]any{}
 	for _, body := range rc.raw {
@@ -143,6 +152,11 @@ http://localhost:%[2]d {
 	if exceeded == nil || ban == nil || exceeded["zone"] != "per_key" || ban["zone"] != "per_key" || ban["ban"] != float64(30) ||
 		exceeded["store_key"] != ban["store_key"] || exceeded["key"] != nil {
 		t.Errorf("payloads: exceeded %v, ban %v", exceeded, ban)
+	}
+	// alice's two requests let through, 2 of 4: 50%; bob's one: 25%.
+	if th := types["ratelimit.threshold"]; th == nil || th["zone"] != "monthly" || th["threshold"] != float64(50) ||
+		th["used"] != float64(2) || th["quota"] != float64(4) || th["key"] != nil {
+		t.Errorf("threshold payload %v", th)
 	}
 }
 

@@ -30,13 +30,15 @@ func init() {
 
 // Handler records Caddy events of the rate limiter in the outboxes
 // of the shorteners with webhooks, for the endpoints that take
-// ratelimit.exceeded or ratelimit.ban_set. It is an events handler,
+// ratelimit.exceeded, ratelimit.ban_set or ratelimit.threshold. It is an
+// events handler,
 // subscribed with Caddy's `events` global option:
 //
 //	{
 //		events {
 //			on ratelimit_exceeded shortener_webhooks
 //			on ratelimit_ban_set shortener_webhooks
+//			on ratelimit_threshold shortener_webhooks
 //		}
 //	}
 //
@@ -70,8 +72,9 @@ const (
 // eventTypes maps the Caddy events the handler records to their
 // webhook types; other events are ignored.
 var eventTypes = map[string]string{
-	"ratelimit_exceeded": webhook.TypeRatelimitExceeded,
-	"ratelimit_ban_set":  webhook.TypeRatelimitBanSet,
+	"ratelimit_exceeded":  webhook.TypeRatelimitExceeded,
+	"ratelimit_ban_set":   webhook.TypeRatelimitBanSet,
+	"ratelimit_threshold": webhook.TypeRatelimitThreshold,
 }
 
 // CaddyModule returns the Caddy module information.

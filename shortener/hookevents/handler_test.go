@@ -59,7 +59,9 @@ func TestHandlerRecord(t *testing.T) {
 	w := newHandler(t, 0)
 	exceeded := caddyEvent(t, "ratelimit_exceeded", map[string]any{"zone": "api", "store_key": "rl:api:x", "retry_after": 3})
 	ban := caddyEvent(t, "ratelimit_ban_set", map[string]any{"zone": "api", "store_key": "rl:api:x", "retry_after": 60, "ban": 60, "until": "2026-12-06T10:01:00Z"})
-	for _, e := range []caddy.Event{exceeded, caddyEvent(t, "tls_get_certificate", nil), ban} {
+	threshold := caddyEvent(t, "ratelimit_threshold", map[string]any{"zone": "api", "store_key": "rl:api:x", "threshold": 80, "used": 8, "quota": 10,
+		"period_start": "2026-12-01T00:00:00Z", "period_end": "2027-01-01T00:00:00Z"})
+	for _, e := range []caddy.Event{exceeded, caddyEvent(t, "tls_get_certificate", nil), ban, threshold} {
 		if err := w.Handle(context.Background(), e); err != nil {
 			t.Fatal(err)
 		}
@@ -71,8 +73,8 @@ func TestHandlerRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) != 2 {
-		t.Fatalf("outbox holds %+v, want the two events once", evs)
+	if len(evs) != 3 {
+		t.Fatalf("outbox holds %+v, want the three events once", evs)
 	}
 	for i, want := range []struct {
 		e    caddy.Event
@@ -81,6 +83,7 @@ func TestHandlerRecord(t *testing.T) {
 	}{
 		{exceeded, "ratelimit.exceeded", `{"retry_after":3,"store_key":"rl:api:x","zone":"api"}`},
 		{ban, "ratelimit.ban_set", `{"ban":60,"retry_after":60,"store_key":"rl:api:x","until":"2026-12-06T10:01:00Z","zone":"api"}`},
+		{threshold, "ratelimit.threshold", `{"period_end":"2027-01-01T00:00:00Z","period_start":"2026-12-01T00:00:00Z","quota":10,"store_key":"rl:api:x","threshold":80,"used":8,"zone":"api"}`},
 	} {
 		id := want.e.ID()
 		if e := evs[i]; e.ID != "evt_"+hex.EncodeToString(id[:]) || e.Type != want.typ || string(e.Data) != want.data ||

@@ -8,19 +8,20 @@ import (
 
 // Event types an endpoint may subscribe to.
 const (
-	TypeLinkCreated       = "link.created"
-	TypeLinkUpdated       = "link.updated"
-	TypeLinkRevoked       = "link.revoked"
-	TypeLinkExpired       = "link.expired"
-	TypeLinkMaxClicks     = "link.max_clicks_reached"
-	TypeClick             = "click"
-	TypeRatelimitExceeded = "ratelimit.exceeded"
-	TypeRatelimitBanSet   = "ratelimit.ban_set"
+	TypeLinkCreated        = "link.created"
+	TypeLinkUpdated        = "link.updated"
+	TypeLinkRevoked        = "link.revoked"
+	TypeLinkExpired        = "link.expired"
+	TypeLinkMaxClicks      = "link.max_clicks_reached"
+	TypeClick              = "click"
+	TypeRatelimitExceeded  = "ratelimit.exceeded"
+	TypeRatelimitBanSet    = "ratelimit.ban_set"
+	TypeRatelimitThreshold = "ratelimit.threshold"
 )
 
 // EventTypes lists every event type, in the order the API documents them.
 var EventTypes = []string{TypeLinkCreated, TypeLinkUpdated, TypeLinkRevoked, TypeLinkExpired, TypeLinkMaxClicks,
-	TypeClick, TypeRatelimitExceeded, TypeRatelimitBanSet}
+	TypeClick, TypeRatelimitExceeded, TypeRatelimitBanSet, TypeRatelimitThreshold}
 
 // Bounds of an endpoint.
 const (

@@ -11,6 +11,7 @@ const types = [
   ['link.created', 'Link created'], ['link.updated', 'Link updated'], ['link.revoked', 'Link revoked'],
   ['link.expired', 'Link expired'], ['link.max_clicks_reached', 'Link used up (max clicks)'], ['click', 'Click'],
   ['ratelimit.exceeded', 'Rate limit exceeded'], ['ratelimit.ban_set', 'Rate limit ban set'],
+  ['ratelimit.threshold', 'Rate limit threshold'],
 ];
 
 // The grace periods a rotated-out secret may keep signing for.
