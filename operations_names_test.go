@@ -130,20 +130,28 @@ var (
 	labelListKeywords = []string{"by", "without", "on", "ignoring", "group_left", "group_right"}
 )
 
-// metricNames returns the metric names an expression selects, sorted: the
-// identifiers that are neither a function (followed by '('), a keyword,
-// a label (inside {} or a by (...) list), a string, a number nor a range.
-// It tokenizes rather than parses: the dashboard and the rules are linted
-// by promtool, this only needs to see the names.
+// metricNames returns the metric names an expression selects, sorted.
 func metricNames(expr string) []string {
-	var names []string
+	names, _ := promqlRefs(expr)
+	return names
+}
+
+// promqlRefs returns the metric names and the label names an expression
+// uses, each sorted: a metric name is an identifier that is neither a
+// function (followed by '('), a keyword, a string, a number nor a range;
+// a label name is one matched inside {} or listed after by, without, on,
+// ignoring or group_*. It tokenizes rather than parses: the dashboard and
+// the rules are linted by promtool, this only needs to see the names.
+func promqlRefs(expr string) (names, labels []string) {
 	for i := 0; i < len(expr); {
 		c := expr[i]
 		switch {
 		case c == '"' || c == '\'' || c == '`':
 			i = skipString(expr, i)
 		case c == '{':
-			i = skipTo(expr, i, '}')
+			j := skipTo(expr, i, '}')
+			labels = append(labels, identifiers(expr[i:j])...)
+			i = j
 		case c == '[':
 			i = skipTo(expr, i, ']')
 		case c == '$' || isDigit(c) || c == '.':
@@ -155,6 +163,7 @@ func metricNames(expr string) []string {
 			switch {
 			case slices.Contains(labelListKeywords, word) && strings.HasPrefix(next, "("):
 				i = skipTo(expr, len(expr)-len(next), ')')
+				labels = append(labels, identifiers(next[:len(next)-(len(expr)-i)])...)
 			case slices.Contains(promqlKeywords, strings.ToLower(word)), strings.HasPrefix(next, "("):
 			default:
 				names = append(names, word)
@@ -164,7 +173,27 @@ func metricNames(expr string) []string {
 		}
 	}
 	sort.Strings(names)
-	return slices.Compact(names)
+	sort.Strings(labels)
+	return slices.Compact(names), slices.Compact(labels)
+}
+
+// identifiers returns the identifiers of s outside its strings: the label
+// names of a matcher list or a label list.
+func identifiers(s string) []string {
+	var ids []string
+	for i := 0; i < len(s); {
+		switch {
+		case s[i] == '"' || s[i] == '\'' || s[i] == '`':
+			i = skipString(s, i)
+		case isIdentStart(s[i]):
+			j := skipWord(s, i)
+			ids = append(ids, s[i:j])
+			i = j
+		default:
+			i++
+		}
+	}
+	return ids
 }
 
 func isDigit(c byte) bool      { return c >= '0' && c <= '9' }
@@ -247,6 +276,51 @@ func scrapedSeries(name string, families map[string]*dto.MetricFamily) bool {
 	return false
 }
 
+// checkQueries returns what the scraped families lack of the queries:
+// each metric name and each label, with the queries using it.
+func checkQueries(queries map[string]string, families map[string]*dto.MetricFamily) []string {
+	return append(missingMetrics(usedMetrics(queries), families), missingLabels(queries, families)...)
+}
+
+// targetLabels are labels a query may use that no exposition carries:
+// Prometheus adds instance and job to each target's series, le and
+// quantile are the series of a histogram and a summary.
+var targetLabels = []string{"instance", "job", "le", "quantile"}
+
+// missingLabels returns a line for each label a query matches or groups
+// by that none of the scraped series of its metrics has.
+func missingLabels(queries map[string]string, families map[string]*dto.MetricFamily) []string {
+	var missing []string
+	for q, where := range queries {
+		names, labels := promqlRefs(q)
+		for _, l := range labels {
+			if !slices.Contains(targetLabels, l) && !hasLabel(names, l, families) {
+				missing = append(missing, fmt.Sprintf("label %s of %s (in %s)", l, strings.Join(names, ", "), where))
+			}
+		}
+	}
+	sort.Strings(missing)
+	return slices.Compact(missing)
+}
+
+// hasLabel reports whether a scraped series of one of the metrics (or of
+// the histogram or summary it is a series of) has the label.
+func hasLabel(names []string, label string, families map[string]*dto.MetricFamily) bool {
+	for _, name := range names {
+		for _, f := range []*dto.MetricFamily{families[name], families[strings.TrimSuffix(name, "_bucket")],
+			families[strings.TrimSuffix(name, "_sum")], families[strings.TrimSuffix(name, "_count")]} {
+			for _, m := range f.GetMetric() {
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == label {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
 // usedMetrics maps each metric name the queries select to where.
 func usedMetrics(queries map[string]string) map[string][]string {
 	used := map[string][]string{}
@@ -288,6 +362,15 @@ func TestMetricNames(t *testing.T) {
 	} {
 		if got := strings.Join(metricNames(tc.expr), " "); got != tc.want {
 			t.Errorf("metricNames(%q) = %q, want %q", tc.expr, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ expr, want string }{
+		{`sum by (zone, outcome) (rate(a_total{instance=~"$instance", zone="x{y}", k!~"a,b"}[5m]))`, "instance k outcome zone zone"},
+		{`sum(a) by (x) / on (y) group_left (z) b{w="1"}`, "w x y z"},
+		{`histogram_quantile(0.99, sum by (le) (rate(h_bucket[5m])))`, "le"},
+	} {
+		if _, labels := promqlRefs(tc.expr); strings.Join(labels, " ") != strings.Join(slices.Compact(strings.Fields(tc.want)), " ") {
+			t.Errorf("promqlRefs(%q) labels = %q, want %q", tc.expr, labels, tc.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,29 +40,35 @@ func TestOperationsMetricNames(t *testing.T) {
 	var missing []string
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		families = scrapeMetrics(t, admin)
-		if missing = missingMetrics(used, families); len(missing) == 0 || time.Now().After(deadline) {
+		if missing = checkQueries(queries, families); len(missing) == 0 || time.Now().After(deadline) {
 			break
 		}
 	}
 	for _, m := range missing {
 		t.Errorf("not exported by a running Caddy: %s", m)
 	}
-	t.Logf("%d metric names checked against %d scraped families", len(used), len(families))
+	t.Logf("%d metric names in %d queries checked against %d scraped families", len(used), len(queries), len(families))
 
 	t.Run("renamed", func(t *testing.T) {
-		for _, rename := range [][2]string{
-			{"caddy_shortener_redirects_total", "caddy_shortener_redirect_total"},
-			{"caddy_ratelimit_decisions_total", "caddy_ratelimit_decision_total"},
-			{"caddy_ratelimit_store_duration_seconds_bucket", "caddy_ratelimit_store_duration_seconds"},
-			{"caddy_shortener_webhook_events_lost_total", "caddy_shortener_webhook_events_lost"},
+		for _, rename := range []struct{ from, to, name, want string }{
+			{"caddy_shortener_redirects_total", "caddy_shortener_redirect_total", "caddy_shortener_redirect_total", ""},
+			{"caddy_ratelimit_decisions_total", "caddy_ratelimit_decision_total", "caddy_ratelimit_decision_total", ""},
+			{"caddy_ratelimit_store_duration_seconds_bucket", "caddy_ratelimit_store_duration_seconds", "caddy_ratelimit_store_duration_seconds", ""},
+			{"caddy_shortener_webhook_events_lost_total", "caddy_shortener_webhook_events_lost", "caddy_shortener_webhook_events_lost", ""},
+			{"sum by (source)", "sum by (tier)", "tier", "label tier of caddy_shortener_redirects_total (in "},
+			{`outcome=~"fail_closed|fallback"`, `result=~"fail_closed|fallback"`, "result", "label result of caddy_ratelimit_decisions_total (in "},
 		} {
 			renamed := map[string]string{}
 			for q, where := range queries {
-				renamed[strings.ReplaceAll(q, rename[0], rename[1])] = where
+				renamed[strings.ReplaceAll(q, rename.from, rename.to)] = where
 			}
-			got := missingMetrics(usedMetrics(renamed), families)
-			if len(got) != 1 || !strings.HasPrefix(got[0], rename[1]+" (in ") {
-				t.Errorf("%s renamed %s: reported %q, want %s alone", rename[0], rename[1], got, rename[1])
+			if rename.want == "" { // a metric
+				rename.want = rename.name + " (in "
+			}
+			got := slices.DeleteFunc(checkQueries(renamed, families), func(m string) bool { return slices.Contains(missing, m) })
+			if !slices.ContainsFunc(got, func(m string) bool { return strings.HasPrefix(m, rename.want) }) ||
+				slices.ContainsFunc(got, func(m string) bool { return !strings.Contains(m, rename.name) }) {
+				t.Errorf("%s renamed %s: reported %q, want %s... and only lines naming %s", rename.from, rename.to, got, rename.want, rename.name)
 			}
 		}
 	})
