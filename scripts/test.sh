@@ -34,6 +34,20 @@ step staticcheck staticcheck
 # warning an error); the document's agreement with the server is checked
 # by the shortener's tests (openapi_check_test.go).
 step "openapi lint" bash scripts/openapi_lint.sh
+# The alert rules in deploy/prometheus: promtool check rules and their
+# unit tests (promtool test rules). promtool (Debian's prometheus) is
+# installed when missing; under CI=true failing to get it fails the run,
+# elsewhere the step skips and says why. Failing rules or tests fail it.
+alert_rules() {
+  . scripts/promtool.sh
+  if ! promtool_setup; then
+    [ "${CI:-}" != true ] || return 1
+    echo "promtool: skipped: no promtool (see above)"
+    return 0
+  fi
+  promtool_run
+}
+step "alert rules" alert_rules
 # The dashboard's browser tests (TestUIBrowser) need Chromium and
 # playwright-core: installed when missing; under CI=true failing to get
 # them fails the run, elsewhere those tests skip and say why.
