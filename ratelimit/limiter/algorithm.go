@@ -48,6 +48,7 @@ type params struct {
 	// fixed_window: the marks whose first crossing in a period is told
 	// (Ask.Thresholds)
 	marks []int64
+	usage Usage // fixed_window: the usage to record (Ask.Usage)
 }
 
 // calendarOn reports whether p is a calendar fixed_window.
@@ -108,6 +109,10 @@ func paramsOf(a Ask) (params, error) {
 		return p, fmt.Errorf("%w: %w", ErrInvalidAsk, err)
 	}
 	p.marks = a.Thresholds
+	if err := checkUsage(a.Usage, p.code); err != nil {
+		return p, fmt.Errorf("%w: %w", ErrInvalidAsk, err)
+	}
+	p.usage = a.Usage
 	var err error
 	if p.ban, err = banParamsOf(a.Ban); err != nil {
 		return p, fmt.Errorf("%w: %w", ErrInvalidAsk, err)

@@ -209,10 +209,10 @@ func pickPeriod(b [4]int64, at int64) (start, end int64) {
 //
 // With thresholds, " t <mark>..." follows (see appendMarks).
 func (p params) burstArg() any {
-	if !p.calendarOn() && len(p.marks) == 0 {
+	if !p.calendarOn() && len(p.marks) == 0 && !p.usage.on() {
 		return p.burst
 	}
-	b := make([]byte, 0, 72+len(p.marks)*8)
+	b := make([]byte, 0, 72+len(p.marks)*8+32+2*len(p.usage.Key))
 	if p.calendarOn() {
 		b = append(b, 'c')
 		for _, x := range p.cal {
@@ -224,6 +224,9 @@ func (p params) burstArg() any {
 	}
 	if len(p.marks) > 0 {
 		b = appendMarks(b, p.marks)
+	}
+	if p.usage.on() {
+		b = appendUsage(b, p.usage)
 	}
 	return string(b)
 }

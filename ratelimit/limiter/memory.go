@@ -26,9 +26,10 @@ type MemoryStore struct {
 	// ZoneMemory), so that two callers never wait on each other.
 	order uint64
 
-	mu   sync.Mutex
-	keys map[string]*memoryEntry
-	lru  memoryEntry // sentinel: lru.next is the most recent, lru.prev the oldest
+	mu    sync.Mutex
+	keys  map[string]*memoryEntry
+	usage map[string]*memoryUsage // by store key (see usage_memory.go)
+	lru   memoryEntry             // sentinel: lru.next is the most recent, lru.prev the oldest
 }
 
 // memoryEntry is one key's state; only the algorithm's own field is used.
@@ -148,10 +149,11 @@ func decideOn(parts []*MemoryStore, asks []Ask, ps []params, now int64) []Result
 			results[i].Crossed = uint8(decisions[i].crossed)
 		}
 	}
-	for _, e := range entries {
+	for i, e := range entries {
 		if e != nil {
 			e.busy = false
 		}
+		parts[i].decidedUsage(asks[i].Key, ps[i], results[i].Allowed, all, now)
 	}
 	return results
 }

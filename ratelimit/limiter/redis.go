@@ -31,9 +31,13 @@ var settleLua string
 //go:embed scripts/windows.lua
 var windowsLua string
 
+//go:embed scripts/usage.lua
+var usageLua string
+
 // decideBody is decide.lua with its sections kept in files of their own
 // included where it names them: the library, without its entry point.
-var decideBody = includeLua(includeLua(includeLua(includeLua(includeLua(decideMain,
+var decideBody = includeLua(includeLua(includeLua(includeLua(includeLua(includeLua(decideMain,
+	"usage.lua", usageLua),
 	"windows.lua", windowsLua),
 	"concurrency.lua", concurrencyLua),
 	"absorb.lua", absorbLua),
@@ -326,6 +330,9 @@ func appendScriptArgs(keys []string, args []any, asks []Ask, ps []params) ([]str
 		}
 		if p.ban.counts() { // the script reads the ban key next (bans.lua)
 			keys = append(keys, BanKey(asks[i].Key))
+		}
+		if p.usage.on() { // then the usage key (usage.lua)
+			keys = append(keys, UsageKey(asks[i].Key))
 		}
 		args = append(args, p.ban.scriptCode(p.code), p.events, p.windowUs/1000, p.burstArg(), p.cost)
 	}

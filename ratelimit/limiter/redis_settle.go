@@ -13,8 +13,9 @@ import (
 // settleItem is one settlement or lease in a settle call: its key and its
 // five script values (see settle.lua).
 type settleItem struct {
-	key  string
-	args [5]any
+	key   string
+	usage string // its usage key, or ""
+	args  [5]any
 }
 
 // Settle implements Settler: one call of decide.lua in mode 's' per Redis
@@ -30,13 +31,17 @@ func (s *RedisStore) Settle(ctx context.Context, at time.Time, settles []Settlem
 		if p.calendarOn() {
 			p.cal = calendarBounds(p.calendar, s.nowUs())
 		}
-		items = append(items, settleItem{st.Key, [5]any{p.code, p.events, p.windowUs / 1000, p.burstArg(), st.Delta}})
+		var uk string
+		if p.usage.on() {
+			uk = UsageKey(st.Key)
+		}
+		items = append(items, settleItem{st.Key, uk, [5]any{p.code, p.events, p.windowUs / 1000, p.burstArg(), st.Delta}})
 	}
 	for _, l := range leases {
 		if err := checkLeaseID(l.ID); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidAsk, err)
 		}
-		items = append(items, settleItem{l.Key, [5]any{codeConcurrency, 1, leaseTTLms(l.TTL), l.ID, 0}})
+		items = append(items, settleItem{l.Key, "", [5]any{codeConcurrency, 1, leaseTTLms(l.TTL), l.ID, 0}})
 	}
 	if len(items) == 0 {
 		return nil, nil
@@ -58,6 +63,9 @@ func (s *RedisStore) Settle(ctx context.Context, at time.Time, settles []Settlem
 		args = append(args, "s", atUs, len(g))
 		for _, i := range g {
 			keys = append(keys, items[i].key)
+			if items[i].usage != "" {
+				keys = append(keys, items[i].usage)
+			}
 			args = append(args, items[i].args[:]...)
 		}
 		v, err := decideScript.Run(ctx, s.c, keys, args...).Result()

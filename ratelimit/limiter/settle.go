@@ -34,6 +34,8 @@ type Settlement struct {
 	// Thresholds: as the Ask's (see Ask.Thresholds); a charge (Delta > 0)
 	// tells the marks it crossed first in the period.
 	Thresholds []int64
+	// Usage: as the Ask's; the settled units count in its usage.
+	Usage Usage
 }
 
 // SettleResult is what a settlement's charge crossed: the thresholds (bit
@@ -64,7 +66,7 @@ func settleParams(s Settlement) (params, error) {
 	if units > MaxEvents || units < 0 { // -MinInt64 stays negative
 		return params{}, fmt.Errorf("%w: settlement of %d units past 2^50", ErrInvalidAsk, s.Delta)
 	}
-	p, err := paramsOf(Ask{Key: s.Key, Limit: s.Limit, Cost: units, Thresholds: s.Thresholds})
+	p, err := paramsOf(Ask{Key: s.Key, Limit: s.Limit, Cost: units, Thresholds: s.Thresholds, Usage: s.Usage})
 	if err != nil {
 		return p, err
 	}
@@ -187,10 +189,16 @@ func (s *MemoryStore) settle(st Settlement, p params, now, at int64) SettleResul
 		if e == nil {
 			e = s.add(st.Key, p.code, now)
 		}
+		if p.usage.on() {
+			s.recordUsage(st.Key, p, now, now, st.Delta, 0)
+		}
 		if c := e.force(now, p); c != 0 {
 			return SettleResult{Crossed: uint8(c), Used: e.counters.cur}
 		}
 	case st.Delta < 0 && e != nil:
+		if p.usage.on() {
+			s.recordUsage(st.Key, p, at, now, st.Delta, 0)
+		}
 		e.refund(at, p)
 	}
 	return SettleResult{}

@@ -90,6 +90,9 @@ type Ask struct {
 	// store tells (Result.Crossed): exactly once across every instance
 	// sharing the store, a refund never making it tell a mark again.
 	Thresholds []int64
+	// Usage: fixed_window only; record the key's usage per period (see
+	// usage.go). Zero: none.
+	Usage Usage
 }
 
 // Result is the outcome of one Ask.

@@ -130,27 +130,6 @@ local function window_start(at, w)
   return at - at % w
 end
 
--- window_arg parses a fixed_window's burst argument that is not a number
--- (see ARGV): {calendar boundaries (or none), marks = its thresholds (or
--- nil)}, or nil.
-local function window_arg(v)
-  local head, marks = v, nil
-  local t = string.find(v, ' t ', 1, true)
-  if t then
-    head, marks = string.sub(v, 1, t - 1), {}
-    for m in string.gmatch(string.sub(v, t + 3), '%d+') do
-      marks[#marks + 1] = tonumber(m)
-    end
-  end
-  local a, b, c, d = string.match(head, '^c (%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+)$')
-  if a then
-    return {tonumber(a), tonumber(b), tonumber(c), tonumber(d), marks = marks}
-  elseif tonumber(head) and marks then
-    return {marks = marks}
-  end
-  return nil
-end
-
 -- period returns the fixed window containing at: the calendar period
 -- among cal's boundaries (the nearest past either end), else the multiple
 -- of w since the epoch. Mirrors params.period.
@@ -169,6 +148,31 @@ local function period(at, w, cal)
   end
   local start = window_start(at, w)
   return start, start + w
+end
+
+-- #include usage.lua
+
+-- window_arg parses a fixed_window's burst argument that is not a number
+-- (see ARGV): {calendar boundaries (or none), marks = its thresholds (or
+-- nil)}, or nil.
+local function window_arg(v)
+  local head, usage = usage_arg(v)
+  local marks
+  local t = string.find(head, ' t ', 1, true)
+  if t then
+    marks = {}
+    for m in string.gmatch(string.sub(head, t + 3), '%d+') do
+      marks[#marks + 1] = tonumber(m)
+    end
+    head = string.sub(head, 1, t - 1)
+  end
+  local a, b, c, d = string.match(head, '^c (%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+)$')
+  if a then
+    return {tonumber(a), tonumber(b), tonumber(c), tonumber(d), marks = marks, usage = usage}
+  elseif tonumber(head) and (marks or usage) then
+    return {marks = marks, usage = usage}
+  end
+  return nil
 end
 
 -- token_bucket ------------------------------------------------------------
@@ -380,12 +384,20 @@ local function main(KEYS, ARGV)
       if code ~= CONCURRENCY then
         burst = tonumber(burst) or window_arg(burst)
       end
+      k = take_usage_key(KEYS, burst, k)
+      local usage = type(burst) == 'table' and burst.usage
       local cost = tonumber(ARGV[b + 4])
       if mode == 'r' then
         if cost > 0 then
           refund[code](key, code, events, w, burst, cost, at)
+          if usage then
+            usage_settled(burst, at, w, -cost)
+          end
         end
       elseif mode == 's' then
+        if usage then
+          usage_settled(burst, at, w, cost)
+        end
         local c, used = settle(key, code, events, w, burst, cost, at)
         reply[#reply + 1] = c or 0
         reply[#reply + 1] = used or 0
@@ -404,6 +416,9 @@ local function main(KEYS, ARGV)
           r, write = decide_banned(key, code, events, w, burst, cost, ban)
         else
           r, write = decide[code](key, code, events, w, burst, cost)
+        end
+        if usage and (cost > 0 or r[1] ~= 1) then
+          write = usage_decided(burst, r, write, w, cost)
         end
         answer(r)
         if r[1] ~= 1 then
