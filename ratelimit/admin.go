@@ -25,6 +25,7 @@ func init() {
 //	DELETE /ratelimit/zones/<zone>/keys/<key>    reset the key: its full quota is back
 //	GET    /ratelimit/zones/<zone>/bans          the zone's bans in force
 //	DELETE /ratelimit/zones/<zone>/bans/<id>     lift one (id: from the list)
+//	GET    /ratelimit/zones/<zone>/usage         each key's usage in a period (see admin_usage.go)
 //	GET    /ratelimit/brake                      the brake of each store
 //	PUT    /ratelimit/brake {"factor": 0.1, "ttl": "10m"}
 //	DELETE /ratelimit/brake
@@ -63,6 +64,9 @@ func (a AdminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		return writeJSON(w, http.StatusOK, zoneInfos())
+	case strings.HasPrefix(path, "zones/") && isUsagePath(path):
+		zone := strings.TrimSuffix(strings.TrimPrefix(path, "zones/"), "/usage")
+		return serveUsage(w, r, zone)
 	case strings.HasPrefix(path, "zones/") && isBansPath(path):
 		zone, rest, _ := strings.Cut(strings.TrimPrefix(path, "zones/"), "/bans")
 		return serveBans(w, r, zone, rest)

@@ -121,6 +121,7 @@ var zoneBlock = cfparse.Block[Zone]{
 		"count_status": (*Zone).unmarshalCountStatus,
 		"dry_run":      (*Zone).unmarshalDryRun,
 		"notify":       (*Zone).unmarshalNotify,
+		"usage":        (*Zone).unmarshalUsage,
 		"plans":        (*Zone).unmarshalPlans,
 		"ban":          (*Zone).unmarshalBan,
 		"ban_max":      (*Zone).unmarshalBanMax,

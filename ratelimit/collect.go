@@ -68,6 +68,9 @@ func (h *Handler) zoneDecisionFor(z *Zone, r *http.Request, repl *caddy.Replacer
 	}
 	d.ask.Notify = z.notify
 	d.ask.Thresholds = z.marksFor(limit.Events)
+	if z.keep > 0 {
+		d.ask.Usage = limiter.Usage{Key: d.key, Keep: z.keep}
+	}
 	if limit.Algorithm == limiter.Concurrency && cost > 0 {
 		d.ask.Lease = limiter.NewLeaseID()
 	}

@@ -38,7 +38,7 @@ func (s *settlement) add(d *zoneDecision, delta int64) {
 	if s.items == nil {
 		s.items, s.from, s.at = s.buf[:0], s.fromBuf[:0], d.res.Now
 	}
-	s.items = append(s.items, limiter.Settlement{Key: d.ask.Key, Limit: d.ask.Limit, Delta: delta, Thresholds: d.ask.Thresholds})
+	s.items = append(s.items, limiter.Settlement{Key: d.ask.Key, Limit: d.ask.Limit, Delta: delta, Thresholds: d.ask.Thresholds, Usage: d.ask.Usage})
 	s.from = append(s.from, d)
 }
 

@@ -112,6 +112,9 @@ func (z *Zone) check() error {
 	if err := z.checkNotify(); err != nil {
 		return err
 	}
+	if err := z.checkUsage(); err != nil {
+		return err
+	}
 	if err := z.checkBounds(); err != nil {
 		return err
 	}

@@ -197,6 +197,10 @@ type Zone struct {
 	// Caddyfile: `notify 80% 100%`. Default: none.
 	Notify []int `json:"notify,omitempty"`
 
+	// Keep each key's units and refusals per period, for billing (see
+	// ZoneUsage). Default: off.
+	Usage *ZoneUsage `json:"usage,omitempty"`
+
 	matchers caddyhttp.MatcherSets
 	limit    limiter.Limit // as asked of the store
 	ban      limiter.Ban   // as asked of the store (zero: none, or dry_run)
@@ -230,6 +234,7 @@ type Zone struct {
 	setHere   *bansSetHere       // bans set here, for bans_in_force (nil without ban)
 	notify    bool               // ratelimit_exceeded is observed: the store tells first refusals
 	marks     []int64            // Notify's unit counts for the static quota (see marksFor)
+	keep      time.Duration      // usage: how long a period's usage is kept (0: off)
 	pos       *cfparse.Positions // where the Caddyfile set each field (nil: JSON)
 }
 
@@ -287,6 +292,7 @@ func (z *Zone) provision(ctx caddy.Context, def failureMode, instances, status i
 	z.local = localLimit(z.limit, int64(instances))
 	z.marks = nil
 	z.marks = z.marksFor(z.limit.Events)
+	z.keep = z.usageKeep()
 	z.ban = z.storeBan()
 	z.exempt, _ = parseBanExempt(z.BanExempt) // validated above
 
