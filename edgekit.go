@@ -8,5 +8,6 @@ package edgekit
 
 import (
 	_ "github.com/edgekit/caddy-edgekit/ratelimit"
+	_ "github.com/edgekit/caddy-edgekit/ratelimit/usagecli"
 	_ "github.com/edgekit/caddy-edgekit/shortener"
 )
