@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
 	"github.com/edgekit/caddy-edgekit/ratelimit/limiter"
 )
 

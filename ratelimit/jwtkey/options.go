@@ -44,33 +44,52 @@ func (o *Options) algorithms() []string {
 	return o.DefaultAlgorithms()
 }
 
+// OptionError is an error of Check about one option, named as in the
+// Caddyfile (`jwks_url`, `secret`, `algorithms`...).
+type OptionError struct {
+	Option string
+	Err    error
+}
+
+func (e *OptionError) Error() string { return e.Err.Error() }
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// optionErr is err about option; nil stays nil.
+func optionErr(option string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &OptionError{Option: option, Err: err}
+}
+
 // Check checks the options: a key source, an HTTPS jwks_url, a secret long
 // enough, the algorithms (known, never `none`, each with a key), the
-// leeway and the refresh interval. Errors never carry the secret.
+// leeway and the refresh interval. Errors are OptionErrors and never
+// carry the secret.
 func (o *Options) Check() error {
 	if err := o.checkSources(); err != nil {
 		return err
 	}
 	switch {
 	case o.Leeway < 0 || o.Leeway > MaxLeeway:
-		return fmt.Errorf("invalid leeway %s: must be 0-%s", o.Leeway, MaxLeeway)
+		return optionErr("leeway", fmt.Errorf("invalid leeway %s: must be 0-%s", o.Leeway, MaxLeeway))
 	case o.Refresh != 0 && o.Refresh < MinRefresh:
-		return fmt.Errorf("invalid refresh %s: must be at least %s", o.Refresh, MinRefresh)
+		return optionErr("refresh", fmt.Errorf("invalid refresh %s: must be at least %s", o.Refresh, MinRefresh))
 	case o.CacheSize < 0:
-		return fmt.Errorf("invalid cache size %d", o.CacheSize)
+		return optionErr("cache_size", fmt.Errorf("invalid cache size %d", o.CacheSize))
 	}
 	for _, a := range o.Audience {
 		if a == "" {
-			return errors.New("invalid audience: empty")
+			return optionErr("audience", errors.New("invalid audience: empty"))
 		}
 	}
 	for _, a := range o.Algorithms {
 		if err := o.checkAlgorithm(a); err != nil {
-			return err
+			return optionErr("algorithms", err)
 		}
 	}
 	if len(o.algorithms()) == 0 {
-		return errors.New("no algorithm has a key: the secret is shorter than 32 bytes")
+		return optionErr("secret", errors.New("no algorithm has a key: the secret is shorter than 32 bytes"))
 	}
 	return nil
 }
@@ -79,16 +98,16 @@ func (o *Options) Check() error {
 func (o *Options) checkSources() error {
 	switch {
 	case o.JWKSFile == "" && o.JWKSURL == "" && len(o.Secret) == 0:
-		return errors.New("one of jwks_file, jwks_url or secret is required")
+		return optionErr("", errors.New("one of jwks_file, jwks_url or secret is required"))
 	case o.JWKSFile != "" && o.JWKSURL != "":
-		return errors.New("jwks_file and jwks_url: use one")
+		return optionErr("jwks_url", errors.New("jwks_file and jwks_url: use one"))
 	case len(o.Secret) > 0 && len(o.Secret) < hmacMinLen["HS256"]:
-		return fmt.Errorf("invalid secret: %d bytes, must be at least 32", len(o.Secret))
+		return optionErr("secret", fmt.Errorf("invalid secret: %d bytes, must be at least 32", len(o.Secret)))
 	}
 	if o.JWKSURL != "" {
 		u, err := url.Parse(o.JWKSURL)
 		if err != nil || u.Scheme != "https" || u.Host == "" {
-			return fmt.Errorf("invalid jwks_url '%s': must be an https:// URL", o.JWKSURL)
+			return optionErr("jwks_url", fmt.Errorf("invalid jwks_url '%s': must be an https:// URL", o.JWKSURL))
 		}
 	}
 	return nil
