@@ -155,9 +155,6 @@ func (v *Verifier) Verify(token string, now time.Time) (*Claims, error) {
 	if len(token) > MaxTokenLen {
 		return nil, invalid("longer than 8 KiB")
 	}
-	if !canonical(token) {
-		return nil, invalid("malformed: not three canonical base64url parts")
-	}
 	// the token's bytes without a copy: Sum256 only reads them
 	digest := sha256.Sum256(unsafe.Slice(unsafe.StringData(token), len(token)))
 	set := v.keys.Load()
@@ -166,6 +163,9 @@ func (v *Verifier) Verify(token string, now time.Time) (*Claims, error) {
 			return nil, timeError(err)
 		}
 		return e.claims, nil
+	}
+	if !canonical(token) { // a cached token was
+		return nil, invalid("malformed: not three canonical base64url parts")
 	}
 	tok, err := jwt.ParseSigned(token, v.algs)
 	if err != nil {
