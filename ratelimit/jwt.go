@@ -165,17 +165,20 @@ func oneString(at func(*JWTKey) *string) func(*JWTKey, *caddyfile.Dispenser) err
 
 // validate checks the jwt block; the error has the Caddyfile line of the
 // field it is about, when known.
-func (j *JWTKey) validate() error {
-	err := j.check()
+func (j *JWTKey) validate() error { return j.wrap(j.check()) }
+
+// wrap prefixes err with `jwt: ` and adds the Caddyfile line of the field
+// it is about, when known.
+func (j *JWTKey) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
 	field := ruleField(err)
 	var oe *jwtkey.OptionError
 	if errors.As(err, &oe) {
 		field = oe.Option
 	}
-	if err != nil {
-		err = fmt.Errorf("jwt: %w", err)
-	}
-	return j.pos.Of(field).Wrap(err)
+	return j.pos.Of(field).Wrap(fmt.Errorf("jwt: %w", err))
 }
 
 func (j *JWTKey) check() error {
@@ -231,12 +234,12 @@ func (j *JWTKey) provision(ctx caddy.Context, logger *zap.Logger, claims []strin
 			logger.Info("JWKS loaded")
 		}
 	}
-	v, err := jwtkey.New(opts)
+	v, err := jwtkey.New(opts) // the secret judged once expanded
 	if err != nil {
-		return j.pos.Of(ruleField(err)).Wrap(fmt.Errorf("jwt: %w", err))
+		return j.wrap(err)
 	}
 	if err := v.Load(ctx); err != nil && j.JWKSURL == "" {
-		return fmt.Errorf("jwt: %w", err)
+		return j.pos.Of("jwks_file").Wrap(fmt.Errorf("jwt: %w", err))
 	}
 	v.Start(ctx)
 	j.verifier = v

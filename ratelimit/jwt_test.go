@@ -282,3 +282,31 @@ func TestJWTRotatedTokensShareQuota(t *testing.T) {
 		t.Errorf("next handler calls %s, want 100", got)
 	}
 }
+
+// What only provisioning can judge fails the load: a secret too short once
+// expanded, a jwks_file that cannot be read.
+func TestJWTProvisionRefused(t *testing.T) {
+	t.Setenv("EDGEKIT_TEST_JWT_SHORT", "short")
+	for _, tt := range []struct {
+		name string
+		jwt  *JWTKey
+		want string
+	}{
+		{"short secret", &JWTKey{Secret: "{env.EDGEKIT_TEST_JWT_SHORT}"}, "jwt: invalid secret: 5 bytes, must be at least 32"},
+		{"missing file", &JWTKey{JWKSFile: t.TempDir() + "/absent.json"}, "jwt: reading jwks_file"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &Handler{Zones: []*Zone{subZone("api", 1, time.Hour)}, JWT: tt.jwt}
+			ctx, cancel := caddy.NewContext(caddy.Context{Context: t.Context()})
+			defer cancel()
+			err := h.Provision(ctx)
+			_ = h.Cleanup()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Provision = %v, want %q", err, tt.want)
+			}
+			if tt.jwt.Secret != "" && strings.Contains(fmt.Sprint(err), "short") {
+				t.Errorf("the error shows the secret: %v", err)
+			}
+		})
+	}
+}
