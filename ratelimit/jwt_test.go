@@ -310,3 +310,34 @@ func TestJWTProvisionRefused(t *testing.T) {
 		})
 	}
 }
+
+// A jwks_url that does not answer at load is logged, not fatal: the
+// handler refuses tokens until a load succeeds, and counts the failures.
+func TestJWTURLDownAtLoad(t *testing.T) {
+	k := testJWTKeys(t)
+	h := &Handler{Zones: []*Zone{subZone("api", 10, time.Hour)}, JWT: &JWTKey{JWKSURL: "https://127.0.0.1:1/jwks.json"}}
+	if err := initMetrics(nil); err != nil {
+		t.Fatal(err)
+	}
+	before := testutilCounter(t, metrics.jwksFailures)
+	logs := provision(t, h)
+	if logs.FilterMessage("loading the JWKS failed; the last keys loaded stay").Len() != 1 {
+		t.Errorf("logs %v, want the failed load", logs.All())
+	}
+	if res := do(h, new(statusHandler), get("/", bearer(k.rs256(t, jwtClaims("alice", nil)))...)); res.status != http.StatusUnauthorized {
+		t.Errorf("a token without keys: %d, want 401", res.status)
+	}
+	// the load at start, and the early one the token's unknown kid asked for
+	if got := testutilCounter(t, metrics.jwksFailures) - before; got != 2 {
+		t.Errorf("caddy_ratelimit_jwks_refresh_failures_total +%v, want +2", got)
+	}
+}
+
+func testutilCounter(t *testing.T, c interface{ Write(*dto.Metric) error }) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
