@@ -62,6 +62,18 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    client_network <ipv4_bits> <ipv6_bits>
 //	    jitter     <fraction>
 //	    body       problem|none
+//	    jwt {
+//	        jwks_file  <path>
+//	        jwks_url   <https-url>
+//	        secret     <hmac-key>
+//	        refresh    <duration>
+//	        issuer     <iss>
+//	        audience   <aud...>
+//	        leeway     <duration>
+//	        algorithms <alg...>
+//	        header     <name>
+//	        on_invalid refuse|client
+//	    }
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume directive name
@@ -98,6 +110,7 @@ var handlerBlock = cfparse.Block[Handler]{
 		"client_network": (*Handler).unmarshalClientNetwork,
 		"jitter":         (*Handler).unmarshalJitter,
 		"body":           (*Handler).unmarshalBody,
+		"jwt":            (*Handler).unmarshalJWT,
 	},
 }
 

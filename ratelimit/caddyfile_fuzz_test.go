@@ -36,6 +36,8 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n ban 2h\n ban_max 1h\n dry_run\n }\n}",
 		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n ban 1m before -1 extra\n }\n}",
 		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n ban 1m\n ban_exempt 100.64.0.0/10 ::ffff:10.0.0.0/104 fe80::1%eth0 10.0/8 key\n }\n}",
+		"ratelimit {\n zone a {\n key {http.ratelimit.jwt.sub}:{http.ratelimit.jwt.claim.t}\n events 1\n window 1s\n }\n jwt {\n jwks_url https://idp.example/jwks\n secret {env.S}\n refresh 1m\n issuer i\n audience a b\n leeway 0\n algorithms RS256 HS256\n header X-T\n on_invalid client\n }\n}",
+		"ratelimit {\n zone a {\n key {http.ratelimit.jwt.x}\n events 1\n window 1s\n }\n jwt x {\n algorithms none\n leeway -1s\n refresh 0\n jwks_url http://x\n }\n}",
 	} {
 		f.Add(seed)
 	}

@@ -487,6 +487,7 @@ func TestExamples(t *testing.T) {
 		{"ratelimit-api.Caddyfile", false, []string{"per_tenant", "per_key,per_ip"}},
 		{"ratelimit-login.Caddyfile", false, []string{"per_session", "login"}},
 		{"ratelimit-cluster.Caddyfile", true, []string{"per_key,per_tenant"}},
+		{"jwt-quota.Caddyfile", false, []string{"per_minute,monthly"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -531,8 +532,12 @@ func TestExamples(t *testing.T) {
 					h.Redis.KeyPrefix = prefix
 				}
 				h.Timeout = caddy.Duration(5 * time.Second) // -race on shared cores
+				if h.JWT != nil {                           // the test JWKS in place of the identity provider's
+					h.JWT.JWKSURL, h.JWT.JWKSFile = "", testJWTKeys(t).jwksFile(t)
+				}
 				provision(t, &h)
-				req := get("/v1/items", "X-API-Key", "k", "X-Tenant", "t")
+				req := get("/v1/items", "X-API-Key", "k", "X-Tenant", "t",
+					"Authorization", "Bearer "+testJWTKeys(t).rs256(t, jwtClaims("alice", nil)))
 				req.AddCookie(&http.Cookie{Name: "session", Value: "s"})
 				res := do(&h, new(statusHandler), req)
 				if res.status != http.StatusOK || res.header.Get("RateLimit-Policy") == "" {

@@ -48,17 +48,7 @@ func (c *ClientNetwork) check() error {
 // cost, the hash tag, a plan key or a dynamic quota) reads the client
 // network: only then is it worked out per request (3 allocations).
 func (h *Handler) usesClientNetwork() bool {
-	tmpls := []string{h.HashTag}
-	for _, z := range h.Zones {
-		tmpls = append(tmpls, z.Key, string(z.Cost))
-		if z.Plans != nil {
-			tmpls = append(tmpls, z.Plans.PlanKey)
-		}
-		if z.Dynamic != nil {
-			tmpls = append(tmpls, z.Dynamic.Events, z.Dynamic.Burst, z.Dynamic.Window)
-		}
-	}
-	for _, t := range tmpls {
+	for _, t := range h.templates() {
 		if strings.Contains(t, "{"+placeholderClientNetwork+"}") {
 			return true
 		}
@@ -107,9 +97,13 @@ func (h *Handler) setClientNetwork(r *http.Request, repl *caddy.Replacer) {
 	if !h.setsNetwork {
 		return
 	}
-	val := ""
+	repl.Set(placeholderClientNetwork, h.clientNetworkOf(r))
+}
+
+// clientNetworkOf is the value of `{http.ratelimit.client_network}` for r.
+func (h *Handler) clientNetworkOf(r *http.Request) string {
 	if p, ok := h.network.maskIP(clientip.Addr(r)); ok {
-		val = p.String()
+		return p.String()
 	}
-	repl.Set(placeholderClientNetwork, val)
+	return ""
 }

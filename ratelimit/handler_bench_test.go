@@ -19,6 +19,13 @@ import (
 // on; else the status of the handler's error).
 func benchmarkHandler(b *testing.B, h *Handler, want int) {
 	b.Helper()
+	benchmarkHandlerWith(b, h, want)
+}
+
+// benchmarkHandlerWith is benchmarkHandler with the request's headers
+// (name, value pairs) besides X-API-Key.
+func benchmarkHandlerWith(b *testing.B, h *Handler, want int, headers ...string) {
+	b.Helper()
 	if h.logger == nil {
 		h.logger = zap.NewNop() // as `make bench`, which logs errors only
 	}
@@ -32,6 +39,9 @@ func benchmarkHandler(b *testing.B, h *Handler, want int) {
 	w := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "/v1/items", nil)
 	req.Header.Set("X-API-Key", "bench-key")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	req = benchRequest(req, w)
 	if want != http.StatusOK { // exhaust the quota first
 		for range 2 {

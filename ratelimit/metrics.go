@@ -32,6 +32,9 @@ var metrics = struct {
 	storeErrors   prometheus.Counter
 	inputs        *prometheus.CounterVec
 	bansSet       *prometheus.CounterVec
+	jwtTokensVec  *prometheus.CounterVec
+	jwtTokens     [numJWTResults]prometheus.Counter // by result, looked up once
+	jwksFailures  prometheus.Counter
 }{}
 
 func initMetrics(registry *prometheus.Registry) error {
@@ -68,13 +71,29 @@ func initMetrics(registry *prometheus.Registry) error {
 			Name:      "bans_set_total",
 			Help:      "Bans set per zone by this instance's requests (a key refused ban_after times within the window).",
 		}, []string{"zone"})
+		metrics.jwtTokensVec = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns,
+			Subsystem: sub,
+			Name:      "jwt_tokens_total",
+			Help:      "Bearer tokens a jwt key source looked at, per result: valid, invalid or missing.",
+		}, []string{"result"})
+		for r := range metrics.jwtTokens {
+			metrics.jwtTokens[r] = metrics.jwtTokensVec.WithLabelValues(jwtResultNames[r])
+		}
+		metrics.jwksFailures = prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns,
+			Subsystem: sub,
+			Name:      "jwks_refresh_failures_total",
+			Help:      "Loads of a jwt key source's JWKS (file or URL) that failed; the last keys loaded stayed.",
+		})
 	})
 	if registry == nil {
 		return nil
 	}
 	// Several ratelimit handlers in one config share the registry; the
 	// second registration of the same collector is not an error.
-	for _, c := range []prometheus.Collector{metrics.decisions, metrics.storeDuration, metrics.storeErrors, metrics.inputs, metrics.bansSet} {
+	for _, c := range []prometheus.Collector{metrics.decisions, metrics.storeDuration, metrics.storeErrors, metrics.inputs, metrics.bansSet,
+		metrics.jwtTokensVec, metrics.jwksFailures} {
 		if err := registry.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) || are.ExistingCollector != c {

@@ -33,6 +33,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionZones(ctx); err != nil {
 		return err
 	}
+	if err := h.provisionJWT(ctx); err != nil {
+		return err
+	}
 	h.warnLooseProxies(ctx)
 	h.provisionEvents(ctx)
 	deny, err := h.provisionStore(ctx)
@@ -192,6 +195,7 @@ func (h *Handler) Cleanup() error {
 		h.breaker.stop()
 	}
 	h.flushRefusals()
+	h.JWT.cleanup()
 	h.cleanupOps()
 	h.cleanupCarry()
 	var errs []error

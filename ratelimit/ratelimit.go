@@ -21,7 +21,9 @@ import (
 // all or nothing: when one zone refuses, no zone is charged. A refused
 // request gets `status` (429) with `Retry-After`, so `handle_errors` can
 // shape the page, and sets the placeholders `{http.ratelimit.zone}` (the
-// refusing zone) and `{http.ratelimit.retry_after}` (seconds). Every
+// refusing zone) and `{http.ratelimit.retry_after}` (seconds). A request
+// without a valid bearer token is refused with 401 when a template reads
+// `{http.ratelimit.jwt.*}` (see JWTKey). Every
 // request of a handler whose templates read
 // `{http.ratelimit.client_network}` gets it (see ClientNetwork), set
 // before they are expanded, so later handlers see it too.
@@ -113,6 +115,11 @@ type Handler struct {
 	// ClientNetwork). Default: `32` bits of IPv4, `64` of IPv6.
 	ClientNetwork *ClientNetwork `json:"client_network,omitempty"`
 
+	// Verify the request's bearer token (a JWT) and expose its claims as
+	// `{http.ratelimit.jwt.sub}` and `{http.ratelimit.jwt.claim.<name>}`
+	// to the handler's templates (see JWTKey). Default: none.
+	JWT *JWTKey `json:"jwt,omitempty"`
+
 	store  limiter.Store       // the quotas: Redis or in-process (a limiter.ZoneMemory)
 	local  *limiter.ZoneMemory // the `local` fallback, nil when no zone uses it
 	client *redispool.Client
@@ -141,6 +148,8 @@ type Handler struct {
 	network    ClientNetwork // ClientNetwork or its defaults
 	// setsNetwork: a template reads {http.ratelimit.client_network}
 	setsNetwork bool
+	// jwtTag: the hash tag reads a jwt placeholder (see jwtreq.go)
+	jwtTag bool
 
 	hashTag   template
 	policyAll string // RateLimit-Policy when every zone applies

@@ -39,6 +39,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	var buf [4]zoneDecision
 	ds, err := h.collect(r, repl, buf[:0])
 	if err != nil {
+		var jr *jwtRefusal
+		if errors.As(err, &jr) {
+			return h.refuseJWT(w, r, jr)
+		}
 		return err
 	}
 	if len(ds) == 0 {
@@ -67,10 +71,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 }
 
 // collect appends to ds what r asks of each zone that applies to it, with
-// their store keys.
+// their store keys. The bearer token is verified before the first template
+// reading it is expanded (a *jwtRefusal when refused).
 func (h *Handler) collect(r *http.Request, repl *caddy.Replacer, ds []zoneDecision) ([]zoneDecision, error) {
 	var tagBuf [limiter.DigestLen]byte
 	var tag []byte // the digest of the expanded hash tag
+	jwtSet := false
+	if h.jwtTag {
+		if err := h.setJWT(r, repl); err != nil {
+			return nil, err
+		}
+		jwtSet = true
+	}
 	if h.HashTag != "" {
 		hashTag := h.hashTag.expand(r, repl)
 		if hashTag == "" {
@@ -87,6 +99,12 @@ func (h *Handler) collect(r *http.Request, repl *caddy.Replacer, ds []zoneDecisi
 		}
 		if !match {
 			continue
+		}
+		if z.readsJWT && !jwtSet {
+			if err := h.setJWT(r, repl); err != nil {
+				return nil, err
+			}
+			jwtSet = true
 		}
 		d, err := h.zoneDecisionFor(z, r, repl, brake)
 		if err != nil {

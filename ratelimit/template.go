@@ -60,3 +60,26 @@ func (t *template) expand(r *http.Request, repl *caddy.Replacer) string {
 	}
 	return repl.ReplaceAll(t.raw, "")
 }
+
+// templates are the zone's templates expanded before its decision: its
+// key, cost, plan key and dynamic quota.
+func (z *Zone) templates() []string {
+	tmpls := []string{z.Key, string(z.Cost)}
+	if z.Plans != nil {
+		tmpls = append(tmpls, z.Plans.PlanKey)
+	}
+	if z.Dynamic != nil {
+		tmpls = append(tmpls, z.Dynamic.Events, z.Dynamic.Burst, z.Dynamic.Window)
+	}
+	return tmpls
+}
+
+// templates are the handler's templates expanded before a decision: the
+// hash tag and every zone's.
+func (h *Handler) templates() []string {
+	tmpls := []string{h.HashTag}
+	for _, z := range h.Zones {
+		tmpls = append(tmpls, z.templates()...)
+	}
+	return tmpls
+}

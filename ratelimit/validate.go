@@ -47,8 +47,10 @@ func (h *Handler) validate() error {
 			return err
 		}
 	}
-	err := h.check()
-	return h.pos.Of(ruleField(err)).Wrap(err)
+	if err := h.check(); err != nil {
+		return h.pos.Of(ruleField(err)).Wrap(err)
+	}
+	return h.validateJWT()
 }
 
 // check checks the handler's own fields.

@@ -217,6 +217,7 @@ type Zone struct {
 	quoted    string // `"<name>"`, the RateLimit item's start
 	limitStr  string // Events as a string, for X-RateLimit-Limit
 	nameAny   any    // Name, boxed once for the replacer
+	readsJWT  bool   // a template of the zone reads {http.ratelimit.jwt.*}
 	// errRefused is the error of a request the zone refuses.
 	errRefused error
 	problem    problemBody // the body of its refusals (handler `body problem`)

@@ -13,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 DUR=${BENCH_DURATION:-10s}
 CONNS=${BENCH_CONNECTIONS:-64}
-CASES=${BENCH_CASES:-"1 2 3 4 5 17 6 7 8 9 10 11 12 14 15 18 19 16"}
+CASES=${BENCH_CASES:-"1 2 3 4 5 17 20 21 6 7 8 9 10 11 12 14 15 18 19 16"}
 RATE_DUR=${BENCH_RATE_DURATION:-5s}
 ROUNDS=${BENCH_ROUNDS:-1}
 
@@ -35,6 +35,8 @@ W="$EDGEKIT_TMP/bench"; mkdir -p "$W"
 # Cases 15 and 16: a City database written here (loopback in it: every click
 # is looked up), never downloaded.
 go run ./bench/geoipdb -o "$W/city.mmdb" || exit 1
+# Cases 20 and 21: a JWKS of one RSA key and an RS256 token it signs.
+JWT_TOKEN=$(go run ./bench/jwttoken -jwks "$W/jwks.json") || exit 1
 PORT=$(free_port)
 ADMIN=$(free_port)
 HOOK_PORT=$(free_port)
@@ -159,6 +161,31 @@ case_config() {
 		}
 	}
 	respond 200" ;;
+  # Cases 20 and 21 (issue 38): the same request (an RS256 bearer token and an
+  # X-Customer header) through a per-minute zone and a calendar month zone,
+  # keyed by the header (20) or by the token's verified subject (21).
+  20|21) if [ "$1" = 20 ]; then NAME="ratelimit redis, per-minute + 1mo calendar zones, keyed by a header"; KEY="{http.request.header.X-Customer}"; JWT=""
+    else NAME="ratelimit redis, per-minute + 1mo calendar zones, keyed by a JWT's sub (RS256)"; KEY="{http.ratelimit.jwt.sub}"; JWT="jwt {
+			jwks_file $W/jwks.json
+			issuer https://login.example.com/
+			audience https://api.example.com
+		}"; fi
+    site "	ratelimit {
+		$RL_REDIS
+		$JWT
+		zone per_minute {
+			key $KEY
+			events 1000000000
+			window 1m
+		}
+		zone monthly {
+			key $KEY
+			events 1000000000
+			algorithm fixed_window
+			window 1mo calendar
+		}
+	}
+	respond 200" ;;
   17) NAME="peer: plain handler over go-redis/redis_rate, allowed (one EVALSHA per request)"; CADDY_BIN=bin/caddy-redisrate; site "	redis_rate $REDIS_URL 1000000000
 	respond 200" ;;
   6) NAME="baseline static redir"; site "	redir /bench01 https://example.com/landing 302" ;;
@@ -234,6 +261,12 @@ case_path() {
 
 prepare() {
   local body='{"long_url":"https://example.com/landing","code":"bench01"}'
+  case $1 in
+  20|21) # the token verifies and keys (200); case 21 refuses a request without it (401)
+    [ "$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $JWT_TOKEN" -H 'X-Customer: alice' "http://127.0.0.1:$PORT/")" = 200 ] || return 1
+    [ "$1" = 20 ] || [ "$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/")" = 401 ]
+    return ;;
+  esac
   [ "$1" = 18 ] && body=$(ten_rules)
   case $1 in
   7|8|10|15|16|18|19) # 201 the first time, 409 when the case's store already has it
@@ -369,6 +402,7 @@ run_case() {
   [ "$c" = 15 ] && script=(-H "User-Agent: $BENCH_UA")
   [ "$c" = 18 ] && script=(-H "User-Agent: $BENCH_UA" -H "Accept-Language: $BENCH_AL")
   [ "$c" = 16 ] && script=(-s "$W/zipf.lua")
+  [ "$c" = 20 ] || [ "$c" = 21 ] && script=(-H "Authorization: Bearer $JWT_TOKEN" -H "X-Customer: alice")
   local dur=$DUR
   [ "$c" = 16 ] && dur=${BENCH_PIPELINE_DURATION:-60s}
   wrk -t2 -c"$CONNS" -d2s "${script[@]}" "http://127.0.0.1:$PORT$path" >"$W/wrk-warm-$c.txt" 2>&1  # warm up
@@ -426,6 +460,7 @@ median() { tr ' ' '\n' | grep -v '^-*$' | sort -n | awk '{a[NR]=$1} END{ if (NR=
 declare -A RATIOS CRATIOS CCPUS RCPUS
 T_RATIOS="" T_CRATIOS="" # case 18 against case 15, per round
 H_RATIOS="" H_CRATIOS="" # case 19 against case 10, per round
+J_RATIOS="" J_CRATIOS="" # case 21 against case 20, per round
 for round in $(seq 1 "$ROUNDS"); do
   for c in $CASES; do run_case "$c" || exit 1; done
   for c in $CASES; do
@@ -439,6 +474,10 @@ for round in $(seq 1 "$ROUNDS"); do
   if [ -n "${RPS[15]:-}" ] && [ -n "${RPS[18]:-}" ]; then
     T_RATIOS+=" $(awk -v a="${RPS[18]}" -v b="${RPS[15]}" 'BEGIN{printf "%.2f", a/b}')"
     T_CRATIOS+=" $(awk -v a="${CPU[18]}" -v b="${CPU[15]}" 'BEGIN{ if (a>0) printf "%.2f", b/a; else print "-" }')"
+  fi
+  if [ -n "${RPS[20]:-}" ] && [ -n "${RPS[21]:-}" ]; then
+    J_RATIOS+=" $(awk -v a="${RPS[21]}" -v b="${RPS[20]}" 'BEGIN{printf "%.2f", a/b}')"
+    J_CRATIOS+=" $(awk -v a="${CPU[21]}" -v b="${CPU[20]}" 'BEGIN{ if (a>0) printf "%.2f", b/a; else print "-" }')"
   fi
   [ "$ROUNDS" -gt 1 ] && echo "round $round: ratios$(for c in $CASES; do printf ' %s=%s' "$c" "$(ratio_of "$c" rps)"; done)"
 done
@@ -504,6 +543,8 @@ if [ -n "$base" ]; then
     path=$(case_path "$c")
     if [ "$c" = 9 ]; then
       for u in $UNKNOWN; do printf 'GET http://127.0.0.1:%s/%s\n\n' "$PORT" "$u"; done >"$W/targets.txt"
+    elif [ "$c" = 20 ] || [ "$c" = 21 ]; then
+      printf 'GET http://127.0.0.1:%s%s\nAuthorization: Bearer %s\nX-Customer: alice\n' "$PORT" "$path" "$JWT_TOKEN" >"$W/targets.txt"
     else
       printf 'GET http://127.0.0.1:%s%s\n' "$PORT" "$path" >"$W/targets.txt"
     fi
@@ -521,8 +562,9 @@ for c in $CASES; do
   [ "$ROUNDS" -gt 1 ] && med=" $(echo ${RATIOS[$c]} | median) | $(echo ${CRATIOS[$c]} | median) | $(echo ${CCPUS[$c]} | spread) | $(echo ${RCPUS[$c]} | spread) |"
   printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%s\n' "$c" "${NAMES[$c]}" "${RPS[$c]}" "${P50[$c]}" "${P99[$c]}" "$(ratio_of "$c" rps)" "${RP99[$c]:-}" "${CCPU[$c]}" "${RCPU[$c]}" "$(ratio_of "$c" cpu)" "$med"
 done
-echo "ratios: cases 2-5, 11-12, 14 and 17 against case 1 (respond), cases 7-10, 15, 16, 18 and 19 against case 6 (static redir)"
+echo "ratios: cases 2-5, 11-12, 14, 17, 20 and 21 against case 1 (respond), cases 7-10, 15, 16, 18 and 19 against case 6 (static redir)"
 [ -n "$T_RATIOS" ] && echo "targeting: case 18 (10 rules) against case 15 (the same L1 hit without rules): req/s ratio $(echo $T_RATIOS | median) (rounds:$T_RATIOS), CPU ratio $(echo $T_CRATIOS | median) (rounds:$T_CRATIOS); issue 35 asks >= 0.85"
+[ -n "$J_RATIOS" ] && echo "jwt: case 21 (keyed by a verified RS256 JWT) against case 20 (the same request keyed by a header): req/s ratio $(echo $J_RATIOS | median) (rounds:$J_RATIOS), CPU ratio $(echo $J_CRATIOS | median) (rounds:$J_CRATIOS); issue 38 asks >= 0.9"
 [ -n "$H_RATIOS" ] && echo "webhooks: case 19 (a webhook on click) against case 10 (clicks without webhooks): req/s ratio $(echo $H_RATIOS | median) (rounds:$H_RATIOS), CPU ratio $(echo $H_CRATIOS | median) (rounds:$H_CRATIOS); issue 36 asks >= 0.95"
 [ -f "$W/pipeline.txt" ] && cat "$W/pipeline.txt"
 echo "CPU: Caddy's and the local Redis' CPU time per request during the wrk run$([ -n "$REDIS_PID" ] && echo " (Redis pid $REDIS_PID)" || echo " (Redis not local: not measured)"); CPU ratio = the baseline's CPU per request / the case's, Caddy's and Redis' together (1.00: costs what the baseline costs)"
