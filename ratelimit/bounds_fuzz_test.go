@@ -143,7 +143,7 @@ func hostileHandler(t *testing.T, algorithm string, c hostileCase) (*Handler, *w
 	h.store = ws
 	provision(t, h)
 	table := &planTable{byKey: map[string]plan{}, skipped: map[string]struct{}{}}
-	if p, err := planOf(algorithm, c.planEvents, c.planSeconds, c.planBurst); err != nil {
+	if p, err := planOf(algorithm, c.planEvents, c.planSeconds, c.planBurst, nil, nil); err != nil {
 		table.skipped["p"] = struct{}{}
 	} else {
 		table.byKey["p"] = p

@@ -113,6 +113,7 @@ type plan struct {
 	events int64
 	window time.Duration
 	burst  int64
+	cal    *planCalendar // a calendar period instead of window (see plans_calendar.go)
 }
 
 // planTable is one read of the plans table: immutable once published.
@@ -132,7 +133,7 @@ type planTable struct {
 // is down.
 type planLoader struct {
 	pool      *pgpool.Pool
-	query     string
+	ident     string // the table, sanitized
 	name      string // redacted DSN and table, for logs
 	refresh   time.Duration
 	algorithm string // of the zones reading it: the bounds of a row depend on it
@@ -194,7 +195,7 @@ func loadPlans(p *Plans, algorithm string, logger *zap.Logger) (*planHandle, err
 		ctx, cancel := context.WithCancel(context.Background())
 		l := &planLoader{
 			pool:      pool,
-			query:     plansQuery(table),
+			ident:     pgx.Identifier(strings.Split(table, ".")).Sanitize(),
 			name:      pgpool.Redact(dsn) + " table " + table,
 			refresh:   refresh,
 			algorithm: algorithm,
@@ -214,12 +215,6 @@ func loadPlans(p *Plans, algorithm string, logger *zap.Logger) (*planHandle, err
 		return nil, err
 	}
 	return &planHandle{planLoader: l, use: use}, nil
-}
-
-// plansQuery is the query reading table (validated by planTableRE).
-func plansQuery(table string) string {
-	ident := pgx.Identifier(strings.Split(table, ".")).Sanitize()
-	return "SELECT plan_key::text, events::bigint, window_seconds::float8, COALESCE(burst, 0)::bigint FROM " + ident
 }
 
 // run reads the table every refresh until ctx ends.
@@ -265,7 +260,11 @@ func (l *planLoader) load(ctx context.Context) error {
 // read reads the table: the plans, how many rows were skipped and why the
 // first was.
 func (l *planLoader) read(ctx context.Context) (*planTable, int, error, error) {
-	rows, err := l.pool.Query(ctx, l.query)
+	cols, err := l.columns(ctx)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	rows, err := l.pool.Query(ctx, plansQuery(l.ident, cols))
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("reading plans: %w", err)
 	}
@@ -277,11 +276,12 @@ func (l *planLoader) read(ctx context.Context) (*planTable, int, error, error) {
 			key           string
 			events, burst int64
 			seconds       float64
+			calendar, tz  *string
 		)
-		if err := rows.Scan(&key, &events, &seconds, &burst); err != nil {
+		if err := rows.Scan(&key, &events, &seconds, &burst, &calendar, &tz); err != nil {
 			return nil, 0, nil, fmt.Errorf("reading plans: %w", err)
 		}
-		p, err := planOf(l.algorithm, events, seconds, burst)
+		p, err := planOf(l.algorithm, events, seconds, burst, calendar, tz)
 		if err != nil {
 			t.skipped[key] = struct{}{}
 			if why == nil {
@@ -299,11 +299,18 @@ func (l *planLoader) read(ctx context.Context) (*planTable, int, error, error) {
 
 // planOf is the plan of one row for zones of algorithm; an error when its
 // quota is invalid or past the bounds (see limiter.CheckLimit): the row is skipped.
-func planOf(algorithm string, events int64, seconds float64, burst int64) (plan, error) {
+func planOf(algorithm string, events int64, seconds float64, burst int64, calendar, tz *string) (plan, error) {
+	cal, err := calendarOf(algorithm, calendar, tz)
+	if err != nil {
+		return plan{}, err
+	}
+	if cal != nil {
+		seconds = cal.unit.Nominal().Seconds()
+	}
 	if !(seconds >= 0.001 && seconds <= limiter.MaxWindow.Seconds()) { // NaN too
 		return plan{}, fmt.Errorf("window_seconds %v: must be at least 0.001 and at most %v (10 years)", seconds, limiter.MaxWindow.Seconds())
 	}
-	p := plan{events: events, window: time.Duration(math.Round(seconds * float64(time.Second))), burst: burst}
+	p := plan{events: events, window: time.Duration(math.Round(seconds * float64(time.Second))), burst: burst, cal: cal}
 	if err := limiter.CheckLimit(limiter.Limit{Algorithm: algorithm, Events: p.events, Window: p.window, Burst: p.burst}); err != nil {
 		return plan{}, err
 	}

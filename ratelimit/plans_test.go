@@ -2,6 +2,9 @@ package ratelimit
 
 import (
 	"context"
+	"math"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -216,4 +219,49 @@ func TestPlansUnreachableAtStart(t *testing.T) {
 	}
 	srv.Start()
 	waitFor(t, 10*time.Second, "plans once PostgreSQL answered", func() bool { return l.lookupEvents("gold") == 500 })
+}
+
+// TestPlansCalendar: a plans table with the optional calendar and tz
+// columns gives a row a calendar period (in its time zone, or the zone's),
+// another row keeps its window, a bad calendar or tz is skipped, and a
+// request without a plan gets the zone's own calendar quota.
+func TestPlansCalendar(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	exec := plansDB(t, dsn)
+	exec(`ALTER TABLE ratelimit_plans ADD COLUMN calendar text, ADD COLUMN tz text`)
+	exec(`INSERT INTO ratelimit_plans VALUES
+		('free', 3, 0, NULL, 'month', NULL), ('tokyo', 4, 0, NULL, 'day', 'Asia/Tokyo'),
+		('pro', 5, 60, NULL, NULL, NULL), ('yearly', 5, 0, NULL, 'year', NULL), ('mars', 5, 0, NULL, 'day', 'Mars/Olympus')`)
+	h := &Handler{Zones: []*Zone{{Name: "monthly", Key: "{http.request.header.X-API-Key}", Events: 2, Algorithm: limiter.FixedWindow,
+		Calendar: "day", TZ: "Europe/Berlin", Plans: &Plans{Postgres: dsn}}}, Redis: sharedRedis(t)}
+	provision(t, h)
+	berlin, tokyo := mustLoc(t, "Europe/Berlin"), mustLoc(t, "Asia/Tokyo")
+	for _, c := range []struct {
+		key     string
+		allowed int
+		cal     limiter.Calendar // the period Retry-After counts to (zero: a 60s window)
+	}{
+		{"free", 3, limiter.Calendar{Unit: limiter.CalendarMonth, Loc: berlin}},
+		{"tokyo", 4, limiter.Calendar{Unit: limiter.CalendarDay, Loc: tokyo}},
+		{"pro", 5, limiter.Calendar{}},
+		{"yearly", 2, limiter.Calendar{Unit: limiter.CalendarDay, Loc: berlin}}, // skipped: the zone's
+		{"mars", 2, limiter.Calendar{Unit: limiter.CalendarDay, Loc: berlin}},
+	} {
+		var last response
+		n := 0
+		for range 8 {
+			if last = do(h, new(statusHandler), get("/", "X-API-Key", c.key)); last.status == http.StatusOK {
+				n++
+			}
+		}
+		wantRetry := time.Minute - time.Duration(time.Now().UnixNano()%int64(time.Minute)) // a fixed window of 60s
+		if c.cal.On() {
+			_, end := c.cal.Period(time.Now())
+			wantRetry = time.Until(end)
+		}
+		retry, _ := strconv.Atoi(last.header.Get("Retry-After"))
+		if n != c.allowed || math.Abs(float64(retry)-wantRetry.Seconds()) > 2 {
+			t.Errorf("%s: %d allowed, Retry-After %ds; want %d allowed, about %.0fs", c.key, n, retry, c.allowed, wantRetry.Seconds())
+		}
+	}
 }

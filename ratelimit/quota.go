@@ -104,7 +104,7 @@ func (q *zoneQuota) planLimit(p plan) limiter.Limit {
 	if q.base.Algorithm == limiter.Concurrency {
 		return limiter.Limit{Algorithm: q.base.Algorithm, Events: p.events, Window: q.base.Window}
 	}
-	return limiter.Limit{Algorithm: q.base.Algorithm, Events: p.events, Window: p.window, Burst: p.burst, Calendar: q.base.Calendar}
+	return limiter.Limit{Algorithm: q.base.Algorithm, Events: p.events, Window: p.window, Burst: p.burst, Calendar: p.calendar(q.base.Calendar)}
 }
 
 // expandLimit is the zone's limit with each placeholder field replaced by

@@ -311,8 +311,6 @@ func (z *Zone) checkCalendar() error {
 		return onField("window", errors.New("a calendar window cannot be a placeholder"))
 	case z.Approximate != 0:
 		return onField("approximate", errors.New("approximate does not work with a calendar window"))
-	case z.Plans != nil:
-		return onField("plans", errors.New("plans do not work with a calendar window yet"))
 	}
 	if _, err := time.LoadLocation(cmp.Or(z.TZ, "UTC")); err != nil || z.TZ == "Local" {
 		return onField("window", fmt.Errorf("unknown time zone '%s': use an IANA name such as Europe/Berlin", z.TZ))

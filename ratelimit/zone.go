@@ -55,7 +55,8 @@ type Zone struct {
 	// exist (a DST gap), at the first instant after it. Retry-After and
 	// the RateLimit reset count to the period's end. In the Caddyfile:
 	// `window 1h|1d|1w|1mo calendar [tz <zone>]`. Not with `dynamic`
-	// window, `approximate` or `plans`. Default: none.
+	// window or `approximate`; a plan row may set its own period (see
+	// Plans). Default: none.
 	Calendar string `json:"calendar,omitempty"`
 
 	// The IANA time zone of `calendar` periods, such as `Europe/Berlin`.
