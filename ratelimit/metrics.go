@@ -32,6 +32,7 @@ var metrics = struct {
 	storeErrors   prometheus.Counter
 	inputs        *prometheus.CounterVec
 	bansSet       *prometheus.CounterVec
+	breakerOpen   prometheus.Gauge
 }{}
 
 func initMetrics(registry *prometheus.Registry) error {
@@ -68,13 +69,19 @@ func initMetrics(registry *prometheus.Registry) error {
 			Name:      "bans_set_total",
 			Help:      "Bans set per zone by this instance's requests (a key refused ban_after times within the window).",
 		}, []string{"zone"})
+		metrics.breakerOpen = prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns,
+			Subsystem: sub,
+			Name:      "breaker_open",
+			Help:      "Loaded rate limit handlers whose store circuit breaker is open (their zones decide by on_error without calling the store).",
+		})
 	})
 	if registry == nil {
 		return nil
 	}
 	// Several ratelimit handlers in one config share the registry; the
 	// second registration of the same collector is not an error.
-	for _, c := range []prometheus.Collector{metrics.decisions, metrics.storeDuration, metrics.storeErrors, metrics.inputs, metrics.bansSet} {
+	for _, c := range []prometheus.Collector{metrics.decisions, metrics.storeDuration, metrics.storeErrors, metrics.inputs, metrics.bansSet, metrics.breakerOpen} {
 		if err := registry.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) || are.ExistingCollector != c {
