@@ -90,7 +90,7 @@ type breaker struct {
 	log      *zap.Logger
 	openedAt time.Time
 	// gauge, when set, is caddy_ratelimit_breaker_open: moved by one on
-	// each transition, never per request; counted says this breaker is in
+	// each transition, never per request; counted (under mu) says it is in
 	// it (open and not stopped), so a stopped handler leaves it for good
 	gauge   prometheus.Gauge
 	counted bool
