@@ -1,9 +1,11 @@
 package edgekit
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddytest"
+	"github.com/maxmind/mmdbwriter"
+	"github.com/maxmind/mmdbwriter/mmdbtype"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"go.yaml.in/yaml/v3"
@@ -24,18 +28,24 @@ import (
 // TestOperationsMetricNames: every metric the Grafana dashboard and the
 // alert rules query is one a running Caddy with both modules exports, so
 // renaming a metric fails here and not on the pager. Caddy runs with the
-// ratelimit (Redis), the shortener (embedded store, webhooks, the
-// certificate permission) and the metrics option; the requests give every
-// vector its children (a ban, a delivered webhook) before /metrics on the
-// admin endpoint is scraped.
+// ratelimit (Redis), the shortener (embedded store, Redis for its click
+// stream, a GeoIP file, webhooks, the certificate permission on an
+// on-demand TLS site) and the metrics option; the requests give every
+// vector its children (a ban, a delivered webhook, a certificate refused)
+// before /metrics on the admin endpoint is scraped. Two series exist
+// before any request moves them, so they are checked as registered: the
+// breaker gauge (0 with every breaker closed: opening one takes a failing
+// Redis, which the breaker's own tests provide) and the click stream's
+// length (sampled by the consumer from its start).
 func TestOperationsMetricNames(t *testing.T) {
 	queries := operationsQueries(t)
 	used := usedMetrics(queries)
 	if len(used) < 20 {
 		t.Fatalf("%d metric names in the dashboard and the rules: the files were not read", len(used))
 	}
-	admin, base := startOperationsCaddy(t)
+	admin, base, tlsAddr := startOperationsCaddy(t)
 	exerciseBothModules(t, base)
+	askCertificate(t, tlsAddr)
 	var families map[string]*dto.MetricFamily
 	var missing []string
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
@@ -47,6 +57,7 @@ func TestOperationsMetricNames(t *testing.T) {
 	for _, m := range missing {
 		t.Errorf("not exported by a running Caddy: %s", m)
 	}
+	checkExercised(t, families)
 	t.Logf("%d metric names in %d queries checked against %d scraped families", len(used), len(queries), len(families))
 
 	t.Run("renamed", func(t *testing.T) {
@@ -75,11 +86,14 @@ func TestOperationsMetricNames(t *testing.T) {
 }
 
 // startOperationsCaddy loads a Caddyfile with both modules into a real
-// Caddy and returns its admin port and the site's base URL.
-func startOperationsCaddy(t *testing.T) (admin int, base string) {
+// Caddy and returns its admin port, the site's base URL and the address of
+// its on-demand TLS site.
+func startOperationsCaddy(t *testing.T) (admin int, base, tlsAddr string) {
 	t.Helper()
 	_, prefix := testenv.Redis(t)
-	admin, port := testenv.FreePort(t), testenv.FreePort(t)
+	admin, port, tlsPort := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
+	geoip := filepath.Join(t.TempDir(), "geo.mmdb")
+	writeOperationsGeoIP(t, geoip)
 	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
 		AdminPort: admin, LoadRequestTimeout: 30 * time.Second, TestRequestTimeout: 10 * time.Second,
 	})
@@ -87,8 +101,8 @@ func startOperationsCaddy(t *testing.T) (admin int, base string) {
 	admin localhost:%[1]d
 	http_port %[2]d
 	https_port %[3]d
-	auto_https off
 	skip_install_trust
+	storage file_system %[8]q
 	metrics
 	events {
 		on ratelimit_exceeded shortener_webhooks
@@ -120,18 +134,64 @@ http://localhost:%[2]d {
 			store embedded "%[6]s"
 			api /api
 			api_key %[7]s
+			redis {
+				url %[4]s
+				key_prefix %[5]s-shortener
+			}
+			clicks_geoip %[9]q
 			webhooks {
 				allow_private 127.0.0.0/8
 			}
 		}
 	}
 }
-`, admin, port, testenv.FreePort(t), testenv.RedisURL(t), prefix,
-		filepath.Join(t.TempDir(), "links.db"), operationsAPIKey), "caddyfile")
+
+https:// {
+	tls internal {
+		on_demand
+	}
+	respond "tls"
+}
+`, admin, port, tlsPort, testenv.RedisURL(t), prefix,
+		filepath.Join(t.TempDir(), "links.db"), operationsAPIKey, t.TempDir(), geoip), "caddyfile")
 	if t.Failed() {
 		t.FailNow()
 	}
-	return admin, fmt.Sprintf("http://localhost:%d", port)
+	return admin, fmt.Sprintf("http://localhost:%d", port), fmt.Sprintf("127.0.0.1:%d", tlsPort)
+}
+
+// writeOperationsGeoIP writes a GeoIP file (a Country database with one
+// network) for clicks_geoip.
+func writeOperationsGeoIP(t *testing.T, path string) {
+	t.Helper()
+	tree, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", IncludeReservedNetworks: true, RecordSize: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, network, _ := net.ParseCIDR("198.51.100.0/24")
+	if err := tree.Insert(network, mmdbtype.Map{"country": mmdbtype.Map{"iso_code": mmdbtype.String("NZ")}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := tree.WriteTo(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// askCertificate makes the on-demand TLS site ask the certificate
+// permission about a name that is no link domain: the handshake fails.
+func askCertificate(t *testing.T, addr string) {
+	t.Helper()
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr,
+		&tls.Config{ServerName: "unknown.example.test", InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})
+	if err == nil {
+		conn.Close()
+		t.Errorf("unknown.example.test: handshake succeeded, want it refused by the certificate permission")
+	}
 }
 
 const operationsAPIKey = "operations-test-key-0123456789"
@@ -188,6 +248,20 @@ func exerciseBothModules(t *testing.T, base string) {
 	}
 	if statuses[0] != 200 || statuses[3] != 429 {
 		t.Errorf("rate limited statuses %v, want 200 first and 429 last", statuses)
+	}
+}
+
+// checkExercised checks the requests moved what they were sent for: the
+// certificate permission said no, the GeoIP file's build time is read.
+func checkExercised(t *testing.T, families map[string]*dto.MetricFamily) {
+	t.Helper()
+	for _, m := range families["caddy_shortener_tls_permission_total"].GetMetric() {
+		if l := m.GetLabel(); len(l) == 1 && l[0].GetValue() == "no" && m.GetCounter().GetValue() < 1 {
+			t.Errorf("caddy_shortener_tls_permission_total{answer=\"no\"} = %v after a refused handshake, want 1", m.GetCounter().GetValue())
+		}
+	}
+	if g := families["caddy_shortener_geoip_build_timestamp_seconds"].GetMetric(); len(g) != 1 || g[0].GetGauge().GetValue() < 1.7e9 {
+		t.Errorf("caddy_shortener_geoip_build_timestamp_seconds = %v, want the file's build time", g)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -88,6 +89,11 @@ type breaker struct {
 	// start and end), with why and for how long
 	log      *zap.Logger
 	openedAt time.Time
+	// gauge, when set, is caddy_ratelimit_breaker_open: moved by one on
+	// each transition, never per request; counted (under mu) says it is in
+	// it (open and not stopped), so a stopped handler leaves it for good
+	gauge   prometheus.Gauge
+	counted bool
 }
 
 // allow reports whether a request may call the store, and whether it is
@@ -161,6 +167,7 @@ func (b *breaker) closeLocked() {
 			zap.Duration("open_for", b.now().Sub(b.openedAt).Round(time.Millisecond)))
 	}
 	b.open.Store(false)
+	b.uncountLocked()
 	b.probing = false
 	for i := range b.seconds { // a fresh start: old failures do not count
 		b.seconds[i].ok.Store(0)
@@ -206,6 +213,19 @@ func (b *breaker) openLocked(now time.Time, why string, err error) {
 		}
 	}
 	b.open.Store(true)
+	if b.gauge != nil && !b.counted && !b.stopped {
+		b.counted = true
+		b.gauge.Inc()
+	}
+}
+
+// uncountLocked takes the breaker out of caddy_ratelimit_breaker_open:
+// it closed, or its handler was cleaned up; b.mu is held.
+func (b *breaker) uncountLocked() {
+	if b.counted {
+		b.counted = false
+		b.gauge.Dec()
+	}
 }
 
 // release ends a probe without a verdict: the next request probes.

@@ -45,7 +45,7 @@ func TestMetricsRegistry(t *testing.T) {
 			h.Cleanup()
 		}
 		names := gather(ctx)
-		for _, want := range []string{"caddy_ratelimit_decisions_total", "caddy_ratelimit_store_duration_seconds", "caddy_ratelimit_store_errors_total"} {
+		for _, want := range []string{"caddy_ratelimit_decisions_total", "caddy_ratelimit_store_duration_seconds", "caddy_ratelimit_store_errors_total", "caddy_ratelimit_breaker_open"} {
 			if !names[want] {
 				var got []string
 				for n := range names {

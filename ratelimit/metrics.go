@@ -35,6 +35,7 @@ var metrics = struct {
 	jwtTokensVec  *prometheus.CounterVec
 	jwtTokens     [numJWTResults]prometheus.Counter // by result, looked up once
 	jwksFailures  prometheus.Counter
+	breakerOpen   prometheus.Gauge
 }{}
 
 func initMetrics(registry *prometheus.Registry) error {
@@ -86,6 +87,12 @@ func initMetrics(registry *prometheus.Registry) error {
 			Name:      "jwks_refresh_failures_total",
 			Help:      "Loads of a jwt key source's JWKS (file or URL) that failed; the last keys loaded stayed.",
 		})
+		metrics.breakerOpen = prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns,
+			Subsystem: sub,
+			Name:      "breaker_open",
+			Help:      "Loaded rate limit handlers whose store circuit breaker is open (their zones decide by on_error without calling the store).",
+		})
 	})
 	if registry == nil {
 		return nil
@@ -93,7 +100,7 @@ func initMetrics(registry *prometheus.Registry) error {
 	// Several ratelimit handlers in one config share the registry; the
 	// second registration of the same collector is not an error.
 	for _, c := range []prometheus.Collector{metrics.decisions, metrics.storeDuration, metrics.storeErrors, metrics.inputs, metrics.bansSet,
-		metrics.jwtTokensVec, metrics.jwksFailures} {
+		metrics.jwtTokensVec, metrics.jwksFailures, metrics.breakerOpen} {
 		if err := registry.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) || are.ExistingCollector != c {

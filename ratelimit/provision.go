@@ -58,11 +58,11 @@ func (h *Handler) provisionSettings(ctx caddy.Context) error {
 		h.refresher = processRefresher
 	}
 	h.holds = new(leaseHolds)
-	h.breaker = &breaker{now: h.now, log: h.logger}
 	h.warn, h.overloaded = new(warnLimiter), new(warnLimiter)
 	if err := initMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
+	h.breaker = &breaker{now: h.now, log: h.logger, gauge: metrics.breakerOpen}
 	var err error
 	if h.onError, err = parseFailureMode(h.OnError); err != nil {
 		return err

@@ -232,6 +232,7 @@ func (b *breaker) stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.stopped = true
+	b.uncountLocked()
 	if b.timer != nil {
 		b.timer.Stop()
 	}

@@ -45,7 +45,14 @@ func ipinfoLiteRecord(country string) mmdbtype.Map {
 // a temporary file renamed over it (as a GeoIP updater does).
 func writeGeoDB(t testing.TB, path, typ string, nets []geoNet) {
 	t.Helper()
-	tree, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: typ, IncludeReservedNetworks: true, RecordSize: 28})
+	writeGeoDBBuilt(t, path, typ, nets, 0)
+}
+
+// writeGeoDBBuilt is writeGeoDB with the file's build time in its
+// metadata (Unix seconds; 0: now).
+func writeGeoDBBuilt(t testing.TB, path, typ string, nets []geoNet, built int64) {
+	t.Helper()
+	tree, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: typ, IncludeReservedNetworks: true, RecordSize: 28, BuildEpoch: built})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,11 +61,12 @@ type consumerState struct {
 	ownPending bool          // read our own pending entries first ("0"), then new ones (">")
 	groupReady bool
 	lastClaim  time.Time
+	lastSample time.Time // of the stream's length and lag (sampleStream)
 }
 
 // consumeOnce is one round of the consumer: it creates the group if
-// needed, claims entries of dead consumers when due, then reads and
-// applies one pipeline of entries.
+// needed, samples the stream for the lag metrics and claims entries of
+// dead consumers when due, then reads and applies one pipeline of entries.
 func (r *Recorder) consumeOnce(st *consumerState) error {
 	ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
 	defer cancel()
@@ -75,6 +76,11 @@ func (r *Recorder) consumeOnce(st *consumerState) error {
 			return fmt.Errorf("creating consumer group: %w", err)
 		}
 		st.groupReady = true
+	}
+	if time.Since(st.lastSample) >= r.Cfg.StreamSample {
+		// A failed sample keeps the last one; it never stops the counting.
+		_ = r.sampleStream(ctx)
+		st.lastSample = time.Now()
 	}
 	if time.Since(st.lastClaim) >= r.Cfg.ClaimMinIdle/2 {
 		if err := r.claim(ctx, st.consumer); err != nil {

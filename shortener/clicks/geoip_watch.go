@@ -27,6 +27,7 @@ type GeoIP struct {
 	Bad    atomic.Int64          // changed files rejected
 	Done   chan struct{}         // closed when the watcher has stopped
 	shared sharedReader          // the redirect path's reader (Country)
+	built  atomic.Int64          // the loaded file's build time, Unix s (share)
 }
 
 // OpenGeoIP loads the GeoIP file at path; an error names the path. When

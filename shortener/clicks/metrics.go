@@ -34,6 +34,7 @@ type clickMetrics struct {
 	dropped       *prometheus.CounterVec
 	buffered      prometheus.Gauge
 	bufferedBytes prometheus.Gauge
+	gauges        *pipelineGauges // read per scrape: stream, lag, GeoIP
 }
 
 func newClickMetrics(reg prometheus.Registerer) (*clickMetrics, error) {
@@ -57,10 +58,14 @@ func newClickMetrics(reg prometheus.Registerer) (*clickMetrics, error) {
 			Help:      "Bytes of the clicks held in process, as clicks_buffer_bytes counts them.",
 		}),
 	}
+	m.gauges = newPipelineGauges()
 	if reg == nil {
 		return m, nil
 	}
 	var err error
+	if m.gauges, err = registerOnce(reg, m.gauges); err != nil {
+		return nil, err
+	}
 	if m.dropped, err = registerOnce(reg, m.dropped); err != nil {
 		return nil, err
 	}

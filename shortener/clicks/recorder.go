@@ -59,6 +59,10 @@ type Config struct {
 	// ClaimMinIdle: entries pending this long with a consumer are taken over
 	// by another (XAUTOCLAIM). Default: 1m.
 	ClaimMinIdle time.Duration
+	// StreamSample: how often each consumer samples the stream's length
+	// and its oldest entry's age (caddy_shortener_clicks_stream_length,
+	// _lag_seconds). Default: 5s.
+	StreamSample time.Duration
 	// Retention: rollup rows (hourly counters, referrer days) older than
 	// this are pruned in the background, if the sink supports it; the
 	// all-time totals stay. 0: never pruned.
@@ -117,6 +121,7 @@ type Recorder struct {
 	closed         atomic.Bool
 	seq            atomic.Uint64
 	Replayed       atomic.Int64 // batches a sink had already applied
+	lag            lagState     // for caddy_shortener_clicks_lag_seconds and _stream_length
 	lost           atomic.Int64 // clicks given up at Close (also in drops)
 	killed         bool         // the consumer died in a test hook
 	Stream         string
@@ -200,6 +205,7 @@ func NewRecorder(cfg Config) (*Recorder, error) {
 	if geo != nil {
 		go geo.watch(r.stop)
 	}
+	m.gauges.add(r)
 	go r.write()
 	if cfg.Redis != nil {
 		go r.consume()
@@ -247,6 +253,9 @@ func (cfg *Config) SetTuningDefaults() {
 	}
 	if cfg.ClaimMinIdle == 0 {
 		cfg.ClaimMinIdle = DefaultClicksClaimIdle
+	}
+	if cfg.StreamSample <= 0 {
+		cfg.StreamSample = defaultStreamSample
 	}
 	if cfg.BufferBytes == 0 {
 		cfg.BufferBytes = DefaultClicksBufferBytes
@@ -377,6 +386,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 		}
 		close(r.stop)
 		r.pruneEnd() // pruning resumes at the next start
+		r.metrics.gauges.remove(r)
 	})
 	done := make(chan struct{})
 	go func() {

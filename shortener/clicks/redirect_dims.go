@@ -46,11 +46,13 @@ const (
 	maxCountryAddrs = 16384
 )
 
-// share makes db the file Country reads.
+// share makes db the file Country reads, and its build time the one
+// caddy_shortener_geoip_build_timestamp_seconds reports.
 func (g *GeoIP) share(db *GeoDB) {
 	if db == nil {
 		return
 	}
+	g.built.Store(int64(db.R.Metadata.BuildEpoch))
 	r, err := maxminddb.OpenBytes(db.data) // the bytes passed the check already
 	if err != nil {
 		return

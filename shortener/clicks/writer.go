@@ -161,7 +161,9 @@ func (r *Recorder) deliver(batches []Batch) bool {
 		size += b.held
 	}
 	r.flying += n
+	r.lag.sending.Store(oldestClick(batches))
 	ok := r.send(batches)
+	r.lag.sending.Store(0)
 	r.flying -= n
 	if ok {
 		r.bytes.Add(-size)

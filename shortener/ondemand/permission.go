@@ -52,6 +52,7 @@ type Permission struct {
 	negative *otter.Cache[string, struct{}]
 	flight   *singleflight.Group
 	logger   *zap.Logger
+	answers  answers
 }
 
 // Defaults and bounds of the permission.
@@ -81,13 +82,35 @@ func (p *Permission) Provision(ctx caddy.Context) error {
 		p.Timeout = caddy.Duration(DefaultPermissionTimeout)
 	}
 	p.logger, p.flight = ctx.Logger(), new(singleflight.Group)
+	var err error
+	if p.answers, err = newAnswers(ctx.GetMetricsRegistry()); err != nil {
+		return err
+	}
 	p.negative = otter.Must(&otter.Options[string, struct{}]{MaximumSize: maxPermissionNegative,
 		ExpiryCalculator: otter.ExpiryWriting[string, struct{}](time.Duration(p.NegativeTTL))})
 	return nil
 }
 
-// CertificateAllowed implements caddytls.OnDemandPermission.
+// CertificateAllowed implements caddytls.OnDemandPermission. Each answer
+// is counted in caddy_shortener_tls_permission_total.
 func (p *Permission) CertificateAllowed(ctx context.Context, name string) error {
+	err := p.answer(name)
+	switch {
+	case err == nil:
+		p.answers.yes.Inc()
+	case errors.Is(err, errNoAnswer):
+		p.answers.err.Inc()
+	default:
+		p.answers.no.Inc()
+	}
+	return err
+}
+
+// errNoAnswer marks a no because the link store did not answer.
+var errNoAnswer = errors.New("the link store did not answer")
+
+// answer is CertificateAllowed's answer for name.
+func (p *Permission) answer(name string) error {
 	host, err := urlpolicy.LinkDomain(name)
 	if err != nil {
 		return fmt.Errorf("%s: %w: not a link domain name: %v", name, caddytls.ErrPermissionDenied, err)
@@ -98,7 +121,7 @@ func (p *Permission) CertificateAllowed(ctx context.Context, name string) error 
 	v, err, _ := p.flight.Do(host, func() (any, error) { return p.lookup(host) })
 	if err != nil {
 		p.logger.Warn("on-demand TLS: looking up a link domain", zap.String("name", host), zap.Error(err))
-		return fmt.Errorf("%s: %w: the link store did not answer: %v", name, caddytls.ErrPermissionDenied, err)
+		return fmt.Errorf("%s: %w: %w: %v", name, caddytls.ErrPermissionDenied, errNoAnswer, err)
 	}
 	if !v.(bool) {
 		return fmt.Errorf("%s: %w: not a link domain", name, caddytls.ErrPermissionDenied)
