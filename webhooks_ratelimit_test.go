@@ -68,6 +68,7 @@ http://localhost:%[2]d {
 				notify 50%% 100%%
 			}
 			redis %[4]s
+			timeout 5s # under load the default 10ms fails open: a 200 this test does not expect
 		}
 		respond "ok"
 	}

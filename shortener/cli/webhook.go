@@ -67,7 +67,7 @@ type WebhookAttempt struct {
 // Bounds the API sets on an endpoint (shortener/webhook's), checked here
 // only to spare a request: the API judges every value.
 var webhookTypes = []string{"link.created", "link.updated", "link.revoked", "link.expired", "link.max_clicks_reached",
-	"click", "ratelimit.exceeded", "ratelimit.ban_set"}
+	"click", "ratelimit.exceeded", "ratelimit.ban_set", "ratelimit.threshold"}
 
 const (
 	maxWebhookBatch     = 1000
