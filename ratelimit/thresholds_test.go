@@ -23,7 +23,7 @@ func TestCaddyfileNotify(t *testing.T) {
 	if got := fmt.Sprint(h.Zones[0].Notify); got != "[80 100]" {
 		t.Fatalf("notify %s, want [80 100]", got)
 	}
-	for _, c := range []struct{ zone, want string }{
+	checkZoneErrors(t, []zoneError{
 		{"key k; events 10; window 1h; notify 80%", "notify needs algorithm fixed_window"},
 		{"key k; events 10; window 1h; algorithm fixed_window; notify", "wrong argument count"},
 		{"key k; events 10; window 1h; algorithm fixed_window; notify eighty", "invalid notify threshold 'eighty'"},
@@ -32,7 +32,17 @@ func TestCaddyfileNotify(t *testing.T) {
 		{"key k; events 10; window 1h; algorithm fixed_window; notify 101%", "from 1% to 100%"},
 		{"key k; events 10; window 1h; algorithm fixed_window; notify 1 2 3 4 5 6 7 8 9", "at most 8"},
 		{"key k; events 10; window 1h; algorithm fixed_window; approximate 10ms; notify 50%", "approximate"},
-	} {
+	})
+}
+
+// zoneError is a zone's lines ("; " between them) and a part of the error
+// they must fail to load with.
+type zoneError struct{ zone, want string }
+
+// checkZoneErrors checks that each zone fails to load with its error.
+func checkZoneErrors(t *testing.T, cases []zoneError) {
+	t.Helper()
+	for _, c := range cases {
 		_, err := parse(t, "ratelimit {\n zone q {\n"+strings.ReplaceAll(c.zone, "; ", "\n")+"\n }\n}")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("zone { %s }: %v, want an error with %q", c.zone, err, c.want)

@@ -33,7 +33,7 @@ func TestCaddyfileUsage(t *testing.T) {
 			t.Errorf("%s: %s, want %s", cfg, got, want)
 		}
 	}
-	for _, c := range []struct{ zone, want string }{
+	checkZoneErrors(t, []zoneError{
 		{"key k; events 10; window 1h; usage on", "usage needs algorithm fixed_window"},
 		{"key k; events 10; window 1h; algorithm fixed_window; usage", "wrong argument count"},
 		{"key k; events 10; window 1h; algorithm fixed_window; usage yes", "must be on or off"},
@@ -42,12 +42,7 @@ func TestCaddyfileUsage(t *testing.T) {
 		{"key k; events 10; window 1h; algorithm fixed_window; usage on forever", "only keep"},
 		{"key k; events 10; window 1h; algorithm fixed_window; approximate 10ms; usage on", "approximate"},
 		{"key k; events 10; algorithm fixed_window; window 1mo calendar; usage on keep 200", "at most"},
-	} {
-		_, err := parse(t, "ratelimit {\n zone q {\n"+strings.ReplaceAll(c.zone, "; ", "\n")+"\n }\n}")
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("zone { %s }: %v, want an error with %q", c.zone, err, c.want)
-		}
-	}
+	})
 }
 
 // TestUsageAcceptance: 10,000 requests of costs 1-3 over 50 keys, sent by

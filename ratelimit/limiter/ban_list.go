@@ -69,27 +69,40 @@ func (s *RedisStore) Bans(ctx context.Context, prefix, zone string, max int) ([]
 	now := t.UnixMicro()
 	var mu sync.Mutex
 	var out []BanInfo
+	err = s.scanKeys(ctx, banPatterns(prefix, zone), func(ctx context.Context, c redis.UniversalClient, bk string) (bool, error) {
+		v, err := c.Get(ctx, bk).Result()
+		if err != nil {
+			return false, nil // expired since the scan
+		}
+		st, ok := parseBanState(v)
+		if !ok || st.left(now) <= 0 {
+			return false, nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(out) >= max {
+			return true, nil
+		}
+		out = append(out, BanInfo{Key: keyOfBan(bk), Left: time.Duration(st.left(now)) * time.Microsecond, Level: st.level})
+		return false, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit bans: %w", err)
+	}
+	return out, nil
+}
+
+// scanKeys calls each for every key matching one of patterns, on every
+// master of a Cluster (concurrently) or on the one server, until each
+// says stop (for its server) or fails.
+func (s *RedisStore) scanKeys(ctx context.Context, patterns []string,
+	each func(ctx context.Context, c redis.UniversalClient, key string) (stop bool, err error)) error {
 	scan := func(ctx context.Context, c redis.UniversalClient) error {
-		for _, pat := range banPatterns(prefix, zone) {
+		for _, pat := range patterns {
 			it := c.Scan(ctx, 0, pat, 1000).Iterator()
 			for it.Next(ctx) {
-				bk := it.Val()
-				v, err := c.Get(ctx, bk).Result()
-				if err != nil {
-					continue // expired since the scan
-				}
-				st, ok := parseBanState(v)
-				if !ok || st.left(now) <= 0 {
-					continue
-				}
-				mu.Lock()
-				full := len(out) >= max
-				if !full {
-					out = append(out, BanInfo{Key: keyOfBan(bk), Left: time.Duration(st.left(now)) * time.Microsecond, Level: st.level})
-				}
-				mu.Unlock()
-				if full {
-					return nil
+				if stop, err := each(ctx, c, it.Val()); stop || err != nil {
+					return err
 				}
 			}
 			if err := it.Err(); err != nil {
@@ -99,14 +112,9 @@ func (s *RedisStore) Bans(ctx context.Context, prefix, zone string, max int) ([]
 		return nil
 	}
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return scan(ctx, n) })
-	} else {
-		err = scan(ctx, s.c)
+		return cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return scan(ctx, n) })
 	}
-	if err != nil {
-		return nil, fmt.Errorf("ratelimit bans: %w", err)
-	}
-	return out, nil
+	return scan(ctx, s.c)
 }
 
 // keyOfBan is the store key whose ban state bk holds (BanKey's inverse).

@@ -117,34 +117,18 @@ func (s *RedisStore) Usage(ctx context.Context, prefix, zone string, start time.
 	st := strconv.FormatInt(start.UnixMicro(), 10)
 	var mu sync.Mutex
 	var out []UsageRow
-	scan := func(ctx context.Context, c redis.UniversalClient) error {
-		for _, pat := range usagePatterns(prefix, zone) {
-			it := c.Scan(ctx, 0, pat, 1000).Iterator()
-			for it.Next(ctx) {
-				uk := it.Val()
-				v, err := c.HMGet(ctx, uk, "k", st+":u", st+":r").Result()
-				if err != nil {
-					return err
-				}
-				row, ok := usageRow(keyOfUsage(uk), start, v)
-				if ok {
-					mu.Lock()
-					out = append(out, row)
-					mu.Unlock()
-				}
-			}
-			if err := it.Err(); err != nil {
-				return err
-			}
+	err := s.scanKeys(ctx, usagePatterns(prefix, zone), func(ctx context.Context, c redis.UniversalClient, uk string) (bool, error) {
+		v, err := c.HMGet(ctx, uk, "k", st+":u", st+":r").Result()
+		if err != nil {
+			return false, err
 		}
-		return nil
-	}
-	var err error
-	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return scan(ctx, n) })
-	} else {
-		err = scan(ctx, s.c)
-	}
+		if row, ok := usageRow(keyOfUsage(uk), start, v); ok {
+			mu.Lock()
+			out = append(out, row)
+			mu.Unlock()
+		}
+		return false, nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit usage: %w", err)
 	}
