@@ -102,20 +102,29 @@ func recordClickEvents(tx *bolt.Tx, on bool, batches []clicks.Batch) error {
 	}
 	// One buffer for every record, each Put given its own part: bbolt
 	// keeps the values until the commit, and appending never rewrites a
-	// part already given (a growth moves on to a new array).
+	// part already given (a growth moves on to a new array). The keys and
+	// the ids' random bytes come in one piece each too (one read of the
+	// system's random source, not one per click).
 	arena := make([]byte, 0, 256*n)
+	keys := make([]byte, 8*n)
+	ids := make([]byte, 16*n)
+	_, _ = rand.Read(ids)
+	i := 0
 	for _, batch := range batches {
 		for _, c := range batch.Clicks {
 			start := len(arena)
-			arena = appendClickRecord(arena, c)
+			arena = appendClickRecord(arena, c, ids[16*i:16*i+16])
 			v := arena[start:len(arena):len(arena)]
 			seq, err := b.NextSequence()
 			if err != nil {
 				return err
 			}
-			if err := b.Put(seqKey(int64(seq)), v); err != nil {
+			k := keys[8*i : 8*i+8 : 8*i+8]
+			binary.BigEndian.PutUint64(k, seq)
+			if err := b.Put(k, v); err != nil {
 				return err
 			}
+			i++
 		}
 	}
 	return nil
@@ -129,10 +138,11 @@ func recordClickEvents(tx *bolt.Tx, on bool, batches []clicks.Batch) error {
 // ClickEvent's JSON.
 const clickRecordTag = 0x01
 
-// appendClickRecord appends a click's event record.
-func appendClickRecord(b []byte, c clicks.Click) []byte {
+// appendClickRecord appends a click's event record, its id the 16 bytes
+// of id.
+func appendClickRecord(b []byte, c clicks.Click, id []byte) []byte {
 	b = append(b, clickRecordTag)
-	b = append(b, newEventIDBytes()...)
+	b = append(b, id...)
 	b = binary.BigEndian.AppendUint64(b, uint64(link.ToMicros(c.At)))
 	code := c.Code[:min(len(c.Code), 0xffff)]
 	b = binary.BigEndian.AppendUint16(b, uint16(len(code)))

@@ -17,7 +17,7 @@ func FuzzClickRecord(f *testing.F) {
 	f.Add("", int64(0), []byte{clickRecordTag})
 	f.Fuzz(func(t *testing.T, code string, at int64, junk []byte) {
 		c := clicks.Click{Code: code, At: time.UnixMicro(at), Class: clicks.ClassBrowser}
-		rec := appendClickRecord(nil, c)
+		rec := appendClickRecord(nil, c, newEventIDBytes())
 		e, err := decodeClickRecord(7, rec, new(eventArena))
 		want := clicks.NewClickEvent(c).AppendJSON(nil)
 		if len(code) <= 0xffff && (err != nil || e.Code != code || link.ToMicros(e.At) != link.ToMicros(c.At) || string(e.Data) != string(want) ||
