@@ -53,7 +53,7 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code, ke
 		c.Enter()
 		defer c.Leave()
 	}
-	e, source, err := h.cache.Lookup(r.Context(), key)
+	e, source, err := h.cache.LookupTraced(r.Context(), code, key)
 	if err != nil {
 		if r.Context().Err() != nil { // the client left; the lookup goes on for others
 			return caddyhttp.Error(http.StatusServiceUnavailable, err)
