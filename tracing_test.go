@@ -3,8 +3,11 @@ package edgekit
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,6 +81,11 @@ http://localhost:%[2]d {
 		store embedded "%[4]s"
 		api /api
 		api_key %[5]s
+		clicks on
+		clicks_batch 1 20ms
+		webhooks {
+			allow_private 127.0.0.0/8
+		}
 	}
 }
 `, admin, port, testenv.FreePort(t), filepath.Join(t.TempDir(), "links.db"), apiKey), "caddyfile")
@@ -101,6 +109,15 @@ http://localhost:%[2]d {
 		}
 		res.Body.Close()
 		return res.StatusCode
+	}
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer hook.Close()
+	if st := send("POST", "/api/webhooks", `{"url":"`+hook.URL+`/in","types":["link.created","click"]}`,
+		"Authorization", "Bearer "+apiKey); st != http.StatusCreated {
+		t.Fatalf("create webhook endpoint: %d", st)
 	}
 	if st := send("POST", "/api/links", `{"long_url":"https://example.com/traced","code":"traced1"}`,
 		"Authorization", "Bearer "+apiKey); st != http.StatusCreated {
@@ -143,12 +160,40 @@ http://localhost:%[2]d {
 	if parent, ok := spanByID(create.Parent.SpanID()); !ok || parent.Name != "caddy_request" {
 		t.Errorf("shortener.api.createLink's parent = %q, want caddy_request", parent.Name)
 	}
+	checkBackgroundSpans(t, request.SpanContext)
+}
+
+// checkBackgroundSpans: the click of the redirect whose request span is
+// request is flushed in a new trace linking to it, and the webhook
+// deliveries are new traces too.
+func checkBackgroundSpans(t *testing.T, request trace.SpanContext) {
+	t.Helper()
+	flush := waitSpan(t, "shortener.clicks.flush", func(s tracetest.SpanStub) bool {
+		return slices.ContainsFunc(s.Links, func(l sdktrace.Link) bool { return l.SpanContext.Equal(request) })
+	})
+	if flush.Parent.IsValid() || flush.SpanContext.TraceID() == request.TraceID() {
+		t.Errorf("shortener.clicks.flush: parent %v, trace %v: want the root of a new trace", flush.Parent.SpanID(), flush.SpanContext.TraceID())
+	}
+	checkAttrs(t, flush, map[attribute.Key]attribute.Value{"shortener.clicks.to": attribute.StringValue("sink")})
+	for _, typ := range []string{"link.created", "click"} {
+		d := waitSpan(t, "shortener.webhook.deliver", func(s tracetest.SpanStub) bool {
+			return spanAttrs(s)["shortener.webhook.type"].AsString() == typ
+		})
+		if d.Parent.IsValid() {
+			t.Errorf("shortener.webhook.deliver (%s) has a parent: want the root of a new trace", typ)
+		}
+		checkAttrs(t, d, map[attribute.Key]attribute.Value{
+			"shortener.webhook.outcome": attribute.StringValue("delivered"),
+			"http.response.status_code": attribute.IntValue(http.StatusNoContent),
+			"shortener.webhook.attempt": attribute.IntValue(1),
+		})
+	}
 }
 
 // waitSpan waits for an exported span named name that ok accepts.
 func waitSpan(t *testing.T, name string, ok func(tracetest.SpanStub) bool) tracetest.SpanStub {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		for _, s := range memoryExporter.GetSpans() {
 			if s.Name == name && ok(s) {

@@ -49,6 +49,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rest string) 
 		h.answerAPI(w, h.routeAPI(w, r, rest))
 		return nil
 	}
+	h.traced.Note(r.Context()) // for the webhook deliveries' spans
 	ctx, span := tracing.Start(r.Context(), tracerScope, "shortener.api."+apiOperation(r.Method, rest))
 	defer span.End()
 	err := h.routeAPI(w, r.WithContext(ctx), rest)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/edgekit/caddy-edgekit/internal/clientip"
+	"github.com/edgekit/caddy-edgekit/internal/tracing"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -127,7 +128,12 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 		}
 		if c, ok := h.classify(r, addr, code, now, &t); ok {
 			c.QR, c.Rule, c.Variant = qr, t.rule, t.variant
-			h.clicks.Record(c)
+			if tracing.On(r.Context()) { // its flush links to this request
+				h.traced.Note(r.Context())
+				h.clicks.RecordTraced(r.Context(), c)
+			} else {
+				h.clicks.Record(c)
+			}
 		}
 	}
 	switch source {

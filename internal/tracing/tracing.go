@@ -36,7 +36,8 @@ func Fail(span trace.Span, err error) {
 // the spans of work that runs outside any request (a click flush, a
 // webhook delivery): they start new traces with the provider Caddy's
 // `tracing` handler uses. Until a request is traced there is none, and no
-// such span is started. The zero Provider is ready to use.
+// such span is started. The zero Provider is ready to use; a nil one notes
+// nothing.
 type Provider struct {
 	tp atomic.Pointer[providerBox]
 }
@@ -46,6 +47,9 @@ type providerBox struct{ tp trace.TracerProvider }
 // Note remembers the provider of the span in ctx. Call it only when
 // On(ctx); it allocates only when the provider changes (a config reload).
 func (p *Provider) Note(ctx context.Context) {
+	if p == nil {
+		return
+	}
 	tp := trace.SpanFromContext(ctx).TracerProvider()
 	if b := p.tp.Load(); b != nil && b.tp == tp {
 		return
@@ -55,6 +59,9 @@ func (p *Provider) Note(ctx context.Context) {
 
 // Get returns the provider last noted, nil if none.
 func (p *Provider) Get() trace.TracerProvider {
+	if p == nil {
+		return nil
+	}
 	if b := p.tp.Load(); b != nil {
 		return b.tp
 	}

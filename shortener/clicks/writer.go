@@ -161,7 +161,11 @@ func (r *Recorder) deliver(batches []Batch) bool {
 		size += b.held
 	}
 	r.flying += n
+	span := r.flushSpan(len(batches), n) // nil unless traced clicks wait
 	ok := r.send(batches)
+	if span != nil {
+		endFlush(span, ok)
+	}
 	r.flying -= n
 	if ok {
 		r.bytes.Add(-size)
