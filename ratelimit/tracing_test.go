@@ -152,3 +152,27 @@ type nopWriter struct{ h http.Header }
 func (w *nopWriter) Header() http.Header         { return w.h }
 func (w *nopWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (w *nopWriter) WriteHeader(int)             {}
+
+// On Redis the span names the store and the breaker's state.
+func TestTracingDecideSpanRedis(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	h := &Handler{Zones: []*Zone{zone("api", 10, time.Hour)}, Redis: sharedRedis(t)}
+	provision(t, h)
+	req, _ := tracedGet(t, tp, "/", "X-API-Key", "k1")
+	if res := do(h, &statusHandler{}, req); res.status != http.StatusOK {
+		t.Fatalf("status %d, want 200", res.status)
+	}
+	spans := decideSpans(rec)
+	if len(spans) != 1 {
+		t.Fatalf("%d ratelimit.decide spans, want 1", len(spans))
+	}
+	a := attrs(spans[0])
+	for key, want := range map[attribute.Key]string{
+		"ratelimit.store": "redis", "ratelimit.breaker": "closed", "ratelimit.outcome": "allowed",
+	} {
+		if got := a[key].AsString(); got != want {
+			t.Errorf("%s = %q, want %q", key, got, want)
+		}
+	}
+}
