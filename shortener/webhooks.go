@@ -53,31 +53,6 @@ type webhooks struct {
 	traced *tracing.Provider
 }
 
-// traceDelivery records the attempt a of message m to endpoint id as the
-// root span of a new trace, `shortener.webhook.deliver`, with tp, the
-// tracer provider of the last traced request (the outbox keeps no trace
-// context: the span links to no request).
-func traceDelivery(tp trace.TracerProvider, id string, m webhook.Message, a webhook.Attempt, o webhook.Outcome) {
-	end := time.Now()
-	_, span := tp.Tracer(tracerScope).Start(context.Background(), "shortener.webhook.deliver",
-		trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(end.Add(-a.Latency)),
-		trace.WithAttributes(
-			attribute.String("shortener.webhook.endpoint", id),
-			attribute.String("shortener.webhook.message", m.ID),
-			attribute.String("shortener.webhook.type", m.Type),
-			attribute.Int("shortener.webhook.events", m.Events),
-			attribute.Int("shortener.webhook.attempt", m.Attempts+1),
-			attribute.Int("http.response.status_code", a.Status),
-			attribute.String("shortener.webhook.outcome", o.String()),
-		))
-	if a.Err != nil {
-		tracing.Fail(span, a.Err)
-	} else if o != webhook.Delivered {
-		span.SetStatus(codes.Error, o.String())
-	}
-	span.End(trace.WithTimestamp(end))
-}
-
 // WebhooksConfig configures webhook delivery.
 type WebhooksConfig struct {
 	// Prefixes of private or reserved addresses that endpoints may reach
@@ -168,6 +143,30 @@ func (h *Handler) provisionWebhooks(ctx caddy.Context) error {
 		d.Run(run)
 	}()
 	return nil
+}
+
+// traceDelivery records the attempt a of message m to endpoint id as the
+// root span of a new trace, `shortener.webhook.deliver`, with tp, the
+// tracer provider of the last traced request (the outbox keeps no trace
+// context: the span links to no request). A failure is told by its
+// outcome, not its error, which may quote the endpoint's URL.
+func traceDelivery(tp trace.TracerProvider, id string, m webhook.Message, a webhook.Attempt, o webhook.Outcome) {
+	end := time.Now()
+	_, span := tp.Tracer(tracerScope).Start(context.Background(), "shortener.webhook.deliver",
+		trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(end.Add(-a.Latency)),
+		trace.WithAttributes(
+			attribute.String("shortener.webhook.endpoint", id),
+			attribute.String("shortener.webhook.message", m.ID),
+			attribute.String("shortener.webhook.type", m.Type),
+			attribute.Int("shortener.webhook.events", m.Events),
+			attribute.Int("shortener.webhook.attempt", m.Attempts+1),
+			attribute.Int("http.response.status_code", a.Status),
+			attribute.String("shortener.webhook.outcome", o.String()),
+		))
+	if o != webhook.Delivered {
+		span.SetStatus(codes.Error, o.String())
+	}
+	span.End(trace.WithTimestamp(end))
 }
 
 // parsePrefixes reads CIDR prefixes (an address alone is its /32 or /128).
