@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,18 @@ import (
 // on; else the status of the handler's error).
 func benchmarkHandler(b *testing.B, h *Handler, want int) {
 	b.Helper()
+	benchmarkHandlerIn(b, h, want, context.Background())
+}
+
+// benchmarkHandlerContext is benchmarkHandler of a passed request whose
+// context derives from ctx (a traced request: see tracing_test.go).
+func benchmarkHandlerContext(b *testing.B, h *Handler, ctx context.Context) {
+	b.Helper()
+	benchmarkHandlerIn(b, h, http.StatusOK, ctx)
+}
+
+func benchmarkHandlerIn(b *testing.B, h *Handler, want int, reqCtx context.Context) {
+	b.Helper()
 	if h.logger == nil {
 		h.logger = zap.NewNop() // as `make bench`, which logs errors only
 	}
@@ -30,7 +43,7 @@ func benchmarkHandler(b *testing.B, h *Handler, want int) {
 	defer h.Cleanup()
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 	w := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodGet, "/v1/items", nil)
+	req := httptest.NewRequestWithContext(reqCtx, http.MethodGet, "/v1/items", nil)
 	req.Header.Set("X-API-Key", "bench-key")
 	req = benchRequest(req, w)
 	if want != http.StatusOK { // exhaust the quota first

@@ -176,3 +176,14 @@ func TestTracingDecideSpanRedis(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkHandlerMemoryOneZoneTraced is BenchmarkHandlerMemoryOneZone
+// with the request traced (an SDK provider exporting nowhere): what the
+// ratelimit.decide span costs when tracing is on.
+func BenchmarkHandlerMemoryOneZoneTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider()
+	ctx, span := tp.Tracer("bench").Start(context.Background(), "request")
+	defer span.End()
+	h := &Handler{Zones: []*Zone{zone("bench", 1_000_000_000, time.Second)}}
+	benchmarkHandlerContext(b, h, ctx)
+}
