@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -19,12 +20,24 @@ import (
 // on; else the status of the handler's error).
 func benchmarkHandler(b *testing.B, h *Handler, want int) {
 	b.Helper()
-	benchmarkHandlerWith(b, h, want)
+	benchmarkHandlerIn(b, h, want, context.Background())
 }
 
 // benchmarkHandlerWith is benchmarkHandler with the request's headers
 // (name, value pairs) besides X-API-Key.
 func benchmarkHandlerWith(b *testing.B, h *Handler, want int, headers ...string) {
+	b.Helper()
+	benchmarkHandlerIn(b, h, want, context.Background(), headers...)
+}
+
+// benchmarkHandlerContext is benchmarkHandler of a passed request whose
+// context derives from ctx (a traced request: see tracing_test.go).
+func benchmarkHandlerContext(b *testing.B, h *Handler, ctx context.Context) {
+	b.Helper()
+	benchmarkHandlerIn(b, h, http.StatusOK, ctx)
+}
+
+func benchmarkHandlerIn(b *testing.B, h *Handler, want int, reqCtx context.Context, headers ...string) {
 	b.Helper()
 	if h.logger == nil {
 		h.logger = zap.NewNop() // as `make bench`, which logs errors only
@@ -37,7 +50,7 @@ func benchmarkHandlerWith(b *testing.B, h *Handler, want int, headers ...string)
 	defer h.Cleanup()
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 	w := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodGet, "/v1/items", nil)
+	req := httptest.NewRequestWithContext(reqCtx, http.MethodGet, "/v1/items", nil)
 	req.Header.Set("X-API-Key", "bench-key")
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])

@@ -18,7 +18,8 @@ import (
 //  1. collect: what the request asks of each zone that applies to it
 //     (key, cost, quota), checked before any store is asked (collect.go);
 //  2. decide: every zone at once, in process for approximate zones, from
-//     the deny cache, else on the store, all or nothing (decide.go);
+//     the deny cache, else on the store, all or nothing (decide.go), in a
+//     `ratelimit.decide` span when Caddy traces the request (tracing.go);
 //  3. respond: a store failure's or an overload's answer, a refusal, or
 //     headers, the leaky bucket's wait and the next handler, charging
 //     count_status zones after its response and settling cost_after zones
@@ -48,7 +49,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if len(ds) == 0 {
 		return next.ServeHTTP(w, r)
 	}
-	storeErr := h.decideAll(r.Context(), ds)
+	storeErr := h.decideTraced(r.Context(), ds) // decideAll, traced (tracing.go)
 	var rl *requestLeases
 	if h.concurrency {
 		if rl = h.takeLeases(r, ds); rl != nil {

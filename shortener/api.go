@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
 	"github.com/edgekit/caddy-edgekit/internal/strictjson"
+	"github.com/edgekit/caddy-edgekit/internal/tracing"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/edgekit/caddy-edgekit/shortener/urlpolicy"
 )
@@ -39,18 +41,47 @@ func apiErr(status int, format string, args ...any) error {
 }
 
 // serveAPI answers the management API; rest is the path after the API mount.
-// Every answer is JSON, errors as {"error": "..."}.
+// Every answer is JSON, errors as {"error": "..."}. A request Caddy's
+// `tracing` handler traces is answered under a `shortener.api.<operationId>`
+// span (see apiOperation); an untraced one starts none.
 func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rest string) error {
-	h.answerAPI(w, h.routeAPI(w, r, rest))
+	if !tracing.On(r.Context()) {
+		h.answerAPI(w, h.routeAPI(w, r, rest))
+		return nil
+	}
+	h.traced.Note(r.Context()) // for the webhook deliveries' spans
+	ctx, span := tracing.Start(r.Context(), tracerScope, "shortener.api."+apiOperation(r.Method, rest))
+	defer span.End()
+	err := h.routeAPI(w, r.WithContext(ctx), rest)
+	if err == nil {
+		return nil
+	}
+	ae := h.apiErrorOf(err)
+	span.SetAttributes(attribute.Int("shortener.api.status", ae.status))
+	if ae.status >= http.StatusInternalServerError {
+		tracing.Fail(span, err)
+	}
+	writeAPIError(w, ae)
 	return nil
 }
 
-// answerAPI writes err, if any, as the API's JSON error (a 500 for one
-// that is not an apiError, logged).
+// answerAPI writes err, if any, as the API's JSON error (see apiErrorOf).
 func (h *Handler) answerAPI(w http.ResponseWriter, err error) {
-	if err == nil {
-		return
+	if err != nil {
+		writeAPIError(w, h.apiErrorOf(err))
 	}
+}
+
+func writeAPIError(w http.ResponseWriter, ae apiError) {
+	if ae.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="shortener"`)
+	}
+	writeJSON(w, ae.status, map[string]string{"error": ae.msg})
+}
+
+// apiErrorOf is the answer to err: its own status and message, or a 500
+// for one that is not an apiError, logged.
+func (h *Handler) apiErrorOf(err error) apiError {
 	var ae apiError
 	var se interface{ HTTPStatus() int }
 	if errors.As(err, &se) {
@@ -59,10 +90,7 @@ func (h *Handler) answerAPI(w http.ResponseWriter, err error) {
 		h.logger.Error("shortener api", zap.Error(err))
 		ae = apiError{http.StatusInternalServerError, "internal error"}
 	}
-	if ae.status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="shortener"`)
-	}
-	writeJSON(w, ae.status, map[string]string{"error": ae.msg})
+	return ae
 }
 
 func (h *Handler) routeAPI(w http.ResponseWriter, r *http.Request, rest string) error {

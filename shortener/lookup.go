@@ -5,11 +5,24 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/edgekit/caddy-edgekit/internal/tracing"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
+
+// tracerScope names the tracer of the handler's spans.
+const tracerScope = "github.com/edgekit/caddy-edgekit/shortener"
+
+// tierNames are the shortener.tier values of the lookup span, by source.
+var tierNames = map[string]string{
+	sourceLocal:  "l1",
+	sourceFilter: "filter",
+	sourceRedis:  "redis",
+	sourceStore:  "store",
+}
 
 // storeTimeout bounds one store call (PostgreSQL also has its own
 // statement_timeout).
@@ -57,6 +70,31 @@ func (c *cache) Lookup(ctx context.Context, code string) (*entry, string, error)
 	case <-ctx.Done():
 		return nil, "", ctx.Err()
 	}
+}
+
+// LookupTraced is Lookup under a `shortener.lookup` span, a child of the
+// request's span, when Caddy's `tracing` handler traces the request;
+// otherwise Lookup itself: no span, no allocation. The span tells code,
+// the tier that answered and whether the code is unknown (negative) or
+// revoked or expired; a lookup error marks it failed.
+func (c *cache) LookupTraced(ctx context.Context, code, key string) (*entry, string, error) {
+	if !tracing.On(ctx) {
+		return c.Lookup(ctx, key)
+	}
+	ctx, span := tracing.Start(ctx, tracerScope, "shortener.lookup")
+	defer span.End()
+	span.SetAttributes(attribute.String("shortener.code", code))
+	e, source, err := c.Lookup(ctx, key)
+	if err != nil {
+		tracing.Fail(span, err)
+		return e, source, err
+	}
+	span.SetAttributes(
+		attribute.String("shortener.tier", tierNames[source]),
+		attribute.Bool("shortener.negative", e.state == stateUnknown),
+		attribute.Bool("shortener.revoked", e.gone(c.now().UnixNano())),
+	)
+	return e, source, nil
 }
 
 // lookupShared is the one flight of an L1 miss: Redis, then the store.

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/edgekit/caddy-edgekit/internal/clientip"
+	"github.com/edgekit/caddy-edgekit/internal/tracing"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -53,7 +54,7 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request, code, ke
 		c.Enter()
 		defer c.Leave()
 	}
-	e, source, err := h.cache.Lookup(r.Context(), key)
+	e, source, err := h.cache.LookupTraced(r.Context(), code, key)
 	if err != nil {
 		if r.Context().Err() != nil { // the client left; the lookup goes on for others
 			return caddyhttp.Error(http.StatusServiceUnavailable, err)
@@ -127,7 +128,12 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, code string, e 
 		}
 		if c, ok := h.classify(r, addr, code, now, &t); ok {
 			c.QR, c.Rule, c.Variant = qr, t.rule, t.variant
-			h.clicks.Record(c)
+			if tracing.On(r.Context()) { // its flush links to this request
+				h.traced.Note(r.Context())
+				h.clicks.RecordTraced(r.Context(), c)
+			} else {
+				h.clicks.Record(c)
+			}
 		}
 	}
 	switch source {

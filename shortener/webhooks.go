@@ -14,9 +14,13 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/maypok86/otter/v2"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/edgekit/caddy-edgekit/internal/cfparse"
+	"github.com/edgekit/caddy-edgekit/internal/tracing"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/edgekit/caddy-edgekit/shortener/registry"
 	"github.com/edgekit/caddy-edgekit/shortener/store"
@@ -43,6 +47,10 @@ type webhooks struct {
 	hookClicks *atomic.Bool // the click sink's Events: on while an endpoint takes clicks
 	hookTags   *otter.Cache[string, []string]
 	hookStats  *webhookMetrics
+	// traced: the tracer provider of the last traced request, for the
+	// delivery spans (noted by serveAPI and by redirects counting clicks);
+	// nil without webhooks
+	traced *tracing.Provider
 }
 
 // WebhooksConfig configures webhook delivery.
@@ -112,10 +120,14 @@ func (h *Handler) provisionWebhooks(ctx caddy.Context) error {
 	if h.hookStats, err = newWebhookMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("shortener webhooks metrics: %w", err)
 	}
+	h.traced = new(tracing.Provider)
 	d := &webhook.Dispatcher{Store: h.hookStore, Log: h.hookStore, Client: client, Render: h.renderEvent, Owner: instanceName(),
 		Concurrency: cfg.Concurrency,
-		Observe: func(_ string, _ webhook.Attempt, o webhook.Outcome) {
+		Observe: func(id string, m webhook.Message, a webhook.Attempt, o webhook.Outcome) {
 			h.hookStats.attempts.WithLabelValues(o.String()).Inc()
+			if tp := h.traced.Get(); tp != nil {
+				traceDelivery(tp, id, m, a, o)
+			}
 		},
 		OnError: func(id string, err error) {
 			h.hookStats.errors.Inc()
@@ -131,6 +143,30 @@ func (h *Handler) provisionWebhooks(ctx caddy.Context) error {
 		d.Run(run)
 	}()
 	return nil
+}
+
+// traceDelivery records the attempt a of message m to endpoint id as the
+// root span of a new trace, `shortener.webhook.deliver`, with tp, the
+// tracer provider of the last traced request (the outbox keeps no trace
+// context: the span links to no request). A failure is told by its
+// outcome, not its error, which may quote the endpoint's URL.
+func traceDelivery(tp trace.TracerProvider, id string, m webhook.Message, a webhook.Attempt, o webhook.Outcome) {
+	end := time.Now()
+	_, span := tp.Tracer(tracerScope).Start(context.Background(), "shortener.webhook.deliver",
+		trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(end.Add(-a.Latency)),
+		trace.WithAttributes(
+			attribute.String("shortener.webhook.endpoint", id),
+			attribute.String("shortener.webhook.message", m.ID),
+			attribute.String("shortener.webhook.type", m.Type),
+			attribute.Int("shortener.webhook.events", m.Events),
+			attribute.Int("shortener.webhook.attempt", m.Attempts+1),
+			attribute.Int("http.response.status_code", a.Status),
+			attribute.String("shortener.webhook.outcome", o.String()),
+		))
+	if o != webhook.Delivered {
+		span.SetStatus(codes.Error, o.String())
+	}
+	span.End(trace.WithTimestamp(end))
 }
 
 // parsePrefixes reads CIDR prefixes (an address alone is its /32 or /128).

@@ -131,6 +131,7 @@ type Recorder struct {
 	Salts          *SaltCache    // the day's visitor salt; nil: the sink keeps none
 	visitors       visitorHasher // the writer's
 	Geo            *GeoIP        // the writer's GeoIP file; nil: none
+	trace          flushTrace    // what the next flush span links to (tracing.go)
 
 	stop     chan struct{} // closed by Close: flush and stop
 	ctx      context.Context

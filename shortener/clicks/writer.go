@@ -162,7 +162,11 @@ func (r *Recorder) deliver(batches []Batch) bool {
 	}
 	r.flying += n
 	r.lag.sending.Store(oldestClick(batches))
+	span := r.flushSpan(len(batches), n) // nil unless traced clicks wait
 	ok := r.send(batches)
+	if span != nil {
+		endFlush(span, ok)
+	}
 	r.lag.sending.Store(0)
 	r.flying -= n
 	if ok {

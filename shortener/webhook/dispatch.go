@@ -37,9 +37,10 @@ type Dispatcher struct {
 	// Page bounds the events read and the messages sent per round;
 	// default 500.
 	Page int
-	// Observe, when set, hears of every attempt; OnError of every error
-	// (a store outage, a lost lease); both must be quick.
-	Observe func(endpoint string, a Attempt, o Outcome)
+	// Observe, when set, hears of every attempt (of message m, its
+	// attempt number m.Attempts+1); OnError of every error (a store
+	// outage, a lost lease); both must be quick.
+	Observe func(endpoint string, m Message, a Attempt, o Outcome)
 	OnError func(endpoint string, err error)
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
@@ -327,7 +328,7 @@ func (d *Dispatcher) attempt(ctx context.Context, e Endpoint, m Message) (Result
 	}
 	o := a.Outcome()
 	if d.Observe != nil {
-		d.Observe(e.ID, a, o)
+		d.Observe(e.ID, m, a, o)
 	}
 	switch o {
 	case Delivered:
