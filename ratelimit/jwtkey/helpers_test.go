@@ -3,118 +3,43 @@ package jwtkey
 import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/edgekit/caddy-edgekit/ratelimit/jwtkey/jwtkeytest"
 )
 
-// testKeys are the signing keys of the tests, made once.
+// testKeys are the signing keys of the tests (see jwtkeytest).
 type testKeys struct {
+	*jwtkeytest.Keys
 	rsa, rsa2 *rsa.PrivateKey
 	ec        *ecdsa.PrivateKey
 	ed        ed25519.PrivateKey
 	secret    []byte
 }
 
-var (
-	keysOnce sync.Once
-	keys     testKeys
-)
-
 // tk returns the test keys.
 func tk(t testing.TB) *testKeys {
 	t.Helper()
-	keysOnce.Do(func() {
-		var err error
-		if keys.rsa, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
-			panic(err)
-		}
-		if keys.rsa2, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
-			panic(err)
-		}
-		if keys.ec, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
-			panic(err)
-		}
-		if _, keys.ed, err = ed25519.GenerateKey(rand.Reader); err != nil {
-			panic(err)
-		}
-		keys.secret = []byte("0123456789abcdef0123456789abcdef-hmac")
-	})
-	return &keys
+	k := jwtkeytest.Get()
+	return &testKeys{Keys: k, rsa: k.RSA, rsa2: k.RSA2, ec: k.EC, ed: k.ED, secret: k.Secret}
 }
 
 // now is the tests' clock.
 var now = time.Unix(1_800_000_000, 0)
 
-// jwks is the public JWKS of the test keys: rsa1 (RS256), ec1 (ES256),
-// ed1 (EdDSA); with rotated, rsa2 replaces rsa1.
-func (k *testKeys) jwks(t testing.TB, rotated bool) []byte {
-	t.Helper()
-	r, kid := &k.rsa.PublicKey, "rsa1"
-	if rotated {
-		r, kid = &k.rsa2.PublicKey, "rsa2"
-	}
-	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{
-		{Key: r, KeyID: kid, Algorithm: "RS256", Use: "sig"},
-		{Key: &k.ec.PublicKey, KeyID: "ec1", Algorithm: "ES256", Use: "sig"},
-		{Key: k.ed.Public(), KeyID: "ed1", Algorithm: "EdDSA", Use: "sig"},
-	}}
-	b, err := json.Marshal(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// jwksFile writes the JWKS to a file of t's temporary directory.
-func (k *testKeys) jwksFile(t testing.TB, rotated bool) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "jwks.json")
-	if err := os.WriteFile(p, k.jwks(t, rotated), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// rsaPublicPEM is the PEM of rsa1's public key: what an attacker would use
-// as an HMAC secret.
-func (k *testKeys) rsaPublicPEM(t testing.TB) []byte {
-	t.Helper()
-	der, err := x509.MarshalPKIXPublicKey(&k.rsa.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-}
-
-// sign signs claims with key under alg and kid ("" none).
+// jwks, jwksFile, rsaPublicPEM and sign: see jwtkeytest.
+func (k *testKeys) jwks(t testing.TB, rotated bool) []byte     { return k.JWKS(t, rotated) }
+func (k *testKeys) jwksFile(t testing.TB, rotated bool) string { return k.JWKSFile(t, rotated) }
+func (k *testKeys) rsaPublicPEM(t testing.TB) []byte           { return k.PublicPEM(t) }
 func sign(t testing.TB, alg jose.SignatureAlgorithm, key any, kid string, claims any) string {
 	t.Helper()
-	opts := new(jose.SignerOptions).WithType("JWT")
-	if kid != "" {
-		opts = opts.WithHeader("kid", kid)
-	}
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jwt.Signed(s).Claims(claims).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return jwtkeytest.Sign(t, alg, key, kid, claims)
 }
 
 // signRaw signs the payload as it is.
