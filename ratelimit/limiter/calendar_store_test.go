@@ -120,11 +120,22 @@ func TestCalendarAllOrNothing(t *testing.T) {
 	}
 }
 
-// TestRedisCalendarBoundaryRealTime: on the real Redis the script picks
-// the period containing Redis TIME among the boundaries sent: a boundary
-// a few hundred ms ahead of Redis TIME resets the quota when it passes.
+// TestRedisCalendarBoundaryRealTime: on the real Redis and on a Redis
+// Cluster the script picks the period containing Redis TIME among the
+// boundaries sent: a boundary a few hundred ms ahead of Redis TIME resets
+// the quota when it passes.
 func TestRedisCalendarBoundaryRealTime(t *testing.T) {
-	c, prefix := testenv.Redis(t)
+	t.Run("redis", func(t *testing.T) {
+		c, prefix := testenv.Redis(t)
+		calendarBoundaryRealTime(t, c, prefix)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		c, prefix := testenv.RedisCluster(t)
+		calendarBoundaryRealTime(t, c, prefix)
+	})
+}
+
+func calendarBoundaryRealTime(t *testing.T, c redis.UniversalClient, prefix string) {
 	s := NewRedisStore(c)
 	ctx := context.Background()
 	rt, err := c.Time(ctx).Result()
