@@ -37,8 +37,7 @@ func testJWTKeys(t testing.TB) *jwtTestKeys {
 	return &jwtTestKeys{Keys: k, rsa: k.RSA, other: k.RSA2, ec: k.EC, ed: k.ED}
 }
 
-// jwks, jwksFile and publicPEM: see jwtkeytest.
-func (k *jwtTestKeys) jwks(t testing.TB) []byte      { return k.JWKS(t, false) }
+// jwksFile and publicPEM: see jwtkeytest.
 func (k *jwtTestKeys) jwksFile(t testing.TB) string  { return k.JWKSFile(t, false) }
 func (k *jwtTestKeys) publicPEM(t testing.TB) []byte { return k.PublicPEM(t) }
 
