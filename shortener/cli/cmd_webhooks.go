@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -176,16 +175,7 @@ signatures. 'webhooks rotate' makes a new one.`,
 		if err := f.fields(cmd.Flags().Changed, req); err != nil {
 			return err
 		}
-		c, err := g.client()
-		if err != nil {
-			return err
-		}
-		body, _ := json.Marshal(req)
-		var e raw[Webhook]
-		if _, err := c.getJSON(ctxOf(cmd), http.MethodPost, "/webhooks", nil, body, nil, &e); err != nil {
-			return err
-		}
-		return g.printWebhook(cmd, &e)
+		return sendAndPrint(cmd, g, http.MethodPost, "/webhooks", req, nil, g.printWebhook)
 	})
 	return cmd
 }
@@ -196,15 +186,7 @@ func newWebhooksGetCmd(g *globals) *cobra.Command {
 		Short: "Show a webhook endpoint, never its secret (GET <api>/webhooks/<id>)",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			var e raw[Webhook]
-			if _, err := c.getJSON(ctxOf(cmd), http.MethodGet, webhookPath(args[0]), nil, nil, nil, &e); err != nil {
-				return err
-			}
-			return g.printWebhook(cmd, &e)
+			return sendAndPrint(cmd, g, http.MethodGet, webhookPath(args[0]), nil, nil, g.printWebhook)
 		}),
 	}
 }
@@ -229,17 +211,7 @@ func newWebhooksEditCmd(g *globals) *cobra.Command {
 		if len(patch) == 0 {
 			return usageErr("nothing to change: give at least one of --url, --type, --description, --tag, --code, --clear-tags, --clear-codes, --batch, --batch-wait, --enable, --disable")
 		}
-		c, err := g.client()
-		if err != nil {
-			return err
-		}
-		body, _ := json.Marshal(patch)
-		hdr := http.Header{"Content-Type": {"application/merge-patch+json"}}
-		var e raw[Webhook]
-		if _, err := c.getJSON(ctxOf(cmd), http.MethodPatch, webhookPath(args[0]), nil, body, hdr, &e); err != nil {
-			return err
-		}
-		return g.printWebhook(cmd, &e)
+		return sendAndPrint(cmd, g, http.MethodPatch, webhookPath(args[0]), patch, mergePatch, g.printWebhook)
 	})
 	return cmd
 }
@@ -283,16 +255,8 @@ switch over without losing a message.`,
 		if grace < 0 || grace > maxWebhookGrace || grace%time.Second != 0 {
 			return usageErr("--grace must be 0 to 168h, in whole seconds")
 		}
-		c, err := g.client()
-		if err != nil {
-			return err
-		}
-		body, _ := json.Marshal(map[string]int64{"grace_seconds": int64(grace / time.Second)})
-		var e raw[Webhook]
-		if _, err := c.getJSON(ctxOf(cmd), http.MethodPost, webhookPath(args[0], "/rotate"), nil, body, nil, &e); err != nil {
-			return err
-		}
-		return g.printWebhook(cmd, &e)
+		req := map[string]int64{"grace_seconds": int64(grace / time.Second)}
+		return sendAndPrint(cmd, g, http.MethodPost, webhookPath(args[0], "/rotate"), req, nil, g.printWebhook)
 	})
 	return cmd
 }

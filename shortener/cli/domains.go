@@ -189,16 +189,7 @@ as a browser reads it (IDNA to lower-case ASCII, a trailing dot dropped).`,
 		if err := f.fields(cmd.Flags().Changed, req); err != nil {
 			return err
 		}
-		c, err := g.client()
-		if err != nil {
-			return err
-		}
-		body, _ := json.Marshal(req)
-		var d raw[Domain]
-		if _, err := c.getJSON(ctxOf(cmd), http.MethodPost, "/domains", nil, body, nil, &d); err != nil {
-			return err
-		}
-		return g.printDomain(cmd, &d)
+		return sendAndPrint(cmd, g, http.MethodPost, "/domains", req, nil, g.printDomain)
 	})
 	return cmd
 }
@@ -209,15 +200,7 @@ func newDomainsGetCmd(g *globals) *cobra.Command {
 		Short: "Show a link domain (GET <api>/domains/<host>)",
 		Args:  cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			var d raw[Domain]
-			if _, err := c.getJSON(ctxOf(cmd), http.MethodGet, domainPath(args[0]), nil, nil, nil, &d); err != nil {
-				return err
-			}
-			return g.printDomain(cmd, &d)
+			return sendAndPrint(cmd, g, http.MethodGet, domainPath(args[0]), nil, nil, g.printDomain)
 		}),
 	}
 }
@@ -241,17 +224,7 @@ The host never changes: create another domain.`,
 		if len(patch) == 0 {
 			return usageErr("nothing to change: give at least one of --root-redirect, --not-found-redirect, --apple-app-site-association, --assetlinks, --key, --clear-root-redirect, --clear-not-found-redirect, --clear-apple-app-site-association, --clear-assetlinks, --clear-keys")
 		}
-		c, err := g.client()
-		if err != nil {
-			return err
-		}
-		body, _ := json.Marshal(patch)
-		hdr := http.Header{"Content-Type": {"application/merge-patch+json"}}
-		var d raw[Domain]
-		if _, err := c.getJSON(ctxOf(cmd), http.MethodPatch, domainPath(args[0]), nil, body, hdr, &d); err != nil {
-			return err
-		}
-		return g.printDomain(cmd, &d)
+		return sendAndPrint(cmd, g, http.MethodPatch, domainPath(args[0]), patch, mergePatch, g.printDomain)
 	})
 	return cmd
 }

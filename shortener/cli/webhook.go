@@ -3,10 +3,13 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // The webhook API's wire shapes, as shortener/webhookapi writes them. They
@@ -75,6 +78,28 @@ const (
 	maxWebhookGrace     = 7 * 24 * time.Hour
 	maxWebhookMessages  = 200 // a page of messages
 )
+
+// mergePatch is the Content-Type of a PATCH: a JSON Merge Patch.
+var mergePatch = http.Header{"Content-Type": {"application/merge-patch+json"}}
+
+// sendAndPrint sends req as JSON (nil: no body) with method and hdr to path
+// and prints the answer with print.
+func sendAndPrint[T any](cmd *cobra.Command, g *globals, method, path string, req any, hdr http.Header,
+	print func(*cobra.Command, *raw[T]) error) error {
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	var body []byte
+	if req != nil {
+		body, _ = json.Marshal(req)
+	}
+	var v raw[T]
+	if _, err := c.getJSON(ctxOf(cmd), method, path, nil, body, hdr, &v); err != nil {
+		return err
+	}
+	return print(cmd, &v)
+}
 
 // raw is a value with the JSON it was read from, printed as is by --json.
 type raw[T any] struct {
