@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -38,6 +39,9 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 		"ratelimit {\n zone a {\n key k\n events 1\n window 1s\n ban 1m\n ban_exempt 100.64.0.0/10 ::ffff:10.0.0.0/104 fe80::1%eth0 10.0/8 key\n }\n}",
 		"ratelimit {\n zone a {\n key {http.ratelimit.jwt.sub}:{http.ratelimit.jwt.claim.t}\n events 1\n window 1s\n }\n jwt {\n jwks_url https://idp.example/jwks\n secret {env.S}\n refresh 1m\n issuer i\n audience a b\n leeway 0\n algorithms RS256 HS256\n header X-T\n on_invalid client\n }\n}",
 		"ratelimit {\n zone a {\n key {http.ratelimit.jwt.x}\n events 1\n window 1s\n }\n jwt x {\n algorithms none\n leeway -1s\n refresh 0\n jwks_url http://x\n }\n}",
+		"ratelimit {\n zone m {\n key k\n events 3\n algorithm fixed_window\n window 1mo calendar tz Europe/Berlin\n notify 80% 100%\n usage on keep 13\n }\n}",
+		"ratelimit {\n zone m {\n key k\n events 1125899906842624\n algorithm fixed_window\n window 87600h\n notify 1% 2 3% 99 100%\n usage on keep 1000\n }\n}",
+		"ratelimit {\n zone m {\n key k\n events 1\n window 1s\n notify 0% 101% -5%\n usage on keep -1 extra\n }\n}",
 	} {
 		f.Add(seed)
 	}
@@ -51,6 +55,7 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 				if err := limiter.CheckBan(z.limiterBan()); err != nil {
 					t.Fatalf("zone %q: valid config, ban the store refuses: %v", z.Name, err)
 				}
+				checkStoreTakesMarks(t, z)
 			}
 		}
 		b, err := json.Marshal(h)
@@ -67,6 +72,23 @@ func FuzzUnmarshalCaddyfile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkStoreTakesMarks: a valid zone's notify marks and usage are an Ask
+// the store decides (never an ErrInvalidAsk per request).
+func checkStoreTakesMarks(t *testing.T, z *Zone) {
+	t.Helper()
+	if len(z.Notify) == 0 && z.Usage == nil || z.Dynamic != nil || z.Plans != nil {
+		return
+	}
+	l := limiter.Limit{Algorithm: z.Algorithm, Events: z.Events, Window: z.window(), Burst: z.Burst, Calendar: z.calendar()}
+	a := limiter.Ask{Key: "rl:" + z.Name + ":k", Limit: l, Cost: 1, Thresholds: z.marksFor(z.Events)}
+	if keep := z.usageKeep(); keep > 0 {
+		a.Usage = limiter.Usage{Key: "k", Keep: keep}
+	}
+	if _, err := limiter.NewMemoryStore(nil, 0).Decide(context.Background(), []limiter.Ask{a}); err != nil {
+		t.Fatalf("zone %q: valid notify %v / usage %+v, the store refuses %+v: %v", z.Name, z.Notify, z.Usage, a, err)
+	}
 }
 
 // acceptableConcurrency is what a concurrency zone the parser accepted
