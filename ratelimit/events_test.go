@@ -72,14 +72,8 @@ func (r *eventRecorder) Handle(_ context.Context, e caddy.Event) error {
 func TestEventsOncePerKeyAndWindow(t *testing.T) {
 	_, prefix := testenv.Redis(t)
 	name := "once-" + prefix
-	ports := []int{0, testenv.FreePort(t), testenv.FreePort(t)}
-	var sites strings.Builder
-	for i, p := range ports {
-		addr := "http://localhost:$PORT"
-		if i > 0 {
-			addr = fmt.Sprintf("http://localhost:%d", p)
-		}
-		fmt.Fprintf(&sites, `%[1]s {
+	tester, ports := startSites(t, 3, fmt.Sprintf("\tevents {\n\t\ton ratelimit_exceeded edgekit_test_record %[1]s\n\t\ton ratelimit_ban_set edgekit_test_record %[1]s\n\t}\n", name), func(addr string) string {
+		return fmt.Sprintf(`%[1]s {
 	ratelimit /a {
 		zone api {
 			key {http.request.header.X-Key}
@@ -109,9 +103,7 @@ func TestEventsOncePerKeyAndWindow(t *testing.T) {
 	respond "ok"
 }
 `, addr, testenv.RedisURL(t), prefix)
-	}
-	tester, port := startCaddy(t, fmt.Sprintf("\tevents {\n\t\ton ratelimit_exceeded edgekit_test_record %[1]s\n\t\ton ratelimit_ban_set edgekit_test_record %[1]s\n\t}\n", name), sites.String())
-	ports[0] = port
+	})
 
 	keys := []string{"k0", "k1", "k2", "k3"}
 	var next, refused atomic.Int64

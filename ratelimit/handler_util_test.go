@@ -258,6 +258,26 @@ func (r *spanRecorder) span() time.Duration {
 // allAlgorithms are the algorithms a zone may name.
 var allAlgorithms = []string{limiter.TokenBucket, limiter.SlidingWindow, limiter.FixedWindow, limiter.SlidingLog, limiter.LeakyBucket}
 
+// startSites starts one Caddy with globals and n sites of one handler
+// config (site of each site's address; the first on Caddy's port): n
+// instances sharing their store. It returns their ports.
+func startSites(t *testing.T, n int, globals string, site func(addr string) string) (*caddytest.Tester, []int) {
+	t.Helper()
+	ports := make([]int, n)
+	var sites strings.Builder
+	for i := range ports {
+		addr := "http://localhost:$PORT"
+		if i > 0 {
+			ports[i] = testenv.FreePort(t)
+			addr = fmt.Sprintf("http://localhost:%d", ports[i])
+		}
+		sites.WriteString(site(addr))
+	}
+	tester, port := startCaddy(t, globals, sites.String())
+	ports[0] = port
+	return tester, ports
+}
+
 // startCaddy loads a Caddyfile into a real Caddy in this process, its
 // admin API and HTTP port free ones: the global options block holds
 // globals (extra lines), followed by sites, in which $PORT is the HTTP

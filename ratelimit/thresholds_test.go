@@ -108,14 +108,8 @@ func mustLoc(t *testing.T, name string) *time.Location {
 func TestThresholdEventsOnce(t *testing.T) {
 	_, prefix := testenv.Redis(t)
 	name := "thresholds-" + prefix
-	ports := []int{0, testenv.FreePort(t), testenv.FreePort(t)}
-	var sites strings.Builder
-	for i, p := range ports {
-		addr := "http://localhost:$PORT"
-		if i > 0 {
-			addr = fmt.Sprintf("http://localhost:%d", p)
-		}
-		fmt.Fprintf(&sites, `%[1]s {
+	tester, ports := startSites(t, 3, fmt.Sprintf("\tevents {\n\t\ton ratelimit_threshold edgekit_test_record %s\n\t}\n", name), func(addr string) string {
+		return fmt.Sprintf(`%[1]s {
 	header X-Tokens-Used 3
 	ratelimit /calls {
 		zone calls {
@@ -149,9 +143,7 @@ func TestThresholdEventsOnce(t *testing.T) {
 	respond "ok"
 }
 `, addr, testenv.RedisURL(t), prefix)
-	}
-	tester, port := startCaddy(t, fmt.Sprintf("\tevents {\n\t\ton ratelimit_threshold edgekit_test_record %s\n\t}\n", name), sites.String())
-	ports[0] = port
+	})
 	keys := []string{"k0", "k1", "k2", "k3", "k4"}
 	var next atomic.Int64
 	var wg sync.WaitGroup
