@@ -9,6 +9,8 @@
 #   move less).
 # Prints a table: req/s, p50, p99 at full load, ratio to the baseline of the same
 # run, and p99 at half the baseline's max rate (vegeta, constant rate).
+#   BENCH_PPROF=<dir>: keep Caddy's CPU profile of each case's run (cpu-<case>.pprof)
+#   and its allocations since it started (allocs-<case>.pprof) there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DUR=${BENCH_DURATION:-10s}
@@ -413,9 +415,16 @@ run_case() {
     sampler=$!
   fi
   c0=$(cpu_ticks "$CADDY_PID"); r0=0; [ -n "$REDIS_PID" ] && r0=$(cpu_ticks "$REDIS_PID")
+  local prof=""
+  if [ -n "${BENCH_PPROF:-}" ]; then # Caddy's CPU profile of the run, for go tool pprof
+    curl -sS -o "$BENCH_PPROF/cpu-$c.pprof" "http://127.0.0.1:$ADMIN/debug/pprof/profile?seconds=$(( ${dur%s} - 1 ))" &
+    prof=$!
+  fi
   wrk -t2 -c"$CONNS" -d"$dur" --latency "${script[@]}" "http://127.0.0.1:$PORT$path" >"$W/wrk-$c.txt" 2>&1
   c1=$(cpu_ticks "$CADDY_PID"); r1=0; [ -n "$REDIS_PID" ] && r1=$(cpu_ticks "$REDIS_PID")
   [ -n "$sampler" ] && { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; pipeline_report "$c"; }
+  [ -n "$prof" ] && { wait "$prof"; curl -sS -o "$BENCH_PPROF/allocs-$c.pprof" "http://127.0.0.1:$ADMIN/debug/pprof/allocs"
+    echo "  profiles: $BENCH_PPROF/cpu-$c.pprof, allocs-$c.pprof (since Caddy started)" >&2; }
   total=$(awk '/requests in/{print $1}' "$W/wrk-$c.txt")
   # Server CPU per request: Caddy's, plus Redis' when Redis is local
   # (the other Redis clients of this host are idle during the run).
