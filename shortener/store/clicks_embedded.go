@@ -142,6 +142,8 @@ func (s *EmbeddedClickSink) ApplyClicks(ctx context.Context, batches []clicks.Ba
 		return 0, err
 	}
 	var applied int
+	buf := getRecordBuffer()
+	defer putRecordBuffer(buf) // after the transaction, which holds its records until then
 	err := s.Db.Update(func(tx *bbolt.Tx) error {
 		ids := tx.Bucket(bucketClickBatches)
 		now := time.Now()
@@ -174,7 +176,7 @@ func (s *EmbeddedClickSink) ApplyClicks(ctx context.Context, batches []clicks.Ba
 		if err := countDimVisitorsBolt(tx, agg.DimVisitors, dims); err != nil {
 			return err
 		}
-		if err := recordClickEvents(tx, s.Events.Load(), todo); err != nil {
+		if err := recordClickEvents(tx, s.Events.Load(), todo, buf); err != nil {
 			return err
 		}
 		if now.Sub(s.lastPrune) > time.Hour {

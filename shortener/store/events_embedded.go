@@ -11,13 +11,14 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
-// embeddedEvents is the outbox of link events: its sequence number (8
-// bytes big-endian) → embeddedEvent. bbolt commits one write transaction
-// at a time, so events become visible in number order.
+// embeddedEvents is the outbox: its records by their first event's
+// number (8 bytes big-endian), a link event's an embeddedEvent, clicks'
+// as events_clicks_embedded.go says; the bucket's sequence is the last
+// event's number. bbolt commits one write transaction at a time, so
+// events become visible in number order.
 var embeddedEvents = []byte("events")
 
 // embeddedEvent is an event as stored: Link is a link event's record as
@@ -85,87 +86,6 @@ func (s *EmbeddedStore) RecordEvents(ctx context.Context, events []link.Event) e
 	})
 }
 
-// recordClickEvents appends a click event for every click of the batches,
-// in the transaction that counts them, when on.
-func recordClickEvents(tx *bolt.Tx, on bool, batches []clicks.Batch) error {
-	if !on {
-		return nil
-	}
-	b, err := tx.CreateBucketIfNotExists(embeddedEvents)
-	if err != nil {
-		return err
-	}
-	b.FillPercent = appendFill
-	n := 0
-	for _, batch := range batches {
-		n += len(batch.Clicks)
-	}
-	// One buffer for every record, each Put given its own part: bbolt
-	// keeps the values until the commit, and appending never rewrites a
-	// part already given (a growth moves on to a new array). The keys and
-	// the ids' random bytes come in one piece each too (one read of the
-	// system's random source, not one per click).
-	arena := make([]byte, 0, 256*n)
-	keys := make([]byte, 8*n)
-	ids := make([]byte, 16*n)
-	_, _ = rand.Read(ids)
-	i := 0
-	for _, batch := range batches {
-		for _, c := range batch.Clicks {
-			start := len(arena)
-			arena = appendClickRecord(arena, c, ids[16*i:16*i+16])
-			v := arena[start:len(arena):len(arena)]
-			seq, err := b.NextSequence()
-			if err != nil {
-				return err
-			}
-			k := keys[8*i : 8*i+8 : 8*i+8]
-			binary.BigEndian.PutUint64(k, seq)
-			if err := b.Put(k, v); err != nil {
-				return err
-			}
-			i++
-		}
-	}
-	return nil
-}
-
-// clickRecordTag starts a click event's record in the events bucket: a
-// binary layout, since the click sink writes one per counted click and
-// the dispatcher reads each back (JSON records, link events, start with
-// '{'). After the tag: the id's 16 bytes, the time (Unix µs, 8 bytes
-// big-endian), the code's length (2 bytes) and the code, then the
-// ClickEvent's JSON.
-const clickRecordTag = 0x01
-
-// appendClickRecord appends a click's event record, its id the 16 bytes
-// of id.
-func appendClickRecord(b []byte, c clicks.Click, id []byte) []byte {
-	b = append(b, clickRecordTag)
-	b = append(b, id...)
-	b = binary.BigEndian.AppendUint64(b, uint64(link.ToMicros(c.At)))
-	code := c.Code[:min(len(c.Code), 0xffff)]
-	b = binary.BigEndian.AppendUint16(b, uint16(len(code)))
-	b = append(b, code...)
-	return clicks.NewClickEvent(c).AppendJSON(b)
-}
-
-// decodeClickRecord reads a record appendClickRecord wrote; its id, code
-// and data are copied into a (the bucket's memory lives as long as its
-// transaction).
-func decodeClickRecord(seq int64, v []byte, a *eventArena) (link.Event, error) {
-	if len(v) < 1+16+8+2 {
-		return link.Event{}, fmt.Errorf("event %d: a click record of %d bytes", seq, len(v))
-	}
-	n := int(binary.BigEndian.Uint16(v[25:27]))
-	if len(v) < 27+n {
-		return link.Event{}, fmt.Errorf("event %d: a click record cut short", seq)
-	}
-	id, code := a.text(v[1:17], v[27:27+n])
-	return link.Event{Cursor: link.EventCursor{Seq: seq}, ID: id, Type: clicks.EventType,
-		At: link.FromMicros(int64(binary.BigEndian.Uint64(v[17:25]))), Code: code, Data: a.bytes(v[27+n:])}, nil
-}
-
 // eventArena holds the copies of a page's click records in a few large
 // allocations instead of three per event (a busy outbox reads thousands
 // of clicks a second).
@@ -223,22 +143,20 @@ func (s *EmbeddedStore) EventsAfter(ctx context.Context, after link.EventCursor,
 	var events []link.Event
 	err := s.Db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(embeddedEvents)
-		if b != nil {
-			// Sized once: an event is some 400 bytes, and a busy outbox
-			// fills every page.
-			events = make([]link.Event, 0, max(0, min(int64(limit), int64(b.Sequence())-after.Seq)))
-		}
 		if b == nil {
 			return nil
 		}
+		// Sized once: a busy outbox fills every page.
+		events = make([]link.Event, 0, max(0, min(int64(limit), int64(b.Sequence())-after.Seq)))
 		c := b.Cursor()
 		var a eventArena
-		for k, v := c.Seek(seqKey(after.Seq + 1)); k != nil && len(events) < limit; k, v = c.Next() {
-			e, err := decodeEvent(k, v, &a)
-			if err != nil {
+		k, v, skip := seekEvent(c, after.Seq+1)
+		for ; k != nil && len(events) < limit; k, v = c.Next() {
+			var err error
+			if events, err = appendRecord(events, k, v, skip, limit, &a); err != nil {
 				return err
 			}
-			events = append(events, e)
+			skip = 0
 		}
 		return nil
 	})
@@ -249,6 +167,42 @@ func (s *EmbeddedStore) EventsAfter(ctx context.Context, after link.EventCursor,
 		after = events[len(events)-1].Cursor
 	}
 	return events, after, nil
+}
+
+// seekEvent places c on the record holding event n (or, when n is gone,
+// the first after it) and says how many of its events come before n.
+func seekEvent(c *bolt.Cursor, n int64) (k, v []byte, skip int) {
+	k, v = c.Seek(seqKey(n))
+	if k != nil && keySeq(k) == n {
+		return k, v, 0
+	}
+	// n may be inside the record before.
+	var pk, pv []byte
+	if k == nil {
+		pk, pv = c.Last()
+	} else {
+		pk, pv = c.Prev()
+	}
+	if pk != nil && keySeq(pk) < n && n < keySeq(pk)+recordEvents(pv) {
+		return pk, pv, int(n - keySeq(pk))
+	}
+	k, v = c.Seek(seqKey(n))
+	return k, v, 0
+}
+
+func keySeq(k []byte) int64 { return int64(binary.BigEndian.Uint64(k)) }
+
+// appendRecord appends the events of the record k, v from its skip-th on,
+// while fewer than limit.
+func appendRecord(events []link.Event, k, v []byte, skip, limit int, a *eventArena) ([]link.Event, error) {
+	if len(v) > 0 && v[0] == clickRecordsTag {
+		return readRecordedClicks(events, keySeq(k), v, skip, limit, a)
+	}
+	e, err := decodeEvent(k, v, a)
+	if err != nil {
+		return events, err
+	}
+	return append(events, e), nil
 }
 
 // EventsEnd implements link.EventLog: the events bucket's last number.

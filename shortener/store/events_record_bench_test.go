@@ -26,9 +26,11 @@ func BenchmarkRecordClickEvents(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if err := db.Update(func(tx *bolt.Tx) error { return recordClickEvents(tx, true, []clicks.Batch{batch}) }); err != nil {
+		buf := getRecordBuffer()
+		if err := db.Update(func(tx *bolt.Tx) error { return recordClickEvents(tx, true, []clicks.Batch{batch}, buf) }); err != nil {
 			b.Fatal(err)
 		}
+		putRecordBuffer(buf)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch.Clicks)), "ns/click")
 }

@@ -1,29 +1,255 @@
 package store
 
 import (
+	"context"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
-// FuzzClickRecord: a click's record reads back as written (id, time,
-// code, the ClickEvent's JSON), and any bytes after the tag read as an
-// event or an error, never a panic.
+// appendClickRecord writes a single click's record, as the click sink did
+// before records held many clicks (outboxes written then still hold them).
+func appendClickRecord(b []byte, c clicks.Click, id []byte) []byte {
+	b = append(b, clickRecordTag)
+	b = append(b, id...)
+	b = binary.BigEndian.AppendUint64(b, uint64(link.ToMicros(c.At)))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(c.Code)))
+	b = append(b, c.Code...)
+	return clicks.NewClickEvent(c).AppendJSON(b)
+}
+
+// FuzzClickRecord: a single click's record (the format before records of
+// many clicks) reads back as written, and any bytes after the tag read as
+// an event or an error, never a panic.
 func FuzzClickRecord(f *testing.F) {
 	f.Add("abc1234", int64(1796543043123456), []byte{clickRecordTag, 1, 2})
 	f.Add("", int64(0), []byte{clickRecordTag})
 	f.Fuzz(func(t *testing.T, code string, at int64, junk []byte) {
+		code = code[:min(len(code), 0xffff)]
 		c := clicks.Click{Code: code, At: time.UnixMicro(at), Class: clicks.ClassBrowser}
 		rec := appendClickRecord(nil, c, newEventIDBytes())
 		e, err := decodeClickRecord(7, rec, new(eventArena))
 		want := clicks.NewClickEvent(c).AppendJSON(nil)
-		if len(code) <= 0xffff && (err != nil || e.Code != code || link.ToMicros(e.At) != link.ToMicros(c.At) || string(e.Data) != string(want) ||
-			len(e.ID) != 36 || !json.Valid(e.Data)) {
+		if err != nil || e.Code != code || link.ToMicros(e.At) != link.ToMicros(c.At) || string(e.Data) != string(want) ||
+			len(e.ID) != 36 || !json.Valid(e.Data) {
 			t.Fatalf("read back %+v, %v", e, err)
 		}
 		_, _ = decodeClickRecord(7, append([]byte{clickRecordTag}, junk...), new(eventArena))
 	})
+}
+
+// openOutbox is an embedded store of a fresh file, its outbox on.
+func openOutbox(t testing.TB) *EmbeddedStore {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "outbox.db"), 0o600, &bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return &EmbeddedStore{Db: db}
+}
+
+// recordSink records the clicks as the click sink's transaction does.
+func recordSink(t testing.TB, s *EmbeddedStore, cs []clicks.Click) {
+	t.Helper()
+	buf := getRecordBuffer()
+	defer putRecordBuffer(buf)
+	if err := s.Db.Update(func(tx *bolt.Tx) error {
+		return recordClickEvents(tx, true, []clicks.Batch{{Clicks: cs}}, buf)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzClickRecords: the clicks of a sink transaction read back from the
+// outbox as written, numbered on from its end; and a record of clicks of
+// any bytes reads as events or an error, never a panic, never more events
+// than it says.
+func FuzzClickRecords(f *testing.F) {
+	f.Add("abc\nxyz", uint16(3), int64(1796543043123456), []byte{0, 0, 0, 2, 1})
+	f.Add("", uint16(0), int64(-1), []byte{})
+	f.Add("q", uint16(5000), int64(0), []byte{255, 255, 255, 255})
+	s := openOutbox(f)
+	f.Fuzz(func(t *testing.T, codes string, n uint16, at int64, junk []byte) {
+		names := strings.Split(codes, "\n")
+		cs := make([]clicks.Click, int(n)%(2*maxRecordClicks+10))
+		for i := range cs {
+			name := names[i%len(names)]
+			cs[i] = clicks.Click{Code: name[:min(len(name), 0xffff)], At: time.UnixMicro(at + int64(i)), Class: clicks.ClassBot, Country: "DE"}
+		}
+		end, err := s.EventsEnd(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		recordSink(t, s, cs)
+		got := readAllEvents(t, s, end, 1000)
+		if len(got) != len(cs) {
+			t.Fatalf("%d clicks recorded, %d read", len(cs), len(got))
+		}
+		for i, e := range got {
+			c := cs[i]
+			if e.Cursor.Seq != end.Seq+int64(i)+1 || e.Code != c.Code || link.ToMicros(e.At) != link.ToMicros(c.At) || e.Type != clicks.EventType ||
+				string(e.Data) != string(clicks.NewClickEvent(c).AppendJSON(nil)) || len(e.ID) != 36 {
+				t.Fatalf("click %d read back as %+v", i, e)
+			}
+		}
+		rec := append([]byte{clickRecordsTag}, make([]byte, clickRecordsHeader-1)...)
+		rec = append(rec, junk...)
+		if len(junk) >= 4 {
+			copy(rec[1:5], junk[:4])
+		}
+		evs, _ := readRecordedClicks(nil, 1, rec, 0, maxEventPage, new(eventArena))
+		if int64(len(evs)) > recordEvents(rec) {
+			t.Fatalf("%d events read from a record of %d", len(evs), recordEvents(rec))
+		}
+	})
+}
+
+// readAllEvents reads the outbox after from, page events at a time.
+func readAllEvents(t testing.TB, s *EmbeddedStore, from link.EventCursor, page int) []link.Event {
+	t.Helper()
+	var out []link.Event
+	for {
+		evs, next, err := s.EventsAfter(context.Background(), from, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, evs...)
+		if len(evs) == 0 {
+			return out
+		}
+		from = next
+	}
+}
+
+// TestOutboxRecords: an outbox of link events, a single click's record
+// (as written before records of many clicks) and records of many clicks
+// reads, from any cursor and in pages of any size, every event after it
+// once, in number order; its end, backlog and pruning count events, and
+// pruning removes whole records only.
+func TestOutboxRecords(t *testing.T) {
+	s := openOutbox(t)
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Db.Update(func(tx *bolt.Tx) error { return recordEventAt(tx, link.EventCreated, "first", nil, link.ToMicros(t0)) }))
+	must(s.Db.Update(func(tx *bolt.Tx) error { // the format before
+		b, err := tx.CreateBucketIfNotExists(embeddedEvents)
+		if err != nil {
+			return err
+		}
+		seq, _ := b.NextSequence()
+		return b.Put(seqKey(int64(seq)), appendClickRecord(nil, clicks.Click{Code: "old", At: t0}, newEventIDBytes()))
+	}))
+	click := func(i int, at time.Time) clicks.Click {
+		return clicks.Click{Code: fmt.Sprintf("c%d", i), At: at, Class: clicks.ClassBrowser}
+	}
+	big := make([]clicks.Click, 2*maxRecordClicks+100) // full records and a shorter one
+	for i := range big {
+		big[i] = click(i, t0.Add(time.Duration(i)*time.Microsecond))
+	}
+	recordSink(t, s, big)
+	must(s.Db.Update(func(tx *bolt.Tx) error { return recordEventAt(tx, link.EventRevoked, "mid", nil, link.ToMicros(t0)) }))
+	recordSink(t, s, []clicks.Click{click(0, t0.Add(time.Minute)), click(1, t0.Add(2*time.Minute)), click(2, t0.Add(30*time.Second))})
+
+	total := int64(2 + len(big) + 1 + 3)
+	end, err := s.EventsEnd(context.Background())
+	if err != nil || end.Seq != total {
+		t.Fatalf("end %+v, %v; want %d", end, err, total)
+	}
+	want := readAllEvents(t, s, link.EventCursor{}, maxEventPage)
+	if int64(len(want)) != total || want[0].Code != "first" || want[1].Code != "old" || want[2].Code != "c0" || want[total-4].Code != "mid" {
+		t.Fatalf("read %d events, want %d in order", len(want), total)
+	}
+	ids := map[string]bool{}
+	for i, e := range want {
+		if e.Cursor.Seq != int64(i)+1 || ids[e.ID] {
+			t.Fatalf("event %d: cursor %+v, id %s (seen: %v)", i, e.Cursor, e.ID, ids[e.ID])
+		}
+		ids[e.ID] = true
+	}
+	starts := []int64{0, 1, 2, 3, maxRecordClicks, maxRecordClicks + 1, maxRecordClicks + 2, 2*maxRecordClicks + 1,
+		2*maxRecordClicks + 2, total - 5, total - 4, total - 3, total - 1, total, total + 5}
+	for range 40 {
+		starts = append(starts, rand.Int64N(total+1))
+	}
+	for _, from := range starts {
+		page := []int{1, 7, 500, maxEventPage}[rand.IntN(4)]
+		got := readAllEvents(t, s, link.EventCursor{Seq: from}, page)
+		if int64(len(got)) != max(0, total-from) {
+			t.Fatalf("after %d in pages of %d: %d events, want %d", from, page, len(got), total-from)
+		}
+		for i, e := range got {
+			if w := want[from+int64(i)]; e.Cursor != w.Cursor || e.ID != w.ID || e.Code != w.Code || string(e.Data) != string(w.Data) {
+				t.Fatalf("after %d in pages of %d: event %d is %+v, want %+v", from, page, i, e, w)
+			}
+		}
+	}
+	outboxPrune(t, s, t0, total)
+}
+
+// outboxPrune: pruning at a time inside the first record of clicks keeps
+// that record whole (its newest click is younger), and at a time after it
+// removes it at once; the backlog counts what is left.
+func outboxPrune(t *testing.T, s *EmbeddedStore, t0 time.Time, total int64) {
+	prune := func(cut time.Time) {
+		t.Helper()
+		if err := s.Db.Update(func(tx *bolt.Tx) error { return pruneEvents(tx, link.ToMicros(cut)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backlog := func() (int64, time.Time) {
+		t.Helper()
+		must := func(err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		var n int64
+		var oldest time.Time
+		must(s.Db.Update(func(tx *bolt.Tx) error { // the buckets Backlog reads
+			for _, b := range [][]byte{embeddedHookEndpoints, embeddedHookMessages, embeddedHookBodies, embeddedHookDue, embeddedHookAttempts} {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		b, err := s.Backlog(context.Background())
+		must(err)
+		n, oldest = b.Events, b.OldestEvent
+		return n, oldest
+	}
+	if n, oldest := backlog(); n != total || !oldest.Equal(t0) {
+		t.Fatalf("backlog %d events, oldest %v; want %d, %v", n, oldest, total, t0)
+	}
+	prune(t0.Add(time.Microsecond)) // the two first events go; the first record of clicks has younger ones
+	if n, _ := backlog(); n != total-2 {
+		t.Fatalf("after pruning the two oldest: %d events, want %d", n, total-2)
+	}
+	prune(t0.Add(maxRecordClicks * time.Microsecond)) // the first record's newest click is at maxRecordClicks-1 µs
+	if n, oldest := backlog(); n != total-2-maxRecordClicks || !oldest.Equal(t0.Add(maxRecordClicks*time.Microsecond)) {
+		t.Fatalf("after pruning a record: %d events, oldest %v; want %d", n, oldest, total-2-maxRecordClicks)
+	}
+	if got := readAllEvents(t, s, link.EventCursor{Seq: 5}, 100); int64(len(got)) != total-2-maxRecordClicks ||
+		got[0].Cursor.Seq != 2+maxRecordClicks+1 {
+		t.Fatalf("a cursor inside a pruned record reads %d events from %+v", len(got), got[0].Cursor)
+	}
+	prune(t0.Add(time.Hour))
+	if n, _ := backlog(); n != 0 {
+		t.Fatalf("after pruning all: %d events", n)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"slices"
 	"time"
 
@@ -73,6 +74,21 @@ func (s *EmbeddedStore) Lease(ctx context.Context, id, owner string, d time.Dura
 		return putHookEndpoint(tx, r)
 	})
 	return e, cur, ok, err
+}
+
+// Release implements webhook.Store.
+func (s *EmbeddedStore) Release(ctx context.Context, id, owner string) error {
+	return s.updateHooks(ctx, func(tx *bolt.Tx) error {
+		r, err := readHookEndpoint(tx, id)
+		if errors.Is(err, webhook.ErrNotFound) || err == nil && r.LeaseOwner != owner {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		r.LeaseUntil = 0
+		return putHookEndpoint(tx, r)
+	})
 }
 
 // holdEmbeddedLease reads the endpoint if owner holds its lease.
@@ -352,7 +368,8 @@ func (s *EmbeddedStore) Prune(ctx context.Context, cutoff time.Time) error {
 	})
 }
 
-// pruneEvents deletes the outbox events recorded before cut (µs).
+// pruneEvents deletes the outbox records whose events were all recorded
+// before cut (µs).
 func pruneEvents(tx *bolt.Tx, cut int64) error {
 	b := tx.Bucket(embeddedEvents)
 	if b == nil {
@@ -360,11 +377,11 @@ func pruneEvents(tx *bolt.Tx, cut int64) error {
 	}
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.First() {
-		e, err := decodeEvent(k, v, new(eventArena))
+		_, newest, err := recordSpan(k, v)
 		if err != nil {
 			return err
 		}
-		if link.ToMicros(e.At) >= cut {
+		if newest >= cut {
 			return nil
 		}
 		if err := b.Delete(k); err != nil {
@@ -372,6 +389,17 @@ func pruneEvents(tx *bolt.Tx, cut int64) error {
 		}
 	}
 	return nil
+}
+
+// recordSpan is the times (µs) of a record's oldest and newest events.
+func recordSpan(k, v []byte) (oldest, newest int64, err error) {
+	if len(v) >= clickRecordsHeader && v[0] == clickRecordsTag {
+		oldest, newest = recordTimes(v)
+		return oldest, newest, nil
+	}
+	e, err := decodeEvent(k, v, new(eventArena))
+	at := link.ToMicros(e.At)
+	return at, at, err
 }
 
 // Backlog implements webhook.Store: a walk of the due index, the events
@@ -406,16 +434,16 @@ func (s *EmbeddedStore) Backlog(ctx context.Context) (webhook.Backlog, error) {
 		if ev := tx.Bucket(embeddedEvents); ev != nil {
 			c := ev.Cursor()
 			if k, v := c.First(); k != nil {
-				e, err := decodeEvent(k, v, new(eventArena))
+				oldest, _, err := recordSpan(k, v)
 				if err != nil {
 					return err
 				}
-				b.OldestEvent = e.At
-				// Numbered without gaps and pruned from the oldest: the
-				// count is the span (a walk of the bucket would read it
-				// all).
-				last, _ := c.Last()
-				b.Events = int64(binary.BigEndian.Uint64(last)-binary.BigEndian.Uint64(k)) + 1
+				b.OldestEvent = link.FromMicros(oldest)
+				// Numbered without gaps and pruned a record at a time
+				// from the oldest: the count is the span (a walk of the
+				// bucket would read it all).
+				last, lv := c.Last()
+				b.Events = keySeq(last) + recordEvents(lv) - keySeq(k)
 			}
 		}
 		return nil

@@ -31,6 +31,16 @@ func (s *PostgresStore) Lease(ctx context.Context, id, owner string, d time.Dura
 	return e, cur, true, nil
 }
 
+// Release implements webhook.Store.
+func (s *PostgresStore) Release(ctx context.Context, id, owner string) error {
+	_, err := s.Pool.Exec(ctx, `UPDATE shortener_webhook_endpoints SET lease_until = NULL
+		WHERE id = $1 AND lease_owner = $2`, id, owner)
+	if err != nil {
+		return fmt.Errorf("releasing webhook endpoint: %w", err)
+	}
+	return nil
+}
+
 // scanEndpointCursor reads endpointColumns and the cursor.
 func scanEndpointCursor(row pgx.Row, cur *link.EventCursor) (webhook.Endpoint, error) {
 	return scanEndpoint(rowFunc(func(dest ...any) error {

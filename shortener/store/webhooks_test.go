@@ -99,7 +99,8 @@ func sameEndpoint(a, b webhook.Endpoint) bool {
 
 // TestWebhookLease: one owner at a time, even when 50 race for it; the
 // holder renews; another takes over once the lease ends, after which the
-// first one's writes are refused.
+// first one's writes are refused, or at once when its holder releases it
+// (and only its holder can).
 func TestWebhookLease(t *testing.T) {
 	for name, s := range webhookStores(t) {
 		t.Run(name, func(t *testing.T) {
@@ -137,6 +138,21 @@ func TestWebhookLease(t *testing.T) {
 			}
 			if _, _, ok, _ := s.Lease(ctx, e.ID, "late", 10*time.Second); !ok {
 				t.Fatal("the holder could not renew")
+			}
+			if err := s.Release(ctx, e.ID, "owner-0"); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, ok, _ := s.Lease(ctx, e.ID, "next", 10*time.Second); ok {
+				t.Fatal("a lease released by another owner than its holder was taken")
+			}
+			if err := s.Release(ctx, e.ID, "late"); err != nil {
+				t.Fatal(err)
+			}
+			if _, cur, ok, err := s.Lease(ctx, e.ID, "next", 10*time.Second); !ok || err != nil || cur != (link.EventCursor{Tx: 7, Seq: 9}) {
+				t.Fatalf("a released lease was not taken at once (%v, %v), or its cursor moved (%v)", ok, err, cur)
+			}
+			if err := s.Release(ctx, "ep_none", "next"); err != nil {
+				t.Errorf("releasing a missing endpoint: %v", err)
 			}
 			for i := range 50 {
 				err := s.Enqueue(ctx, e.ID, fmt.Sprintf("owner-%d", i), nil, link.EventCursor{})

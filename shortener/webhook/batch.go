@@ -15,7 +15,7 @@ import (
 // event before its first click, so that the next page starts there.
 func messagesFor(e Endpoint, cursors []link.EventCursor, rendered []Rendered, from link.EventCursor, now time.Time) ([]Message, link.EventCursor) {
 	var msgs []Message
-	var batch []Rendered
+	var batch []Rendered // one array for every batch: a message's body is a copy
 	cursor, beforeBatch := from, from
 	msgsBefore := 0 // len(msgs) when the filling batch began
 	for i, r := range rendered {
@@ -30,7 +30,7 @@ func messagesFor(e Endpoint, cursors []link.EventCursor, rendered []Rendered, fr
 			batch = append(batch, r)
 			cursor = cursors[i]
 			if len(batch) == e.Batch {
-				msgs, batch = appendBatch(msgs, batch, now), nil
+				msgs, batch = appendBatch(msgs, batch, now), batch[:0]
 			}
 			continue
 		}

@@ -136,10 +136,13 @@ func (d *Dispatcher) fail(endpoint string, err error) {
 }
 
 // work serves one endpoint while this instance holds its lease, trying
-// for it every Poll while another does.
+// for it every Poll while another does, and gives the lease up when it
+// stops (what it sent and could not record is sent again by the next
+// holder).
 func (d *Dispatcher) work(ctx context.Context, id string) {
 	p := pace{now: d.Concurrency, most: d.Concurrency}
 	var l lease
+	defer d.release(id, &l)
 	for ctx.Err() == nil {
 		busy, err := d.round(ctx, id, &p, &l)
 		if err != nil {
@@ -156,6 +159,21 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 	}
 }
 
+// release ends this instance's lease of the endpoint, if it held one,
+// within a timeout of its own (the worker's context has ended).
+func (d *Dispatcher) release(id string, l *lease) {
+	if !l.held {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	d.fail(id, d.Store.Release(ctx, id, d.Owner))
+}
+
+// releaseTimeout bounds giving a lease up at a stop: a store that does
+// not answer leaves the lease to run out.
+const releaseTimeout = 2 * time.Second
+
 // lease is what a worker knows of its endpoint's lease: held since when
 // (monotonic: trusted for LeaseFor from there, less a margin), and the
 // outbox cursor, which only the holder moves.
@@ -163,6 +181,15 @@ type lease struct {
 	held   bool
 	at     time.Time
 	cursor link.EventCursor
+	buf    roundBuffers
+}
+
+// roundBuffers hold a round's events as read (their cursors and
+// renderings), kept for the next round: a busy endpoint reads thousands
+// of events a round, several rounds a second.
+type roundBuffers struct {
+	cursors  []link.EventCursor
+	rendered []Rendered
 }
 
 // round takes the lease, or renews it once half of it has passed (until
@@ -211,7 +238,8 @@ func (p *pace) after(throttled bool) {
 func (d *Dispatcher) fill(ctx context.Context, e Endpoint, l *lease) (bool, error) {
 	cur := l.cursor
 	want := min(d.Page*max(1, e.Batch), max(d.Page, maxRoundEvents))
-	cursors, rendered, err := d.read(ctx, cur, want)
+	cursors, rendered, err := d.read(ctx, cur, want, &l.buf)
+	defer clear(rendered) // the messages have copies: let the events' memory go
 	if err != nil || len(cursors) == 0 {
 		return false, err
 	}
@@ -233,10 +261,11 @@ const maxRoundEvents = 10000
 
 // read reads up to want events after cur, a page (at most Page) at a
 // time, and renders each page as it comes (a rendered event is a fraction
-// of an outbox event's size): their cursors and renderings.
-func (d *Dispatcher) read(ctx context.Context, cur link.EventCursor, want int) ([]link.EventCursor, []Rendered, error) {
-	var cursors []link.EventCursor
-	var rendered []Rendered
+// of an outbox event's size): their cursors and renderings, in buf's
+// memory.
+func (d *Dispatcher) read(ctx context.Context, cur link.EventCursor, want int, buf *roundBuffers) ([]link.EventCursor, []Rendered, error) {
+	cursors, rendered := buf.cursors[:0], buf.rendered[:0]
+	defer func() { buf.cursors, buf.rendered = cursors, rendered }()
 	for len(cursors) < want {
 		ask := min(d.Page, want-len(cursors))
 		page, next, err := d.Log.EventsAfter(ctx, cur, ask)

@@ -226,3 +226,60 @@ func TestDispatcherThrottles(t *testing.T) {
 		t.Errorf("a throttling receiver still got %d deliveries at once", most)
 	}
 }
+
+// TestDispatcherReleasesAtStop: a dispatcher that stops (an instance
+// shutting down, a config reload) gives its leases up, so that the next
+// one delivers at once rather than after the lease (a minute) runs out.
+func TestDispatcherReleasesAtStop(t *testing.T) {
+	s, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Events = true
+	var mu sync.Mutex
+	got := map[string]bool{} // the codes delivered
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p struct {
+			Data struct {
+				Code string `json:"code"`
+			} `json:"data"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&p)
+		mu.Lock()
+		got[p.Data.Code] = true
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	now := time.Now()
+	ep := webhook.Endpoint{ID: webhook.NewEndpointID(), URL: srv.URL, Types: []string{webhook.TypeLinkCreated},
+		Keys: []webhook.Key{{Secret: webhook.NewSecret()}}, CreatedAt: now, UpdatedAt: now}
+	if err := s.CreateEndpoint(context.Background(), ep, link.EventCursor{}); err != nil {
+		t.Fatal(err)
+	}
+	delivered := func(code string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return got[code]
+	}
+	for i, owner := range []string{"first", "second"} {
+		code := fmt.Sprintf("handover-%d", i)
+		if err := s.Create(context.Background(), link.Link{Code: code, LongURL: "https://example.com/"}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		d := &webhook.Dispatcher{Store: s, Log: s, Owner: owner, LeaseFor: time.Minute, Poll: 20 * time.Millisecond,
+			Client: &webhook.Client{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, Render: renderLink,
+			OnError: func(_ string, err error) { t.Errorf("dispatcher %s: %v", owner, err) }}
+		done := make(chan struct{})
+		go func() { d.Run(ctx); close(done) }()
+		for deadline := time.Now().Add(10 * time.Second); !delivered(code); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("dispatcher %s did not deliver %s in 10s (its lease a minute)", owner, code)
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // the Settle
+		cancel()
+		<-done
+	}
+}

@@ -48,6 +48,10 @@ type Store interface {
 	// it. The store's clock judges leases (PostgreSQL's, so instances'
 	// clocks need not agree).
 	Lease(ctx context.Context, id, owner string, d time.Duration) (e Endpoint, cursor link.EventCursor, ok bool, err error)
+	// Release ends owner's lease of the endpoint now, so that another
+	// instance takes it without waiting for it to run out (an instance
+	// stopping, a config reload); nothing when another owner holds it.
+	Release(ctx context.Context, id, owner string) error
 	// Enqueue stores msgs (pending, due at their NextAt) and moves the
 	// endpoint's cursor to cursor, together, if owner still holds the
 	// lease; else ErrLeaseLost and nothing changes.
