@@ -45,44 +45,64 @@ func appendField(b []byte, name, v string, omitEmpty bool) []byte {
 
 // AppendJSONString appends s as a JSON string as encoding/json writes it:
 // '"', '\\' and control characters escaped, '<', '>', '&' and U+2028,
-// U+2029 as \u escapes, invalid UTF-8 as U+FFFD.
+// U+2029 as \u escapes, invalid UTF-8 as U+FFFD. Runs that need no
+// escape are appended whole.
 func AppendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c == '\b':
-				b = append(b, '\\', 'b')
-			case c == '\f':
-				b = append(b, '\\', 'f')
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				b = append(b, c)
-			}
+		if c < utf8.RuneSelf && jsonPlain[c] {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			b = append(b, s[i:i+size]...)
+		size := 1
+		if c >= utf8.RuneSelf {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			if !(r == utf8.RuneError && size == 1) && r != '\u2028' && r != '\u2029' {
+				i += size
+				continue
+			}
 		}
+		b = appendJSONEscape(append(b, s[start:i]...), s[i:i+size])
 		i += size
+		start = i
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// jsonPlain: the ASCII bytes a JSON string holds as they are.
+var jsonPlain = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+// appendJSONEscape appends the escape of one byte or rune that needs one.
+func appendJSONEscape(b []byte, r string) []byte {
+	const hex = "0123456789abcdef"
+	if len(r) > 1 { // U+2028, U+2029
+		return append(b, '\\', 'u', '2', '0', '2', hex[r[2]&0xf])
+	}
+	switch c := r[0]; {
+	case c >= utf8.RuneSelf:
+		return append(b, `\ufffd`...)
+	case c == '"' || c == '\\':
+		return append(b, '\\', c)
+	case c == '\n':
+		return append(b, '\\', 'n')
+	case c == '\r':
+		return append(b, '\\', 'r')
+	case c == '\t':
+		return append(b, '\\', 't')
+	case c == '\b':
+		return append(b, '\\', 'b')
+	case c == '\f':
+		return append(b, '\\', 'f')
+	default: // control characters, '<', '>', '&'
+		return append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+	}
 }

@@ -48,6 +48,13 @@ type EventLog interface {
 	EventsEnd(ctx context.Context) (EventCursor, error)
 }
 
+// EventAppender is an EventLog that also reads into a caller's slice: a
+// reader of thousands of events a second (the webhook dispatcher) keeps
+// one. AppendEventsAfter appends to dst what EventsAfter returns.
+type EventAppender interface {
+	AppendEventsAfter(ctx context.Context, dst []Event, after EventCursor, limit int) ([]Event, EventCursor, error)
+}
+
 // EventRecorder records events that no write of a link store causes:
 // the rate limiter's, heard through Caddy's events. Each event's ID,
 // Type, At and Data (JSON) are kept as given; Code is empty. Both stores

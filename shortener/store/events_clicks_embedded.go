@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
+	"time"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -25,9 +28,9 @@ import (
 //
 // A record of clicks starts with clickRecordsTag, then its count (4
 // bytes), its oldest and newest click times (Unix µs, 8 bytes each), then
-// each click: its id's 16 bytes, its time (8), its code's length (2) and
-// code, its data's length (4) and data (the ClickEvent's JSON). Integers
-// are big-endian.
+// each click: its id's 16 bytes, its time (Unix ns, 8), its code's length
+// (2) and code, its fields' length (4) and fields (appendClickFields).
+// Integers are big-endian.
 const (
 	clickRecordsTag    = 0x02
 	clickRecordsHeader = 1 + 4 + 8 + 8
@@ -139,15 +142,69 @@ func (w *clickRecordWriter) add(c clicks.Click) error {
 // of id.
 func appendRecordedClick(b []byte, c clicks.Click, id []byte) []byte {
 	b = append(b, id...)
-	b = binary.BigEndian.AppendUint64(b, uint64(link.ToMicros(c.At)))
+	b = binary.BigEndian.AppendUint64(b, uint64(unixNano(c.At)))
 	code := c.Code[:min(len(c.Code), 0xffff)]
 	b = binary.BigEndian.AppendUint16(b, uint16(len(code)))
 	b = append(b, code...)
 	lenAt := len(b)
 	b = append(b, 0, 0, 0, 0)
-	b = clicks.NewClickEvent(c).AppendJSON(b)
+	b = appendClickFields(b, clicks.NewClickEvent(c))
 	binary.BigEndian.PutUint32(b[lenAt:], uint32(len(b)-lenAt-4))
 	return b
+}
+
+// unixNano is t in Unix nanoseconds, noTime for the zero time.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return noTime
+	}
+	return t.UnixNano()
+}
+
+const noTime = math.MinInt64
+
+func fromUnixNano(ns int64) time.Time {
+	if ns == noTime {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// appendClickFields appends what a click's event says besides its code
+// and time: bot (one byte), then referrer, country, region, city, device,
+// os, browser, source, rule, variant and visitor, each its length (a
+// uvarint) and bytes. A fraction of the event's JSON, which is rendered
+// when the outbox is read: the click sink's transaction writes less.
+func appendClickFields(b []byte, e clicks.ClickEvent) []byte {
+	bot := byte(0)
+	if e.Bot {
+		bot = 1
+	}
+	b = append(b, bot)
+	for _, f := range [...]string{e.Referrer, e.Country, e.Region, e.City, e.Device, e.OS, e.Browser, e.Source, e.Rule, e.Variant, e.Visitor} {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	return b
+}
+
+// readClickFields reads what appendClickFields wrote into e. Its strings
+// share fields' memory (no copy): e lives only while that does.
+func readClickFields(fields []byte, e *clicks.ClickEvent) error {
+	if len(fields) < 1 {
+		return errClickRecords
+	}
+	e.Bot = fields[0] == 1
+	rest := fields[1:]
+	for _, f := range [...]*string{&e.Referrer, &e.Country, &e.Region, &e.City, &e.Device, &e.OS, &e.Browser, &e.Source, &e.Rule, &e.Variant, &e.Visitor} {
+		n, w := binary.Uvarint(rest)
+		if w <= 0 || n > uint64(len(rest)-w) {
+			return errClickRecords
+		}
+		*f = unsafe.String(unsafe.SliceData(rest[w:]), int(n))
+		rest = rest[w+int(n):]
+	}
+	return nil
 }
 
 // flush puts the open record, numbered after the bucket's last event.
@@ -191,8 +248,9 @@ func recordTimes(v []byte) (oldest, newest int64) {
 var errClickRecords = errors.New("a record of clicks cut short")
 
 // readRecordedClicks appends to events the clicks of the record numbered
-// first (v), from its skip-th on, while fewer than limit; copies go to a
-// (the bucket's memory lives as long as its transaction).
+// first (v), from its skip-th on, while fewer than limit, their data the
+// ClickEvent's JSON; copies go to a (the bucket's memory lives as long as
+// its transaction).
 func readRecordedClicks(events []link.Event, first int64, v []byte, skip, limit int, a *eventArena) ([]link.Event, error) {
 	count := int(recordEvents(v))
 	rest := v[clickRecordsHeader:]
@@ -209,9 +267,17 @@ func readRecordedClicks(events []link.Event, first int64, v []byte, skip, limit 
 			return events, fmt.Errorf("event %d: %w", first+int64(i), errClickRecords)
 		}
 		if i >= skip {
-			id, code := a.text(rest[:16], rest[26:26+n])
+			at := fromUnixNano(int64(binary.BigEndian.Uint64(rest[16:24])))
+			key := rest[26 : 26+n]
+			id, code := a.text(rest[:16], key)
+			var e clicks.ClickEvent
+			if err := readClickFields(rest[30+n:30+n+m], &e); err != nil {
+				return events, fmt.Errorf("event %d: %w", first+int64(i), err)
+			}
+			e.Domain, e.Code = link.SplitDomainKey(code)
+			e.At = at
 			events = append(events, link.Event{Cursor: link.EventCursor{Seq: first + int64(i)}, ID: id, Type: clicks.EventType,
-				At: link.FromMicros(int64(binary.BigEndian.Uint64(rest[16:24]))), Code: code, Data: a.bytes(rest[30+n : 30+n+m])})
+				At: at, Code: code, Data: a.json(e)})
 		}
 		rest = rest[30+n+m:]
 	}

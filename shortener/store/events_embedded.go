@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
@@ -112,6 +114,16 @@ func (a *eventArena) text(id, code []byte) (string, string) {
 	return s[:mid-start], s[mid-start:]
 }
 
+// json returns e's JSON, sharing its chunk with the others.
+func (a *eventArena) json(e clicks.ClickEvent) []byte {
+	if cap(a.data)-len(a.data) < 1024 {
+		a.data = make([]byte, 0, arenaChunk)
+	}
+	start := len(a.data)
+	a.data = e.AppendJSON(a.data)
+	return a.data[start:len(a.data):len(a.data)]
+}
+
 // bytes returns a copy of b sharing its chunk with the others.
 func (a *eventArena) bytes(b []byte) []byte {
 	if cap(a.data)-len(a.data) < len(b) {
@@ -136,18 +148,24 @@ func newEventIDBytes() []byte {
 // EventsAfter implements link.EventLog: the events numbered after the
 // cursor's Seq (Tx is always 0 here).
 func (s *EmbeddedStore) EventsAfter(ctx context.Context, after link.EventCursor, limit int) ([]link.Event, link.EventCursor, error) {
+	return s.AppendEventsAfter(ctx, nil, after, limit)
+}
+
+// AppendEventsAfter implements link.EventAppender.
+func (s *EmbeddedStore) AppendEventsAfter(ctx context.Context, dst []link.Event, after link.EventCursor, limit int) ([]link.Event, link.EventCursor, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, after, err
+		return dst, after, err
 	}
 	limit = min(max(limit, 1), maxEventPage)
-	var events []link.Event
+	events, base := dst, len(dst)
 	err := s.Db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(embeddedEvents)
 		if b == nil {
 			return nil
 		}
 		// Sized once: a busy outbox fills every page.
-		events = make([]link.Event, 0, max(0, min(int64(limit), int64(b.Sequence())-after.Seq)))
+		events = slices.Grow(events, int(max(0, min(int64(limit), int64(b.Sequence())-after.Seq))))
+		limit += base
 		c := b.Cursor()
 		var a eventArena
 		k, v, skip := seekEvent(c, after.Seq+1)
@@ -161,9 +179,9 @@ func (s *EmbeddedStore) EventsAfter(ctx context.Context, after link.EventCursor,
 		return nil
 	})
 	if err != nil {
-		return nil, after, fmt.Errorf("reading link events: %w", err)
+		return dst, after, fmt.Errorf("reading link events: %w", err)
 	}
-	if len(events) > 0 {
+	if len(events) > base {
 		after = events[len(events)-1].Cursor
 	}
 	return events, after, nil
@@ -242,5 +260,6 @@ func decodeEvent(k, v []byte, a *eventArena) (link.Event, error) {
 
 var (
 	_ link.EventLog      = (*EmbeddedStore)(nil)
+	_ link.EventAppender = (*EmbeddedStore)(nil)
 	_ link.EventRecorder = (*EmbeddedStore)(nil)
 )

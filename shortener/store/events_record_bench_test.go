@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/edgekit/caddy-edgekit/shortener/clicks"
+	"github.com/edgekit/caddy-edgekit/shortener/link"
 )
 
 // BenchmarkRecordClickEvents: one click sink batch of 1,000 clicks put in
@@ -33,4 +34,35 @@ func BenchmarkRecordClickEvents(b *testing.B) {
 		putRecordBuffer(buf)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch.Clicks)), "ns/click")
+}
+
+// BenchmarkEventsAfterClicks: the outbox's click events read back as the
+// webhook dispatcher reads them (pages of 500 into one slice, each
+// click's JSON rendered from its record), per event.
+func BenchmarkEventsAfterClicks(b *testing.B) {
+	s := openOutbox(b)
+	batch := make([]clicks.Click, 10000)
+	for i := range batch {
+		batch[i] = clicks.Click{Code: "bench01", At: time.Now(), Class: clicks.ClassBrowser, Country: "DE", Device: "desktop",
+			OS: "linux", Browser: "firefox", Referrer: "example.com", Visitor: uint64(i) + 1}
+	}
+	recordSink(b, s, batch)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var page []link.Event
+	for b.Loop() {
+		n := 0
+		for cur := (link.EventCursor{}); ; {
+			var err error
+			page, cur, err = s.AppendEventsAfter(b.Context(), page[:0], cur, 500)
+			if err != nil || len(page) == 0 {
+				break
+			}
+			n += len(page)
+		}
+		if n != len(batch) {
+			b.Fatalf("read %d events", n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/event")
 }

@@ -76,15 +76,20 @@ func recordSink(t testing.TB, s *EmbeddedStore, cs []clicks.Click) {
 // than it says.
 func FuzzClickRecords(f *testing.F) {
 	f.Add("abc\nxyz", uint16(3), int64(1796543043123456), []byte{0, 0, 0, 2, 1})
+	f.Add("DE\nBY\nMünchen\nmobile\nAndroid\nChrome\nexample.com\nr1\nb\n\x00\"<", uint16(40), int64(1796543043123456), []byte{})
 	f.Add("", uint16(0), int64(-1), []byte{})
 	f.Add("q", uint16(5000), int64(0), []byte{255, 255, 255, 255})
 	s := openOutbox(f)
 	f.Fuzz(func(t *testing.T, codes string, n uint16, at int64, junk []byte) {
+		at %= 9e15 // µs within the years 1678-2262, where Unix ns are defined
 		names := strings.Split(codes, "\n")
 		cs := make([]clicks.Click, int(n)%(2*maxRecordClicks+10))
 		for i := range cs {
 			name := names[i%len(names)]
-			cs[i] = clicks.Click{Code: name[:min(len(name), 0xffff)], At: time.UnixMicro(at + int64(i)), Class: clicks.ClassBot, Country: "DE"}
+			field := func(k int) string { return names[(i+k)%len(names)] }
+			cs[i] = clicks.Click{Code: name[:min(len(name), 0xffff)], At: time.UnixMicro(at + int64(i)), Class: clicks.UAClass(i % 3),
+				Country: field(1), Region: field(2), City: field(3), Device: field(4), OS: field(5), Browser: field(6),
+				Referrer: field(7), Rule: field(8), Variant: field(9), QR: i%2 == 0, Visitor: uint64(at) * uint64(i)}
 		}
 		end, err := s.EventsEnd(context.Background())
 		if err != nil {
@@ -97,7 +102,7 @@ func FuzzClickRecords(f *testing.F) {
 		}
 		for i, e := range got {
 			c := cs[i]
-			if e.Cursor.Seq != end.Seq+int64(i)+1 || e.Code != c.Code || link.ToMicros(e.At) != link.ToMicros(c.At) || e.Type != clicks.EventType ||
+			if e.Cursor.Seq != end.Seq+int64(i)+1 || e.Code != c.Code || unixNano(e.At) != unixNano(c.At) || e.Type != clicks.EventType ||
 				string(e.Data) != string(clicks.NewClickEvent(c).AppendJSON(nil)) || len(e.ID) != 36 {
 				t.Fatalf("click %d read back as %+v", i, e)
 			}

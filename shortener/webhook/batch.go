@@ -59,6 +59,6 @@ func single(r Rendered, now time.Time) (Message, bool) {
 }
 
 func appendBatch(msgs []Message, batch []Rendered, now time.Time) []Message {
-	body := BatchBody(batch)
+	body := appendBatchBody(newBody(), batch)
 	return append(msgs, Message{ID: NewID(now), Type: TypeClickBatch, At: batch[0].At, Body: body, Events: len(batch), NextAt: now})
 }

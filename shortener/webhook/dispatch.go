@@ -190,6 +190,7 @@ type lease struct {
 type roundBuffers struct {
 	cursors  []link.EventCursor
 	rendered []Rendered
+	page     []link.Event // a page as read, when the log is a link.EventAppender
 }
 
 // round takes the lease, or renews it once half of it has passed (until
@@ -247,7 +248,9 @@ func (d *Dispatcher) fill(ctx context.Context, e Endpoint, l *lease) (bool, erro
 	if next == cur && len(msgs) == 0 {
 		return false, nil // a batch still filling
 	}
-	if err := d.Store.Enqueue(ctx, e.ID, d.Owner, msgs, next); err != nil {
+	err = d.Store.Enqueue(ctx, e.ID, d.Owner, msgs, next)
+	releaseBodies(msgs)
+	if err != nil {
 		return false, err
 	}
 	l.cursor = next
@@ -268,7 +271,7 @@ func (d *Dispatcher) read(ctx context.Context, cur link.EventCursor, want int, b
 	defer func() { buf.cursors, buf.rendered = cursors, rendered }()
 	for len(cursors) < want {
 		ask := min(d.Page, want-len(cursors))
-		page, next, err := d.Log.EventsAfter(ctx, cur, ask)
+		page, next, err := d.readPage(ctx, cur, ask, buf)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -285,6 +288,19 @@ func (d *Dispatcher) read(ctx context.Context, cur link.EventCursor, want int, b
 		cur = next
 	}
 	return cursors, rendered, nil
+}
+
+// readPage reads up to ask events after cur, into buf's page when the
+// log can (the page is rendered before the next is read).
+func (d *Dispatcher) readPage(ctx context.Context, cur link.EventCursor, ask int, buf *roundBuffers) ([]link.Event, link.EventCursor, error) {
+	a, ok := d.Log.(link.EventAppender)
+	if !ok {
+		return d.Log.EventsAfter(ctx, cur, ask)
+	}
+	clear(buf.page) // the last page's events, rendered: let their memory go
+	page, next, err := a.AppendEventsAfter(ctx, buf.page[:0], cur, ask)
+	buf.page = page
+	return page, next, err
 }
 
 // send delivers the endpoint's due messages, at most p.now at once, and

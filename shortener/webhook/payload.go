@@ -3,6 +3,8 @@ package webhook
 import (
 	"encoding/json"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 )
 
@@ -34,12 +36,15 @@ func Body(r Rendered) ([]byte, error) {
 // (clicks.ClickEvent.AppendJSON writes it, the embedded store at each
 // read, PostgreSQL keeps it as jsonb), so unlike Body it is not parsed
 // again: at the click rate that would be a sizable share of delivering.
-func BatchBody(clicks []Rendered) []byte {
+func BatchBody(clicks []Rendered) []byte { return appendBatchBody(nil, clicks) }
+
+// appendBatchBody appends BatchBody(clicks) to b.
+func appendBatchBody(b []byte, clicks []Rendered) []byte {
 	n := 96
 	for _, c := range clicks {
 		n += len(c.Data) + 1
 	}
-	b := appendHead(make([]byte, 0, n), TypeClickBatch, clicks[0].At)
+	b = appendHead(slices.Grow(b, n), TypeClickBatch, clicks[0].At)
 	b = append(b, `{"clicks":[`...)
 	for i, c := range clicks {
 		if i > 0 {
@@ -67,4 +72,25 @@ func valid(b []byte) ([]byte, error) {
 		return nil, errors.New("webhook: an event's data is not JSON")
 	}
 	return b, nil
+}
+
+// bodies keeps message bodies' memory between rounds: a message's body is
+// the store's copy once enqueued, and a busy endpoint makes hundreds of
+// messages a second of tens of KiB each.
+var bodies = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBody: a larger body is left to the garbage collector.
+const maxPooledBody = 1 << 20
+
+func newBody() []byte { return (*bodies.Get().(*[]byte))[:0] }
+
+// releaseBodies gives the messages' bodies back, once the store has its
+// copies; msgs must not be used after.
+func releaseBodies(msgs []Message) {
+	for i := range msgs {
+		if b := msgs[i].Body; cap(b) > 0 && cap(b) <= maxPooledBody {
+			bodies.Put(&b)
+		}
+		msgs[i].Body = nil
+	}
 }
