@@ -33,10 +33,11 @@ type embeddedMessage struct {
 }
 
 // withBody is the message with its body (a copy: bucket memory lives as
-// long as its transaction).
-func (m embeddedMessage) withBody(tx *bolt.Tx) webhook.Message {
+// long as its transaction), made by clone (bytes.Clone, or
+// webhook.CopyBody for the dispatcher).
+func (m embeddedMessage) withBody(tx *bolt.Tx, clone func([]byte) []byte) webhook.Message {
 	if b := tx.Bucket(embeddedHookBodies); b != nil {
-		m.Body = bytes.Clone(b.Get([]byte(m.ID)))
+		m.Body = clone(b.Get([]byte(m.ID)))
 	}
 	return m.message()
 }
@@ -182,7 +183,7 @@ func (s *EmbeddedStore) Due(ctx context.Context, id string, now time.Time, limit
 			if err != nil {
 				return err
 			}
-			out = append(out, m.withBody(tx))
+			out = append(out, m.withBody(tx, webhook.CopyBody))
 		}
 		return nil
 	})
@@ -267,7 +268,7 @@ func (s *EmbeddedStore) Messages(ctx context.Context, id string, state webhook.S
 				return err
 			}
 			if state == "" || m.State == string(state) {
-				out = append(out, m.withBody(tx))
+				out = append(out, m.withBody(tx, bytes.Clone))
 			}
 		}
 		return nil

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -86,21 +87,36 @@ func (a Attempt) Outcome() Outcome { return Classify(a.Status, a.Err) }
 // attempt. It never returns before reading the answer, up to
 // MaxAnswerBytes, or failing; ctx can end it sooner than Timeout.
 func (c *Client) Send(ctx context.Context, url string, hdr http.Header, body []byte) Attempt {
+	return c.sendBody(ctx, url, hdr, body, false)
+}
+
+// sendBody is Send; with lent, body came from CopyBody and goes back to
+// the pool once the transport is done with it (the caller must not use it
+// after).
+func (c *Client) sendBody(ctx context.Context, url string, hdr http.Header, body []byte, lent bool) Attempt {
 	c.once.Do(c.init)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
-	a := c.send(ctx, url, hdr, body)
+	a := c.send(ctx, url, hdr, body, lent)
 	a.Latency = time.Since(start)
 	return a
 }
 
 // send makes the request and reads the answer.
-func (c *Client) send(ctx context.Context, url string, hdr http.Header, body []byte) Attempt {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+func (c *Client) send(ctx context.Context, url string, hdr http.Header, body []byte, lent bool) Attempt {
+	var r io.Reader = bytes.NewReader(body)
+	if lent {
+		r = &lentBody{Reader: bytes.NewReader(body), buf: body}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, r)
 	if err != nil {
 		return Attempt{Err: err}
 	}
+	// A lent body has no GetBody: the transport never replays it (a POST
+	// without an idempotency key is not replayed anyway), so it closes it
+	// once, when it has written it or given up.
+	req.ContentLength = int64(len(body))
 	if err := checkScheme(req.URL); err != nil {
 		return Attempt{Err: err}
 	}
@@ -116,6 +132,22 @@ func (c *Client) send(ctx context.Context, url string, hdr http.Header, body []b
 	a := Attempt{Status: resp.StatusCode, RetryAfter: ParseRetryAfter(resp.Header.Get("Retry-After"), c.clock())}
 	a.Body, a.Err = readAnswer(resp.Body)
 	return a
+}
+
+// lentBody is a request body from CopyBody, back to the pool at Close
+// (the transport closes a request's body when it is done with it, also
+// on errors).
+type lentBody struct {
+	*bytes.Reader
+	buf    []byte
+	closed atomic.Bool
+}
+
+func (b *lentBody) Close() error {
+	if !b.closed.Swap(true) {
+		releaseBody(b.buf)
+	}
+	return nil
 }
 
 // readAnswer reads at most MaxAnswerBytes of an answer and keeps the

@@ -38,8 +38,8 @@ type Dispatcher struct {
 	// default 500.
 	Page int
 	// Observe, when set, hears of every attempt (of message m, its
-	// attempt number m.Attempts+1); OnError of every error (a store
-	// outage, a lost lease); both must be quick.
+	// attempt number m.Attempts+1; m.Body is gone by then); OnError of
+	// every error (a store outage, a lost lease); both must be quick.
 	Observe func(endpoint string, m Message, a Attempt, o Outcome)
 	OnError func(endpoint string, err error)
 	// Now is the clock; nil is time.Now.
@@ -365,7 +365,7 @@ func (d *Dispatcher) attempt(ctx context.Context, e Endpoint, m Message) (Result
 	if err != nil {
 		a = Attempt{Err: err}
 	} else {
-		a = d.Client.Send(ctx, e.URL, hdr, m.Body)
+		a = d.Client.sendBody(ctx, e.URL, hdr, m.Body, true) // Due's bodies are CopyBody's
 	}
 	res.Attempt.Status, res.Attempt.Latency, res.Attempt.Body = a.Status, a.Latency, a.Body
 	if a.Err != nil {

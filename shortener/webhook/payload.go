@@ -84,13 +84,23 @@ const maxPooledBody = 1 << 20
 
 func newBody() []byte { return (*bodies.Get().(*[]byte))[:0] }
 
+// CopyBody is a copy of b in memory the dispatcher gives back once the
+// message is sent: what a Store's Due returns bodies in when they would
+// otherwise be a copy of their own (bbolt's memory lives as long as its
+// transaction).
+func CopyBody(b []byte) []byte { return append(newBody(), b...) }
+
+func releaseBody(b []byte) {
+	if cap(b) > 0 && cap(b) <= maxPooledBody {
+		bodies.Put(&b)
+	}
+}
+
 // releaseBodies gives the messages' bodies back, once the store has its
 // copies; msgs must not be used after.
 func releaseBodies(msgs []Message) {
 	for i := range msgs {
-		if b := msgs[i].Body; cap(b) > 0 && cap(b) <= maxPooledBody {
-			bodies.Put(&b)
-		}
+		releaseBody(msgs[i].Body)
 		msgs[i].Body = nil
 	}
 }
