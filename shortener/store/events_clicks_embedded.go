@@ -20,11 +20,12 @@ import (
 // cursor's Seq), the events bucket's sequence is the last number given,
 // and a record's key is the number of its first event. A link event is a
 // record of its own (JSON); the clicks a sink transaction counts are
-// stored together, up to maxRecordClicks a record: one Put per 64 clicks
-// instead of one per click, and one Delete when pruned. (Not more: bbolt
-// keeps at least two records a page, so each transaction rewrites the
-// last record before its own, and a reader resuming inside a record
-// walks it from its start.)
+// stored together, up to maxRecordClicks a record (or maxRecordBytes):
+// one Put per dozen clicks instead of one per click, and one Delete when
+// pruned. (Not more: bbolt keeps at least two records a node, so each
+// transaction rewrites the last record before its own; a node of more
+// than a page is a new buffer at each commit; and a reader resuming
+// inside a record walks it from its start.)
 //
 // A record of clicks starts with clickRecordsTag, then its count (4
 // bytes), its oldest and newest click times (Unix µs, 8 bytes each), then
@@ -35,6 +36,10 @@ const (
 	clickRecordsTag    = 0x02
 	clickRecordsHeader = 1 + 4 + 8 + 8
 	maxRecordClicks    = 64
+	// maxRecordBytes closes a record once it is this long: two records
+	// and their keys fit one 4 KiB page, whose buffer bbolt reuses at each
+	// commit (a node of several pages is a new allocation each time).
+	maxRecordBytes = 1800
 )
 
 // clickRecordTag starts a single click's record, as written before click
@@ -89,7 +94,7 @@ func recordClickEvents(tx *bolt.Tx, on bool, batches []clicks.Batch, buf *record
 	// not one per click.
 	buf.ids = append(buf.ids[:0], make([]byte, 16*n)...)
 	_, _ = rand.Read(buf.ids)
-	buf.keys = append(buf.keys[:0], make([]byte, 8*((n+maxRecordClicks-1)/maxRecordClicks))...)
+	buf.keys = buf.keys[:0]
 	w := clickRecordWriter{b: b, buf: buf, arena: buf.arena[:0]}
 	for _, batch := range batches {
 		for _, c := range batch.Clicks {
@@ -113,7 +118,6 @@ type clickRecordWriter struct {
 	start          int // the open record's first byte
 	count          int // its clicks
 	clicks         int // the transaction's so far
-	records        int
 	oldest, newest int64
 }
 
@@ -132,7 +136,7 @@ func (w *clickRecordWriter) add(c clicks.Click) error {
 	w.arena = appendRecordedClick(w.arena, c, w.buf.ids[16*w.clicks:16*w.clicks+16])
 	w.count++
 	w.clicks++
-	if w.count == maxRecordClicks {
+	if w.count == maxRecordClicks || len(w.arena)-w.start >= maxRecordBytes {
 		return w.flush()
 	}
 	return nil
@@ -218,10 +222,12 @@ func (w *clickRecordWriter) flush() error {
 	binary.BigEndian.PutUint64(h[5:], uint64(w.oldest))
 	binary.BigEndian.PutUint64(h[13:], uint64(w.newest))
 	first := w.b.Sequence() + 1
-	k := w.buf.keys[8*w.records : 8*w.records+8 : 8*w.records+8]
-	binary.BigEndian.PutUint64(k, first)
+	// Keys in one buffer too; a growth moves on to a new array, leaving
+	// the keys already given where they are.
+	at := len(w.buf.keys)
+	w.buf.keys = binary.BigEndian.AppendUint64(w.buf.keys, first)
+	k := w.buf.keys[at : at+8 : at+8]
 	v := w.arena[w.start:len(w.arena):len(w.arena)]
-	w.records++
 	count := w.count
 	w.count = 0
 	if err := w.b.Put(k, v); err != nil {
