@@ -106,17 +106,20 @@ func (c *Client) sendBody(ctx context.Context, url string, hdr http.Header, body
 // send makes the request and reads the answer.
 func (c *Client) send(ctx context.Context, url string, hdr http.Header, body []byte, lent bool) Attempt {
 	var r io.Reader = bytes.NewReader(body)
+	var getBody func() (io.ReadCloser, error)
 	if lent {
-		r = &lentBody{Reader: bytes.NewReader(body), buf: body}
+		l := &lentBuffer{buf: body, free: releaseBody}
+		l.refs.Store(1) // this call's: the transport replays the body (GetBody) only within Do
+		defer l.release()
+		r, getBody = l.reader(), func() (io.ReadCloser, error) { return l.reader(), nil }
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, r)
 	if err != nil {
 		return Attempt{Err: err}
 	}
-	// A lent body has no GetBody: the transport never replays it (a POST
-	// without an idempotency key is not replayed anyway), so it closes it
-	// once, when it has written it or given up.
-	req.ContentLength = int64(len(body))
+	if lent {
+		req.ContentLength, req.GetBody = int64(len(body)), getBody
+	}
 	if err := checkScheme(req.URL); err != nil {
 		return Attempt{Err: err}
 	}
@@ -134,18 +137,37 @@ func (c *Client) send(ctx context.Context, url string, hdr http.Header, body []b
 	return a
 }
 
-// lentBody is a request body from CopyBody, back to the pool at Close
-// (the transport closes a request's body when it is done with it, also
-// on errors).
-type lentBody struct {
+// lentBuffer is a body from CopyBody, back to the pool once nothing reads
+// it: not the call sending it, nor any reader the transport was given
+// (the first, or one GetBody made to send it again on a fresh connection;
+// the transport closes each when done with it, also on errors, perhaps
+// after Do has returned).
+type lentBuffer struct {
+	buf  []byte
+	refs atomic.Int32
+	free func([]byte) // releaseBody
+}
+
+func (l *lentBuffer) release() {
+	if l.refs.Add(-1) == 0 {
+		l.free(l.buf)
+	}
+}
+
+func (l *lentBuffer) reader() *lentReader {
+	l.refs.Add(1)
+	return &lentReader{Reader: bytes.NewReader(l.buf), l: l}
+}
+
+type lentReader struct {
 	*bytes.Reader
-	buf    []byte
+	l      *lentBuffer
 	closed atomic.Bool
 }
 
-func (b *lentBody) Close() error {
-	if !b.closed.Swap(true) {
-		releaseBody(b.buf)
+func (r *lentReader) Close() error {
+	if !r.closed.Swap(true) {
+		r.l.release()
 	}
 	return nil
 }
