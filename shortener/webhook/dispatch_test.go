@@ -84,12 +84,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // well as ours), never sent twice at once; every message's attempt log is
 // the five attempts in order, and it ends delivered.
 func TestDispatcherDelivers(t *testing.T) {
-	s, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Events = true
+	s := openOutboxStore(t)
 	secret := webhook.NewSecret()
 	rc := &receiver{t: t, secret: secret, stall: 500 * time.Millisecond, tries: map[string]int{},
 		delivered: map[string]string{}, inFlight: map[string]bool{}}
@@ -169,12 +164,7 @@ func renderLink(_ context.Context, e link.Event) (webhook.Rendered, error) {
 // TestDispatcherThrottles: a receiver answering 429 to everything sees
 // fewer deliveries at once, down to one.
 func TestDispatcherThrottles(t *testing.T) {
-	s, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Events = true
+	s := openOutboxStore(t)
 	var mu sync.Mutex
 	inFlight, most, requests := 0, 0, 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -231,12 +221,7 @@ func TestDispatcherThrottles(t *testing.T) {
 // shutting down, a config reload) gives its leases up, so that the next
 // one delivers at once rather than after the lease (a minute) runs out.
 func TestDispatcherReleasesAtStop(t *testing.T) {
-	s, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Events = true
+	s := openOutboxStore(t)
 	var mu sync.Mutex
 	got := map[string]bool{} // the codes delivered
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -282,4 +267,17 @@ func TestDispatcherReleasesAtStop(t *testing.T) {
 		cancel()
 		<-done
 	}
+}
+
+// openOutboxStore is an embedded store of a fresh file with its outbox on,
+// closed when the test ends.
+func openOutboxStore(t *testing.T) *store.EmbeddedStore {
+	t.Helper()
+	s, err := store.OpenEmbedded(filepath.Join(t.TempDir(), "links.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	s.Events = true
+	return s
 }
