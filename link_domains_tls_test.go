@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/caddytest"
-
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 )
 
@@ -33,9 +31,7 @@ func TestLinkDomainCertificatesOnDemand(t *testing.T) {
 	admin, port, tlsPort := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
 	storage := t.TempDir() // Caddy's local CA and certificates, isolated
 	const apiKey = "link-domains-tls-key-0123456789"
-	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
-		AdminPort: admin, LoadRequestTimeout: 30 * time.Second, TestRequestTimeout: 10 * time.Second,
-	})
+	tester := newCaddyTester(t, admin)
 	tester.InitServer(fmt.Sprintf(`{
 	admin localhost:%[1]d
 	http_port %[2]d

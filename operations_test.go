@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 	dto "github.com/prometheus/client_model/go"
@@ -94,9 +93,7 @@ func startOperationsCaddy(t *testing.T) (admin int, base, tlsAddr string) {
 	admin, port, tlsPort := testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)
 	geoip := filepath.Join(t.TempDir(), "geo.mmdb")
 	writeOperationsGeoIP(t, geoip)
-	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
-		AdminPort: admin, LoadRequestTimeout: 30 * time.Second, TestRequestTimeout: 10 * time.Second,
-	})
+	tester := newCaddyTester(t, admin)
 	tester.InitServer(fmt.Sprintf(`{
 	admin localhost:%[1]d
 	http_port %[2]d

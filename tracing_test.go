@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/caddytest"
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -55,9 +54,7 @@ func TestTracing(t *testing.T) {
 	useMemoryExporter(t)
 	admin, port := testenv.FreePort(t), testenv.FreePort(t)
 	const apiKey = "tracing-test-key-0123456789"
-	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
-		AdminPort: admin, LoadRequestTimeout: 30 * time.Second, TestRequestTimeout: 10 * time.Second,
-	})
+	tester := newCaddyTester(t, admin)
 	tester.InitServer(fmt.Sprintf(`{
 	admin localhost:%[1]d
 	http_port %[2]d

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/caddytest"
-
 	"github.com/edgekit/caddy-edgekit/internal/openapitest"
 	"github.com/edgekit/caddy-edgekit/internal/testenv"
 	"github.com/edgekit/caddy-edgekit/shortener/webhook"
@@ -35,9 +33,7 @@ func TestRatelimitWebhooks(t *testing.T) {
 	rc := &signedReceiver{}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
-	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{
-		AdminPort: admin, LoadRequestTimeout: 30 * time.Second, TestRequestTimeout: 10 * time.Second,
-	})
+	tester := newCaddyTester(t, admin)
 	tester.InitServer(fmt.Sprintf(`{
 	admin localhost:%[1]d
 	http_port %[2]d
