@@ -88,9 +88,9 @@ func (s *EmbeddedStore) RecordEvents(ctx context.Context, events []link.Event) e
 	})
 }
 
-// eventArena holds the copies of a page's click records in a few large
-// allocations instead of three per event (a busy outbox reads thousands
-// of clicks a second).
+// eventArena holds a page's click events' data (their JSON) in a few
+// large allocations rather than one per event (a busy outbox reads
+// thousands of clicks a second).
 type eventArena struct {
 	data []byte
 }
