@@ -392,6 +392,20 @@ pipeline_report() {
     echo "  redirects answered to wrk $reqs (warm-up included; a few more were sent as wrk stopped), counted $counted, dropped $dropped"
   } | tee "$W/pipeline.txt"
 }
+# Case 19: webhook messages delivered so far (each carries up to 100 clicks).
+hooks_delivered() {
+  curl -sS "http://127.0.0.1:$ADMIN/metrics" | awk '/^caddy_shortener_webhook_attempts_total\{outcome="delivered"\}/{s+=$2} END{print s+0}'
+}
+# hooks_report DELIVERED_BEFORE REQUESTS: what case 19's run delivered; a run
+# that delivered less than half its clicks measured no webhook and says so.
+hooks_report() {
+  local n=$(( $(hooks_delivered) - $1 ))
+  if [ $(( n * 100 * 2 )) -lt "$2" ]; then
+    echo "  case 19: only $n webhook messages delivered for $2 clicks: this round measured no webhook" >&2
+  else
+    echo "  case 19: $n webhook messages delivered for $2 clicks" >&2
+  fi
+}
 # per_req TICKS REQUESTS: CPU µs per request.
 per_req() { awk -v t="$1" -v hz="$TICK" -v n="$2" 'BEGIN{ if (n>0) printf "%.1f", t*1e6/hz/n; else print "-" }'; }
 run_case() {
@@ -414,6 +428,7 @@ run_case() {
     (for _ in $(seq 1 "$(( ${dur%s} / 10 ))"); do sleep 10; echo "  t+$(( SECONDS - PIPE_T0 ))s $(stream_state)"; done) >"$W/pipeline-samples.txt" &
     sampler=$!
   fi
+  local h0=0; [ "$c" = 19 ] && h0=$(hooks_delivered)
   c0=$(cpu_ticks "$CADDY_PID"); r0=0; [ -n "$REDIS_PID" ] && r0=$(cpu_ticks "$REDIS_PID")
   local prof=""
   if [ -n "${BENCH_PPROF:-}" ]; then # Caddy's CPU profile of the run, for go tool pprof
@@ -426,6 +441,7 @@ run_case() {
   [ -n "$prof" ] && { wait "$prof"; curl -sS -o "$BENCH_PPROF/allocs-$c.pprof" "http://127.0.0.1:$ADMIN/debug/pprof/allocs"
     echo "  profiles: $BENCH_PPROF/cpu-$c.pprof, allocs-$c.pprof (since Caddy started)" >&2; }
   total=$(awk '/requests in/{print $1}' "$W/wrk-$c.txt")
+  [ "$c" = 19 ] && hooks_report "$h0" "$total"
   # Server CPU per request: Caddy's, plus Redis' when Redis is local
   # (the other Redis clients of this host are idle during the run).
   CPU[$c]=$(per_req $(( (c1 - c0) + (r1 - r0) )) "$total")

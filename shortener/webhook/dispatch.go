@@ -159,10 +159,11 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 	}
 }
 
-// release ends this instance's lease of the endpoint, if it held one,
-// within a timeout of its own (the worker's context has ended).
+// release ends this instance's lease of the endpoint, if the store may
+// still name it the holder, within a timeout of its own (the worker's
+// context has ended).
 func (d *Dispatcher) release(id string, l *lease) {
-	if !l.held {
+	if !l.taken {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
@@ -176,9 +177,13 @@ const releaseTimeout = 2 * time.Second
 
 // lease is what a worker knows of its endpoint's lease: held since when
 // (monotonic: trusted for LeaseFor from there, less a margin), and the
-// outbox cursor, which only the holder moves.
+// outbox cursor, which only the holder moves. taken: the store may name
+// this instance the holder (it took the lease, and has not been told
+// since that another holds it), even while held is false after an error
+// (a round cut short by a stop, a store outage).
 type lease struct {
 	held   bool
+	taken  bool
 	at     time.Time
 	cursor link.EventCursor
 	buf    roundBuffers
@@ -205,6 +210,7 @@ func (d *Dispatcher) round(ctx context.Context, id string, p *pace, l *lease) (b
 		var ok bool
 		e, l.cursor, ok, err = d.Store.Lease(ctx, id, d.Owner, d.LeaseFor)
 		l.held, l.at = ok && err == nil, now
+		l.taken = l.held || (l.taken && err != nil)
 	}
 	if err != nil || !l.held || e.Disabled {
 		return false, err

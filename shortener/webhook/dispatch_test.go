@@ -219,11 +219,20 @@ func TestDispatcherThrottles(t *testing.T) {
 
 // TestDispatcherReleasesAtStop: a dispatcher that stops (an instance
 // shutting down, a config reload) gives its leases up, so that the next
-// one delivers at once rather than after the lease (a minute) runs out.
+// one delivers at once rather than after the lease (a minute) runs out;
+// also when it stops in the middle of a delivery, whose message the next
+// one sends again.
 func TestDispatcherReleasesAtStop(t *testing.T) {
+	for _, midSend := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mid-send=%v", midSend), func(t *testing.T) { testReleaseAtStop(t, midSend) })
+	}
+}
+
+func testReleaseAtStop(t *testing.T, midSend bool) {
 	s := openOutboxStore(t)
 	var mu sync.Mutex
 	got := map[string]bool{} // the codes delivered
+	inFlight := make(chan struct{}, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var p struct {
 			Data struct {
@@ -232,8 +241,14 @@ func TestDispatcherReleasesAtStop(t *testing.T) {
 		}
 		_ = json.NewDecoder(r.Body).Decode(&p)
 		mu.Lock()
-		got[p.Data.Code] = true
+		stall := midSend && p.Data.Code == "handover-0" && !got["stalled"]
+		got["stalled"] = got["stalled"] || stall
+		got[p.Data.Code] = got[p.Data.Code] || !stall
 		mu.Unlock()
+		if stall { // the first delivery hangs until its sender gives up
+			inFlight <- struct{}{}
+			<-r.Context().Done()
+		}
 	}))
 	defer srv.Close()
 	now := time.Now()
@@ -258,14 +273,23 @@ func TestDispatcherReleasesAtStop(t *testing.T) {
 			OnError: func(_ string, err error) { t.Errorf("dispatcher %s: %v", owner, err) }}
 		done := make(chan struct{})
 		go func() { d.Run(ctx); close(done) }()
-		for deadline := time.Now().Add(10 * time.Second); !delivered(code); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("dispatcher %s did not deliver %s in 10s (its lease a minute)", owner, code)
-			}
+		if midSend && i == 0 {
+			<-inFlight
+		} else {
+			waitDelivered(t, owner, func() bool { return delivered(code) && delivered("handover-0") })
+			time.Sleep(50 * time.Millisecond) // the Settle
 		}
-		time.Sleep(50 * time.Millisecond) // the Settle
 		cancel()
 		<-done
+	}
+}
+
+func waitDelivered(t *testing.T, owner string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("dispatcher %s did not deliver in 10s (its lease a minute)", owner)
+		}
 	}
 }
 
