@@ -10,7 +10,8 @@
 # Prints a table: req/s, p50, p99 at full load, ratio to the baseline of the same
 # run, and p99 at half the baseline's max rate (vegeta, constant rate).
 #   BENCH_PPROF=<dir>: keep Caddy's CPU profile of each case's run (cpu-<case>.pprof)
-#   and its allocations since it started (allocs-<case>.pprof) there.
+#   and its allocations since it started (allocs-<case>.pprof) there, with
+#   wrk's report of the run (wrk-<case>.txt).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DUR=${BENCH_DURATION:-10s}
@@ -286,7 +287,7 @@ webhook_endpoint() {
   local auth='Authorization: Bearer bench-key-0123456789'
   curl -sS -H "$auth" "http://127.0.0.1:$PORT/api/webhooks" | grep -q '"id"' && return 0
   [ "$(curl -sS -o /dev/null -w '%{http_code}' -H "$auth" -H 'Content-Type: application/json' \
-    -d "{\"url\":\"http://127.0.0.1:$HOOK_PORT/hook\",\"types\":[\"click\"],\"batch\":100,\"batch_wait_ms\":1000}" "http://127.0.0.1:$PORT/api/webhooks")" = 201 ]
+    -d "{\"url\":\"http://127.0.0.1:$HOOK_PORT/hook\",\"types\":[\"click\"],\"batch\":${BENCH_HOOK_BATCH:-100},\"batch_wait_ms\":1000}" "http://127.0.0.1:$PORT/api/webhooks")" = 201 ]
 }
 
 # Case 18's link: ten rules on device, OS, browser, country and language;
@@ -392,7 +393,7 @@ pipeline_report() {
     echo "  redirects answered to wrk $reqs (warm-up included; a few more were sent as wrk stopped), counted $counted, dropped $dropped"
   } | tee "$W/pipeline.txt"
 }
-# Case 19: webhook messages delivered so far (each carries up to 100 clicks).
+# Case 19: webhook messages delivered so far (each carries up to BENCH_HOOK_BATCH clicks).
 hooks_delivered() {
   curl -sS "http://127.0.0.1:$ADMIN/metrics" | awk '/^caddy_shortener_webhook_attempts_total\{outcome="delivered"\}/{s+=$2} END{print s+0}'
 }
@@ -400,7 +401,7 @@ hooks_delivered() {
 # that delivered less than half its clicks measured no webhook and says so.
 hooks_report() {
   local n=$(( $(hooks_delivered) - $1 ))
-  if [ $(( n * 100 * 2 )) -lt "$2" ]; then
+  if [ $(( n * ${BENCH_HOOK_BATCH:-100} * 2 )) -lt "$2" ]; then
     echo "  case 19: only $n webhook messages delivered for $2 clicks: this round measured no webhook" >&2
   else
     echo "  case 19: $n webhook messages delivered for $2 clicks" >&2
@@ -438,7 +439,7 @@ run_case() {
   wrk -t2 -c"$CONNS" -d"$dur" --latency "${script[@]}" "http://127.0.0.1:$PORT$path" >"$W/wrk-$c.txt" 2>&1
   c1=$(cpu_ticks "$CADDY_PID"); r1=0; [ -n "$REDIS_PID" ] && r1=$(cpu_ticks "$REDIS_PID")
   [ -n "$sampler" ] && { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; pipeline_report "$c"; }
-  [ -n "$prof" ] && { wait "$prof"; curl -sS -o "$BENCH_PPROF/allocs-$c.pprof" "http://127.0.0.1:$ADMIN/debug/pprof/allocs"
+  [ -n "$prof" ] && { wait "$prof"; curl -sS -o "$BENCH_PPROF/allocs-$c.pprof" "http://127.0.0.1:$ADMIN/debug/pprof/allocs"; cp "$W/wrk-$c.txt" "$BENCH_PPROF/"
     echo "  profiles: $BENCH_PPROF/cpu-$c.pprof, allocs-$c.pprof (since Caddy started)" >&2; }
   total=$(awk '/requests in/{print $1}' "$W/wrk-$c.txt")
   [ "$c" = 19 ] && hooks_report "$h0" "$total"

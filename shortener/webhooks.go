@@ -121,7 +121,7 @@ func (h *Handler) provisionWebhooks(ctx caddy.Context) error {
 		return fmt.Errorf("shortener webhooks metrics: %w", err)
 	}
 	h.traced = new(tracing.Provider)
-	d := &webhook.Dispatcher{Store: h.hookStore, Log: h.hookStore, Client: client, Render: h.renderEvent, Owner: instanceName(),
+	d := &webhook.Dispatcher{Store: h.hookStore, Log: h.hookStore, Client: client, Render: h.renderEvent, Tags: h.clickTags, Owner: instanceName(),
 		Concurrency: cfg.Concurrency,
 		Observe: func(id string, m webhook.Message, a webhook.Attempt, o webhook.Outcome) {
 			h.hookStats.attempts.WithLabelValues(o.String()).Inc()

@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/edgekit/caddy-edgekit/shortener/clicks"
 	"github.com/edgekit/caddy-edgekit/shortener/link"
 	"github.com/edgekit/caddy-edgekit/shortener/webhook"
 )
@@ -38,8 +37,9 @@ func (h *Handler) webhooksChanged() {
 // renderEvent is an outbox event as webhooks send it: a link event's data
 // is the link as the API shows it, a click's its ClickEvent, another
 // event's (the rate limiter's) its data as recorded; a link's tags go to
-// the endpoints' filters.
-func (h *Handler) renderEvent(ctx context.Context, e link.Event) (webhook.Rendered, error) {
+// the endpoints' filters (a click's from clickTags, when one filters by
+// tag).
+func (h *Handler) renderEvent(_ context.Context, e link.Event) (webhook.Rendered, error) {
 	_, code := link.SplitDomainKey(e.Code) // endpoints filter by code, on any domain
 	r := webhook.Rendered{Type: e.Type, At: e.At, Code: code}
 	if strings.HasPrefix(e.Type, "link.") {
@@ -48,20 +48,21 @@ func (h *Handler) renderEvent(ctx context.Context, e link.Event) (webhook.Render
 		return r, err
 	}
 	r.Data = e.Data
-	if e.Type != clicks.EventType {
-		return r, nil
-	}
-	tags, ok := h.hookTags.GetIfPresent(e.Code)
-	if !ok {
-		l, err := h.store.Get(ctx, e.Code)
-		if err != nil && err != link.ErrNotFound {
-			return r, err
-		}
-		tags = l.Tags
-		h.hookTags.Set(e.Code, tags)
-	}
-	r.Tags = tags
 	return r, nil
+}
+
+// clickTags are the tags of a click event's link, from a cache kept a
+// minute (a link's tags change seldom; a click names only its code).
+func (h *Handler) clickTags(ctx context.Context, e link.Event) ([]string, error) {
+	if tags, ok := h.hookTags.GetIfPresent(e.Code); ok {
+		return tags, nil
+	}
+	l, err := h.store.Get(ctx, e.Code)
+	if err != nil && err != link.ErrNotFound {
+		return nil, err
+	}
+	h.hookTags.Set(e.Code, l.Tags)
+	return l.Tags, nil
 }
 
 // hookLink is the link as the API shows it, its short URL from base_url

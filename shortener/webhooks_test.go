@@ -126,6 +126,48 @@ func TestWebhooksThroughTheHandler(t *testing.T) {
 	}
 }
 
+// TestWebhookClicksByTag: an endpoint filtering by tag gets the clicks of
+// the links that carry it and not the others' (a click names only its
+// code: the dispatcher asks the handler for the link's tags).
+func TestWebhookClicksByTag(t *testing.T) {
+	rc := &hookReceiver{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	h := newHandler(t, embeddedStore(t), func(h *Handler) {
+		h.ClicksInterval = caddy.Duration(20 * time.Millisecond)
+		h.Webhooks = &WebhooksConfig{AllowPrivate: []string{"127.0.0.0/8"}, Timeout: caddy.Duration(2 * time.Second)}
+	})
+	w := serve(t, h, "POST", "/api/webhooks", `{"url":"`+srv.URL+`/in","types":["click"],"tags":["print"]}`, auth()...)
+	if w.Code != http.StatusCreated {
+		t.Fatalf("create endpoint: %d %s", w.Code, w.Body)
+	}
+	var ep struct{ Secret string }
+	_ = json.Unmarshal(w.Body.Bytes(), &ep)
+	s, err := webhook.ParseSecret(ep.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.mu.Lock()
+	rc.secret = s
+	rc.mu.Unlock()
+	create(t, h, `{"long_url":"https://example.com/p","code":"printed","tags":["print","q4"]}`)
+	create(t, h, `{"long_url":"https://example.com/w","code":"webonly","tags":["web"]}`)
+	for range 3 {
+		serve(t, h, "GET", "/webonly", "", "User-Agent", firefoxUA)
+	}
+	serve(t, h, "GET", "/printed", "", "User-Agent", firefoxUA)
+	eventually(t, 20*time.Second, "the tagged link's click arrives", func() bool { return len(rc.types()) >= 1 })
+	time.Sleep(300 * time.Millisecond) // time for a wrong one to follow
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.got) != 1 || len(rc.bad) > 0 {
+		t.Fatalf("got %d messages (%d unverified), want the one click of printed", len(rc.got), len(rc.bad))
+	}
+	if code := rc.got[0]["data"].(map[string]any)["code"]; code != "printed" {
+		t.Errorf("a click of %v passed the tag filter", code)
+	}
+}
+
 // TestWebhookMetricsObserve: the backlog gauges read ages against now,
 // zero for nothing waiting.
 func TestWebhookMetricsObserve(t *testing.T) {

@@ -24,6 +24,10 @@ type Dispatcher struct {
 	// stops the endpoint's round (the page is read again later); a zero
 	// Rendered.Type leaves the event out.
 	Render func(ctx context.Context, e link.Event) (Rendered, error)
+	// Tags, when set, gives a click event's link tags, which Render then
+	// leaves out: asked only for an endpoint that filters by tag (a
+	// lookup per click costs more than the rest of its rendering).
+	Tags func(ctx context.Context, e link.Event) ([]string, error)
 	// Owner names this instance in leases; unique per instance.
 	Owner string
 	// LeaseFor is how long a lease lasts before it is renewed; default
@@ -245,7 +249,7 @@ func (p *pace) after(throttled bool) {
 func (d *Dispatcher) fill(ctx context.Context, e Endpoint, l *lease) (bool, error) {
 	cur := l.cursor
 	want := min(d.Page*max(1, e.Batch), max(d.Page, maxRoundEvents))
-	cursors, rendered, err := d.read(ctx, cur, want, &l.buf)
+	cursors, rendered, err := d.read(ctx, e, cur, want, &l.buf)
 	defer clear(rendered) // the messages have copies: let the events' memory go
 	if err != nil || len(cursors) == 0 {
 		return false, err
@@ -269,10 +273,10 @@ func (d *Dispatcher) fill(ctx context.Context, e Endpoint, l *lease) (bool, erro
 const maxRoundEvents = 10000
 
 // read reads up to want events after cur, a page (at most Page) at a
-// time, and renders each page as it comes (a rendered event is a fraction
-// of an outbox event's size): their cursors and renderings, in buf's
-// memory.
-func (d *Dispatcher) read(ctx context.Context, cur link.EventCursor, want int, buf *roundBuffers) ([]link.EventCursor, []Rendered, error) {
+// time, and renders each page as it comes for endpoint e (a rendered
+// event is a fraction of an outbox event's size): their cursors and
+// renderings, in buf's memory.
+func (d *Dispatcher) read(ctx context.Context, e Endpoint, cur link.EventCursor, want int, buf *roundBuffers) ([]link.EventCursor, []Rendered, error) {
 	cursors, rendered := buf.cursors[:0], buf.rendered[:0]
 	defer func() { buf.cursors, buf.rendered = cursors, rendered }()
 	for len(cursors) < want {
@@ -282,7 +286,7 @@ func (d *Dispatcher) read(ctx context.Context, cur link.EventCursor, want int, b
 			return nil, nil, err
 		}
 		for _, ev := range page {
-			r, err := d.Render(ctx, ev)
+			r, err := d.render(ctx, e, ev)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -294,6 +298,16 @@ func (d *Dispatcher) read(ctx context.Context, cur link.EventCursor, want int, b
 		cur = next
 	}
 	return cursors, rendered, nil
+}
+
+// render is Render's rendering of ev, with its link's tags from Tags when
+// endpoint e filters a click by them.
+func (d *Dispatcher) render(ctx context.Context, e Endpoint, ev link.Event) (Rendered, error) {
+	r, err := d.Render(ctx, ev)
+	if err == nil && r.Type == TypeClick && len(e.Tags) > 0 && d.Tags != nil {
+		r.Tags, err = d.Tags(ctx, ev)
+	}
+	return r, err
 }
 
 // readPage reads up to ask events after cur, into buf's page when the
