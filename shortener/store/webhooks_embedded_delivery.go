@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -32,15 +33,20 @@ type embeddedMessage struct {
 	MadeAt   int64  `json:"made_at"`
 }
 
-// withBody is the message with its body (a copy: bucket memory lives as
-// long as its transaction), made by clone (bytes.Clone, or
-// webhook.CopyBody for the dispatcher).
-func (m embeddedMessage) withBody(tx *bolt.Tx, clone func([]byte) []byte) webhook.Message {
+// withBody is the message with its body, as it was given (uncompressed),
+// in memory alloc(n) returns (bucket memory lives as long as its
+// transaction): newBytes, or webhook.BodyBuffer for the dispatcher.
+func (m embeddedMessage) withBody(tx *bolt.Tx, alloc func(n int) []byte) (webhook.Message, error) {
 	if b := tx.Bucket(embeddedHookBodies); b != nil {
-		m.Body = clone(b.Get([]byte(m.ID)))
+		var err error
+		if m.Body, err = unpackBody(b.Get([]byte(m.ID)), alloc); err != nil {
+			return webhook.Message{}, fmt.Errorf("%w (message %s)", err, m.ID)
+		}
 	}
-	return m.message()
+	return m.message(), nil
 }
+
+func newBytes(n int) []byte { return make([]byte, n) }
 
 func (m embeddedMessage) message() webhook.Message {
 	return webhook.Message{ID: m.ID, Endpoint: m.Endpoint, Type: m.Type, At: link.FromMicros(m.At), Body: m.Body,
@@ -150,6 +156,8 @@ func appendOnly(tx *bolt.Tx) *bolt.Bucket {
 
 // Enqueue implements webhook.Store.
 func (s *EmbeddedStore) Enqueue(ctx context.Context, id, owner string, msgs []webhook.Message, cursor link.EventCursor) error {
+	packer := newBodyPacker()
+	defer packer.release()
 	return s.updateHooks(ctx, func(tx *bolt.Tx) error {
 		r, err := holdEmbeddedLease(tx, id, owner)
 		if err != nil {
@@ -159,7 +167,7 @@ func (s *EmbeddedStore) Enqueue(ctx context.Context, id, owner string, msgs []we
 		bodies := appendOnly(tx)
 		for _, msg := range msgs {
 			m := embeddedMessage{ID: msg.ID, Endpoint: id, Type: msg.Type, At: link.ToMicros(msg.At), Events: msg.Events, MadeAt: now}
-			if err := bodies.Put([]byte(msg.ID), msg.Body); err != nil {
+			if err := packer.put(bodies, msg.ID, msg.Body); err != nil {
 				return err
 			}
 			if err := setState(tx, &m, string(webhook.StatePending), link.ToMicros(msg.NextAt)); err != nil {
@@ -183,7 +191,11 @@ func (s *EmbeddedStore) Due(ctx context.Context, id string, now time.Time, limit
 			if err != nil {
 				return err
 			}
-			out = append(out, m.withBody(tx, webhook.CopyBody))
+			msg, err := m.withBody(tx, webhook.BodyBuffer)
+			if err != nil {
+				return err
+			}
+			out = append(out, msg)
 		}
 		return nil
 	})
@@ -268,7 +280,11 @@ func (s *EmbeddedStore) Messages(ctx context.Context, id string, state webhook.S
 				return err
 			}
 			if state == "" || m.State == string(state) {
-				out = append(out, m.withBody(tx, bytes.Clone))
+				msg, err := m.withBody(tx, newBytes)
+				if err != nil {
+					return err
+				}
+				out = append(out, msg)
 			}
 		}
 		return nil

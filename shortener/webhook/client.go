@@ -90,7 +90,7 @@ func (c *Client) Send(ctx context.Context, url string, hdr http.Header, body []b
 	return c.sendBody(ctx, url, hdr, body, false)
 }
 
-// sendBody is Send; with lent, body came from CopyBody and goes back to
+// sendBody is Send; with lent, body came from BodyBuffer and goes back to
 // the pool once the transport is done with it (the caller must not use it
 // after).
 func (c *Client) sendBody(ctx context.Context, url string, hdr http.Header, body []byte, lent bool) Attempt {
@@ -137,7 +137,7 @@ func (c *Client) send(ctx context.Context, url string, hdr http.Header, body []b
 	return a
 }
 
-// lentBuffer is a body from CopyBody, back to the pool once nothing reads
+// lentBuffer is a body from BodyBuffer, back to the pool once nothing reads
 // it: not the call sending it, nor any reader the transport was given
 // (the first, or one GetBody made to send it again on a fresh connection;
 // the transport closes each when done with it, also on errors, perhaps

@@ -385,7 +385,7 @@ func (d *Dispatcher) attempt(ctx context.Context, e Endpoint, m Message) (Result
 	if err != nil {
 		a = Attempt{Err: err}
 	} else {
-		a = d.Client.sendBody(ctx, e.URL, hdr, m.Body, true) // Due's bodies are CopyBody's
+		a = d.Client.sendBody(ctx, e.URL, hdr, m.Body, true) // Due's bodies are BodyBuffer's
 	}
 	res.Attempt.Status, res.Attempt.Latency, res.Attempt.Body = a.Status, a.Latency, a.Body
 	if a.Err != nil {

@@ -84,11 +84,14 @@ const maxPooledBody = 1 << 20
 
 func newBody() []byte { return (*bodies.Get().(*[]byte))[:0] }
 
-// CopyBody is a copy of b in memory the dispatcher gives back once the
+// BodyBuffer is n bytes of the memory the dispatcher gives back once a
 // message is sent: what a Store's Due returns bodies in when they would
 // otherwise be a copy of their own (bbolt's memory lives as long as its
 // transaction).
-func CopyBody(b []byte) []byte { return append(newBody(), b...) }
+func BodyBuffer(n int) []byte { return slices.Grow(newBody(), n)[:n] }
+
+// CopyBody is a copy of b in a BodyBuffer.
+func CopyBody(b []byte) []byte { return append(BodyBuffer(len(b))[:0], b...) }
 
 func releaseBody(b []byte) {
 	if cap(b) > 0 && cap(b) <= maxPooledBody {

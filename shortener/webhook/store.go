@@ -58,7 +58,7 @@ type Store interface {
 	Enqueue(ctx context.Context, id, owner string, msgs []Message, cursor link.EventCursor) error
 	// Due returns up to limit pending messages of the endpoint whose
 	// NextAt is not after now, earliest first. Their bodies are the
-	// dispatcher's: it gives them to the pool CopyBody takes from once
+	// dispatcher's: it gives them to the pool BodyBuffer takes from once
 	// sent.
 	Due(ctx context.Context, id string, now time.Time, limit int) ([]Message, error)
 	// Settle records attempts and their messages' new states together, if
