@@ -102,7 +102,7 @@ func (c *Client) lookup(ctx context.Context, host string) ([]netip.Addr, error) 
 }
 
 // dial is the transport's DialContext: it dials the allowed addresses of
-// the host one after the other until one connects.
+// the host one after the other until one connects (a copyConn).
 func (c *Client) dial(ctx context.Context, network, hostport string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
@@ -117,7 +117,7 @@ func (c *Client) dial(ctx context.Context, network, hostport string) (net.Conn, 
 	for _, a := range addrs {
 		conn, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
 		if err == nil {
-			return conn, nil
+			return newCopyConn(conn), nil
 		}
 		errs = append(errs, err)
 	}
