@@ -48,11 +48,14 @@ type EventLog interface {
 	EventsEnd(ctx context.Context) (EventCursor, error)
 }
 
-// EventAppender is an EventLog that also reads into a caller's slice: a
+// EventAppender is an EventLog that also reads into a caller's memory: a
 // reader of thousands of events a second (the webhook dispatcher) keeps
-// one. AppendEventsAfter appends to dst what EventsAfter returns.
+// it. AppendEventsAfter appends to dst what EventsAfter returns, the
+// events' Data written in scratch's memory (appended to it, returned with
+// what it holds): a caller that reuses scratch is done with the Data of
+// the events read into it before.
 type EventAppender interface {
-	AppendEventsAfter(ctx context.Context, dst []Event, after EventCursor, limit int) ([]Event, EventCursor, error)
+	AppendEventsAfter(ctx context.Context, dst []Event, scratch []byte, after EventCursor, limit int) ([]Event, []byte, EventCursor, error)
 }
 
 // EventRecorder records events that no write of a link store causes:

@@ -90,12 +90,22 @@ func (s *EmbeddedStore) RecordEvents(ctx context.Context, events []link.Event) e
 
 // eventArena holds a page's click events' data (their JSON) in a few
 // large allocations rather than one per event (a busy outbox reads
-// thousands of clicks a second).
+// thousands of clicks a second), or in a caller's scratch memory: each
+// new chunk twice the last, so that the last, given back to the caller,
+// holds a whole page the next time.
 type eventArena struct {
 	data []byte
 }
 
 const arenaChunk = 32 << 10
+
+// grow makes room for n more bytes: a new chunk when the one in use is
+// full.
+func (a *eventArena) grow(n int) {
+	if cap(a.data)-len(a.data) < n {
+		a.data = make([]byte, 0, max(arenaChunk, 2*cap(a.data), n))
+	}
+}
 
 // text returns "evt_" and the hex of id, and code, as strings sharing one
 // allocation (one copy per event, not three).
@@ -110,9 +120,7 @@ func (a *eventArena) text(id, code []byte) (string, string) {
 
 // json returns e's JSON, sharing its chunk with the others.
 func (a *eventArena) json(e clicks.ClickEvent) []byte {
-	if cap(a.data)-len(a.data) < 1024 {
-		a.data = make([]byte, 0, arenaChunk)
-	}
+	a.grow(1024)
 	start := len(a.data)
 	a.data = e.AppendJSON(a.data)
 	return a.data[start:len(a.data):len(a.data)]
@@ -120,9 +128,7 @@ func (a *eventArena) json(e clicks.ClickEvent) []byte {
 
 // bytes returns a copy of b sharing its chunk with the others.
 func (a *eventArena) bytes(b []byte) []byte {
-	if cap(a.data)-len(a.data) < len(b) {
-		a.data = make([]byte, 0, max(arenaChunk, len(b)))
-	}
+	a.grow(len(b))
 	start := len(a.data)
 	a.data = append(a.data, b...)
 	return a.data[start:len(a.data):len(a.data)]
@@ -142,16 +148,18 @@ func newEventIDBytes() []byte {
 // EventsAfter implements link.EventLog: the events numbered after the
 // cursor's Seq (Tx is always 0 here).
 func (s *EmbeddedStore) EventsAfter(ctx context.Context, after link.EventCursor, limit int) ([]link.Event, link.EventCursor, error) {
-	return s.AppendEventsAfter(ctx, nil, after, limit)
+	events, _, after, err := s.AppendEventsAfter(ctx, nil, nil, after, limit)
+	return events, after, err
 }
 
 // AppendEventsAfter implements link.EventAppender.
-func (s *EmbeddedStore) AppendEventsAfter(ctx context.Context, dst []link.Event, after link.EventCursor, limit int) ([]link.Event, link.EventCursor, error) {
+func (s *EmbeddedStore) AppendEventsAfter(ctx context.Context, dst []link.Event, scratch []byte, after link.EventCursor, limit int) ([]link.Event, []byte, link.EventCursor, error) {
 	if err := ctx.Err(); err != nil {
-		return dst, after, err
+		return dst, scratch, after, err
 	}
 	limit = min(max(limit, 1), maxEventPage)
 	events, base := dst, len(dst)
+	a := eventArena{data: scratch}
 	err := s.Db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(embeddedEvents)
 		if b == nil {
@@ -161,7 +169,6 @@ func (s *EmbeddedStore) AppendEventsAfter(ctx context.Context, dst []link.Event,
 		events = slices.Grow(events, int(max(0, min(int64(limit), int64(b.Sequence())-after.Seq))))
 		limit += base
 		c := b.Cursor()
-		var a eventArena
 		k, v, skip := seekEvent(c, after.Seq+1)
 		for ; k != nil && len(events) < limit; k, v = c.Next() {
 			var err error
@@ -173,12 +180,12 @@ func (s *EmbeddedStore) AppendEventsAfter(ctx context.Context, dst []link.Event,
 		return nil
 	})
 	if err != nil {
-		return dst, after, fmt.Errorf("reading link events: %w", err)
+		return dst, scratch, after, fmt.Errorf("reading link events: %w", err)
 	}
 	if len(events) > base {
 		after = events[len(events)-1].Cursor
 	}
-	return events, after, nil
+	return events, a.data, after, nil
 }
 
 // seekEvent places c on the record holding event n (or, when n is gone,

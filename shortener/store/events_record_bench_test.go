@@ -38,7 +38,8 @@ func BenchmarkRecordClickEvents(b *testing.B) {
 
 // BenchmarkEventsAfterClicks: the outbox's click events read back as the
 // webhook dispatcher reads them (pages of 500 into one slice, each
-// click's JSON rendered from its record), per event.
+// click's JSON rendered from its record into one scratch buffer), per
+// event.
 func BenchmarkEventsAfterClicks(b *testing.B) {
 	s := openOutbox(b)
 	batch := make([]clicks.Click, 10000)
@@ -50,11 +51,12 @@ func BenchmarkEventsAfterClicks(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	var page []link.Event
+	var scratch []byte
 	for b.Loop() {
 		n := 0
 		for cur := (link.EventCursor{}); ; {
 			var err error
-			page, cur, err = s.AppendEventsAfter(b.Context(), page[:0], cur, 500)
+			page, scratch, cur, err = s.AppendEventsAfter(b.Context(), page[:0], scratch[:0], cur, 500)
 			if err != nil || len(page) == 0 {
 				break
 			}

@@ -275,3 +275,52 @@ func firstRecordEvents(t *testing.T, s *EmbeddedStore) int64 {
 	}
 	return n
 }
+
+// TestAppendEventsScratch: pages read into one reused slice and scratch
+// buffer (as the webhook dispatcher reads) hold the events a fresh read
+// does, each page's Data intact until the next read; the scratch grows to
+// hold a page, then serves every page after with no new chunk.
+func TestAppendEventsScratch(t *testing.T) {
+	s := openOutbox(t)
+	cs := make([]clicks.Click, 3000)
+	for i := range cs {
+		cs[i] = clicks.Click{Code: fmt.Sprintf("code%d", i%7), At: time.Now(), Class: clicks.ClassBrowser, Country: "DE",
+			Device: "desktop", Referrer: "example.com", Visitor: uint64(i) + 1}
+	}
+	recordSink(t, s, cs[:1000])
+	if err := s.Db.Update(func(tx *bolt.Tx) error {
+		return recordEventAt(tx, link.EventCreated, "between", nil, link.ToMicros(time.Now()))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	recordSink(t, s, cs[1000:])
+	want := readAllEvents(t, s, link.EventCursor{}, 1000)
+	var page []link.Event
+	var scratch []byte
+	got, caps := 0, map[int]bool{}
+	for cur, i := (link.EventCursor{}), 0; ; i++ {
+		var err error
+		page, scratch, cur, err = s.AppendEventsAfter(context.Background(), page[:0], scratch[:0], cur, 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, e := range page {
+			if w := want[got]; e.Cursor != w.Cursor || e.Code != w.Code || string(e.Data) != string(w.Data) {
+				t.Fatalf("event %d: %+v, want %+v", got, e, w)
+			}
+			got++
+		}
+		if i > 0 {
+			caps[cap(scratch)] = true
+		}
+	}
+	if got != len(want) || got != 3001 {
+		t.Errorf("read %d events, want %d", got, len(want))
+	}
+	if len(caps) != 1 {
+		t.Errorf("the scratch changed after the first page: capacities %v", caps)
+	}
+}

@@ -83,3 +83,33 @@ func TestBatchBody(t *testing.T) {
 		t.Errorf("%s\nwant %s", b, want)
 	}
 }
+
+// TestBatcherCopies: a batch's body is BatchBody of its clicks, made from
+// copies: the memory each click's data was read into may be reused once
+// it is added (as the outbox's next page is read into it).
+func TestBatcherCopies(t *testing.T) {
+	now := time.Now()
+	e := Endpoint{Types: []string{TypeClick}, Batch: 3}
+	evs, rs := page("ccccc", func(int) time.Time { return now.Add(-time.Hour) })
+	var want [][]byte
+	for _, r := range [][]Rendered{rs[:3], rs[3:]} {
+		want = append(want, BatchBody(r))
+	}
+	b := newBatcher(e, link.EventCursor{}, now)
+	scratch := make([]byte, 0, 64)
+	for i, r := range rs {
+		scratch = append(scratch[:0], r.Data...)
+		r.Data = scratch
+		b.add(evs[i], r)
+		copy(scratch, "{{{{{{{{{{") // the next read overwrites it
+	}
+	msgs, cur := b.done()
+	if len(msgs) != 2 || cur != evs[4] {
+		t.Fatalf("%d messages, cursor %v", len(msgs), cur)
+	}
+	for i, m := range msgs {
+		if string(m.Body) != string(want[i]) {
+			t.Errorf("message %d: %s\nwant %s", i, m.Body, want[i])
+		}
+	}
+}

@@ -193,13 +193,11 @@ type lease struct {
 	buf    roundBuffers
 }
 
-// roundBuffers hold a round's events as read (their cursors and
-// renderings), kept for the next round: a busy endpoint reads thousands
-// of events a round, several rounds a second.
+// roundBuffers hold what a round reads, kept for the next round: a busy
+// endpoint reads thousands of events a round, several rounds a second.
 type roundBuffers struct {
-	cursors  []link.EventCursor
-	rendered []Rendered
-	page     []link.Event // a page as read, when the log is a link.EventAppender
+	page    []link.Event // a page as read, when the log is a link.EventAppender
+	scratch []byte       // the page's data, when the log is a link.EventAppender
 }
 
 // round takes the lease, or renews it once half of it has passed (until
@@ -249,12 +247,13 @@ func (p *pace) after(throttled bool) {
 func (d *Dispatcher) fill(ctx context.Context, e Endpoint, l *lease) (bool, error) {
 	cur := l.cursor
 	want := min(d.Page*max(1, e.Batch), max(d.Page, maxRoundEvents))
-	cursors, rendered, err := d.read(ctx, e, cur, want, &l.buf)
-	defer clear(rendered) // the messages have copies: let the events' memory go
-	if err != nil || len(cursors) == 0 {
+	b := newBatcher(e, cur, d.Now())
+	n, err := d.read(ctx, e, cur, want, &l.buf, b)
+	if err != nil || n == 0 {
+		b.drop(0)
 		return false, err
 	}
-	msgs, next := messagesFor(e, cursors, rendered, cur, d.Now())
+	msgs, next := b.done()
 	if next == cur && len(msgs) == 0 {
 		return false, nil // a batch still filling
 	}
@@ -264,7 +263,7 @@ func (d *Dispatcher) fill(ctx context.Context, e Endpoint, l *lease) (bool, erro
 		return false, err
 	}
 	l.cursor = next
-	return len(cursors) == want, nil
+	return n == want, nil
 }
 
 // maxRoundEvents bounds the events one round reads for an endpoint
@@ -273,31 +272,30 @@ func (d *Dispatcher) fill(ctx context.Context, e Endpoint, l *lease) (bool, erro
 const maxRoundEvents = 10000
 
 // read reads up to want events after cur, a page (at most Page) at a
-// time, and renders each page as it comes for endpoint e (a rendered
-// event is a fraction of an outbox event's size): their cursors and
-// renderings, in buf's memory.
-func (d *Dispatcher) read(ctx context.Context, e Endpoint, cur link.EventCursor, want int, buf *roundBuffers) ([]link.EventCursor, []Rendered, error) {
-	cursors, rendered := buf.cursors[:0], buf.rendered[:0]
-	defer func() { buf.cursors, buf.rendered = cursors, rendered }()
-	for len(cursors) < want {
-		ask := min(d.Page, want-len(cursors))
+// time, renders each for endpoint e and gives it to b as it comes (a page
+// at a time in memory, in buf's): how many it read.
+func (d *Dispatcher) read(ctx context.Context, e Endpoint, cur link.EventCursor, want int, buf *roundBuffers, b *batcher) (int, error) {
+	n := 0
+	for n < want {
+		ask := min(d.Page, want-n)
 		page, next, err := d.readPage(ctx, cur, ask, buf)
 		if err != nil {
-			return nil, nil, err
+			return 0, err
 		}
 		for _, ev := range page {
 			r, err := d.render(ctx, e, ev)
 			if err != nil {
-				return nil, nil, err
+				return 0, err
 			}
-			cursors, rendered = append(cursors, ev.Cursor), append(rendered, r)
+			b.add(ev.Cursor, r)
 		}
+		n += len(page)
 		if len(page) < ask {
 			break
 		}
 		cur = next
 	}
-	return cursors, rendered, nil
+	return n, nil
 }
 
 // render is Render's rendering of ev, with its link's tags from Tags when
@@ -310,16 +308,17 @@ func (d *Dispatcher) render(ctx context.Context, e Endpoint, ev link.Event) (Ren
 	return r, err
 }
 
-// readPage reads up to ask events after cur, into buf's page when the
-// log can (the page is rendered before the next is read).
+// readPage reads up to ask events after cur, into buf's memory when the
+// log can (the last page's events have been given to the batcher, which
+// copied what it keeps).
 func (d *Dispatcher) readPage(ctx context.Context, cur link.EventCursor, ask int, buf *roundBuffers) ([]link.Event, link.EventCursor, error) {
 	a, ok := d.Log.(link.EventAppender)
 	if !ok {
 		return d.Log.EventsAfter(ctx, cur, ask)
 	}
-	clear(buf.page) // the last page's events, rendered: let their memory go
-	page, next, err := a.AppendEventsAfter(ctx, buf.page[:0], cur, ask)
-	buf.page = page
+	clear(buf.page) // the last page's events: let their memory go
+	page, scratch, next, err := a.AppendEventsAfter(ctx, buf.page[:0], buf.scratch[:0], cur, ask)
+	buf.page, buf.scratch = page, scratch
 	return page, next, err
 }
 
