@@ -95,7 +95,7 @@ func TestBatcherCopies(t *testing.T) {
 	for _, r := range [][]Rendered{rs[:3], rs[3:]} {
 		want = append(want, BatchBody(r))
 	}
-	b := newBatcher(e, link.EventCursor{}, now)
+	b := newBatcher(e, link.EventCursor{}, now, &bodyStash{})
 	scratch := make([]byte, 0, 64)
 	for i, r := range rs {
 		scratch = append(scratch[:0], r.Data...)
@@ -112,4 +112,31 @@ func TestBatcherCopies(t *testing.T) {
 			t.Errorf("message %d: %s\nwant %s", i, m.Body, want[i])
 		}
 	}
+}
+
+// TestBodyStash: bodies given back are the next ones' memory, as many as
+// fit maxStashBytes; a body asked for has room for what it is asked.
+func TestBodyStash(t *testing.T) {
+	var s bodyStash
+	msgs := make([]Message, 0, 200)
+	for range 200 {
+		msgs = append(msgs, Message{Body: make([]byte, 100, 30<<10)})
+	}
+	s.put(msgs)
+	if s.bytes > maxStashBytes || len(s.free) != maxStashBytes/(30<<10) || msgs[0].Body != nil {
+		t.Fatalf("kept %d bodies, %d bytes", len(s.free), s.bytes)
+	}
+	kept := len(s.free)
+	b := s.get(25 << 10)
+	if cap(b) != 30<<10 || len(b) != 0 || len(s.free) != kept-1 {
+		t.Errorf("got a body of %d/%d bytes, %d left", len(b), cap(b), len(s.free))
+	}
+	if b := s.get(64 << 10); cap(b) < 64<<10 {
+		t.Errorf("asked for 64 KiB, got %d", cap(b))
+	}
+	var none *bodyStash // a batcher without one uses the pool
+	if b := none.get(10); cap(b) < 10 {
+		t.Errorf("no stash: %d", cap(b))
+	}
+	none.put([]Message{{Body: b}})
 }

@@ -98,12 +98,3 @@ func releaseBody(b []byte) {
 		bodies.Put(&b)
 	}
 }
-
-// releaseBodies gives the messages' bodies back, once the store has its
-// copies; msgs must not be used after.
-func releaseBodies(msgs []Message) {
-	for i := range msgs {
-		releaseBody(msgs[i].Body)
-		msgs[i].Body = nil
-	}
-}
