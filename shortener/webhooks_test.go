@@ -42,6 +42,26 @@ func (rc *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.raw = append(rc.raw, body)
 }
 
+// endpoint makes an endpoint of body through h's API and verifies what
+// rc gets with the secret the API shows once; it returns its id.
+func (rc *hookReceiver) endpoint(t *testing.T, h *Handler, body string) string {
+	t.Helper()
+	w := serve(t, h, "POST", "/api/webhooks", body, auth()...)
+	if w.Code != http.StatusCreated {
+		t.Fatalf("create endpoint: %d %s", w.Code, w.Body)
+	}
+	var ep struct{ ID, Secret string }
+	_ = json.Unmarshal(w.Body.Bytes(), &ep)
+	s, err := webhook.ParseSecret(ep.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.mu.Lock()
+	rc.secret = s
+	rc.mu.Unlock()
+	return ep.ID
+}
+
 func (rc *hookReceiver) types() []string {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -72,20 +92,8 @@ func TestWebhooksThroughTheHandler(t *testing.T) {
 			t.Errorf("%s: %d %s", body, w.Code, w.Body)
 		}
 	}
-	w := serve(t, h, "POST", "/api/webhooks", `{"url":"`+srv.URL+`/in","types":["link.created","click"]}`, auth()...)
-	if w.Code != http.StatusCreated {
-		t.Fatalf("create endpoint: %d %s", w.Code, w.Body)
-	}
-	var ep struct{ ID, Secret string }
-	_ = json.Unmarshal(w.Body.Bytes(), &ep)
-	s, err := webhook.ParseSecret(ep.Secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.mu.Lock()
-	rc.secret = s
-	rc.mu.Unlock()
-	if r := serve(t, h, "POST", "/api/webhooks/"+ep.ID+"/replay", `{"since":"yesterday"}`, auth()...); r.Code != http.StatusBadRequest {
+	id := rc.endpoint(t, h, `{"url":"`+srv.URL+`/in","types":["link.created","click"]}`)
+	if r := serve(t, h, "POST", "/api/webhooks/"+id+"/replay", `{"since":"yesterday"}`, auth()...); r.Code != http.StatusBadRequest {
 		t.Errorf("replay since yesterday: %d", r.Code)
 	}
 	if r := serve(t, h, "GET", "/api/webhooks", "", "Authorization", "Bearer "+testReadKey); r.Code != http.StatusForbidden {
@@ -137,19 +145,7 @@ func TestWebhookClicksByTag(t *testing.T) {
 		h.ClicksInterval = caddy.Duration(20 * time.Millisecond)
 		h.Webhooks = &WebhooksConfig{AllowPrivate: []string{"127.0.0.0/8"}, Timeout: caddy.Duration(2 * time.Second)}
 	})
-	w := serve(t, h, "POST", "/api/webhooks", `{"url":"`+srv.URL+`/in","types":["click"],"tags":["print"]}`, auth()...)
-	if w.Code != http.StatusCreated {
-		t.Fatalf("create endpoint: %d %s", w.Code, w.Body)
-	}
-	var ep struct{ Secret string }
-	_ = json.Unmarshal(w.Body.Bytes(), &ep)
-	s, err := webhook.ParseSecret(ep.Secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.mu.Lock()
-	rc.secret = s
-	rc.mu.Unlock()
+	rc.endpoint(t, h, `{"url":"`+srv.URL+`/in","types":["click"],"tags":["print"]}`)
 	create(t, h, `{"long_url":"https://example.com/p","code":"printed","tags":["print","q4"]}`)
 	create(t, h, `{"long_url":"https://example.com/w","code":"webonly","tags":["web"]}`)
 	for range 3 {
