@@ -9,6 +9,7 @@
 #   move less).
 # Prints a table: req/s, p50, p99 at full load, ratio to the baseline of the same
 # run, and p99 at half the baseline's max rate (vegeta, constant rate).
+#   BENCH_HOOK_BATCH (default 100): case 19's endpoint's batch of clicks
 #   BENCH_PPROF=<dir>: keep Caddy's CPU profile of each case's run (cpu-<case>.pprof)
 #   and its allocations since it started (allocs-<case>.pprof) there, with
 #   wrk's report of the run (wrk-<case>.txt).
