@@ -38,12 +38,9 @@ func (b *batcher) add(cur link.EventCursor, r Rendered) {
 			b.before, b.msgsBefore, b.first = b.cursor, len(b.msgs), r.At
 			// Sized for Batch clicks like this one: one allocation, not
 			// a doubling per growth, when the stash has none to give.
-			body := b.stash.get(b.e.Batch*(len(r.Data)+1) + batchHeadBytes)
-			b.body = append(appendHead(body, TypeClickBatch, r.At), `{"clicks":[`...)
-		} else {
-			b.body = append(b.body, ',')
+			b.body = openBatchBody(b.stash.get(b.e.Batch*(len(r.Data)+1)+batchHeadBytes), r.At)
 		}
-		b.body = append(b.body, r.Data...)
+		b.body = appendBatchClick(b.body, b.n, r.Data)
 		if b.n++; b.n == b.e.Batch {
 			b.closeBatch()
 		}
@@ -56,7 +53,7 @@ func (b *batcher) add(cur link.EventCursor, r Rendered) {
 }
 
 func (b *batcher) closeBatch() {
-	b.msgs = append(b.msgs, Message{ID: NewID(b.now), Type: TypeClickBatch, At: b.first, Body: append(b.body, "]}}"...),
+	b.msgs = append(b.msgs, Message{ID: NewID(b.now), Type: TypeClickBatch, At: b.first, Body: closeBatchBody(b.body),
 		Events: b.n, NextAt: b.now})
 	b.body, b.n = nil, 0
 }
@@ -84,10 +81,6 @@ func (b *batcher) drop(keep int) {
 	b.body, b.n = nil, 0
 	b.msgs = b.msgs[:keep]
 }
-
-// batchHeadBytes is room for a batch body's head and end: its type and
-// timestamp, `{"clicks":[` and `]}}`.
-const batchHeadBytes = 96
 
 // messagesFor is a batcher's work on a page of events read at once.
 func messagesFor(e Endpoint, cursors []link.EventCursor, rendered []Rendered, from link.EventCursor, now time.Time) ([]Message, link.EventCursor) {

@@ -24,7 +24,7 @@ import (
 // order, however often a reader is closed.
 func TestLentBufferFreedOnceUnread(t *testing.T) {
 	freed := 0
-	l := &lentBuffer{buf: CopyBody([]byte("body")), free: func([]byte) { freed++ }}
+	l := &lentBuffer{buf: copyBody([]byte("body")), free: func([]byte) { freed++ }}
 	l.refs.Store(1)
 	first := l.reader()
 	replay := l.reader() // GetBody
@@ -42,7 +42,7 @@ func TestLentBufferFreedOnceUnread(t *testing.T) {
 }
 
 // TestLentBodiesArriveWhole: 32 senders at once lend bodies of 1 KiB to
-// 200 KiB (CopyBody, as the dispatcher sends them) to a receiver that
+// 200 KiB (in BodyBuffer memory, as the dispatcher sends them) to a receiver that
 // answers a third of them before reading the body (Do returns while the
 // transport may still be writing it; the sender's context then ends):
 // every body read whole is the one sent, never another message's bytes
@@ -90,9 +90,9 @@ func TestLentBodiesArriveWhole(t *testing.T) {
 				if i%3 == 0 {
 					hdr.Set("X-Early", "1")
 				}
-				body := CopyBody(src)
+				body := copyBody(src)
 				if !bytes.Equal(body, src) {
-					t.Error("CopyBody changed the body")
+					t.Error("copyBody changed the body")
 				}
 				if a := c.sendBody(context.Background(), srv.URL, hdr, body, true); a.Err != nil { // body is the pool's from here
 					failed.Add(1) // a connection an early answer's cut left behind, say
@@ -129,3 +129,6 @@ func smallWindowReceiver(t *testing.T, h http.HandlerFunc) *httptest.Server {
 	t.Cleanup(srv.Close)
 	return srv
 }
+
+// copyBody is b in BodyBuffer memory, as Due returns bodies.
+func copyBody(b []byte) []byte { return append(BodyBuffer(len(b))[:0], b...) }

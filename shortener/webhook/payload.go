@@ -36,24 +36,37 @@ func Body(r Rendered) ([]byte, error) {
 // (clicks.ClickEvent.AppendJSON writes it, the embedded store at each
 // read, PostgreSQL keeps it as jsonb), so unlike Body it is not parsed
 // again: at the click rate that would be a sizable share of delivering.
-func BatchBody(clicks []Rendered) []byte { return appendBatchBody(nil, clicks) }
-
-// appendBatchBody appends BatchBody(clicks) to b.
-func appendBatchBody(b []byte, clicks []Rendered) []byte {
-	n := 96
+func BatchBody(clicks []Rendered) []byte {
+	n := batchHeadBytes
 	for _, c := range clicks {
 		n += len(c.Data) + 1
 	}
-	b = appendHead(slices.Grow(b, n), TypeClickBatch, clicks[0].At)
-	b = append(b, `{"clicks":[`...)
+	b := openBatchBody(make([]byte, 0, n), clicks[0].At)
 	for i, c := range clicks {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, c.Data...)
+		b = appendBatchClick(b, i, c.Data)
 	}
-	return append(b, "]}}"...)
+	return closeBatchBody(b)
 }
+
+// A batch body written a click at a time: openBatchBody under the first
+// click's time, appendBatchClick for the i-th click's data, then
+// closeBatchBody.
+func openBatchBody(b []byte, at time.Time) []byte {
+	return append(appendHead(b, TypeClickBatch, at), `{"clicks":[`...)
+}
+
+func appendBatchClick(b []byte, i int, data []byte) []byte {
+	if i > 0 {
+		b = append(b, ',')
+	}
+	return append(b, data...)
+}
+
+func closeBatchBody(b []byte) []byte { return append(b, "]}}"...) }
+
+// batchHeadBytes is room for a batch body's head and end: its type and
+// timestamp, `{"clicks":[` and `]}}`.
+const batchHeadBytes = 96
 
 // appendHead appends {"type":…,"timestamp":…,"data": (types are this
 // package's constants: no escaping needed).
@@ -74,9 +87,9 @@ func valid(b []byte) ([]byte, error) {
 	return b, nil
 }
 
-// bodies keeps message bodies' memory between rounds: a message's body is
-// the store's copy once enqueued, and a busy endpoint makes hundreds of
-// messages a second of tens of KiB each.
+// bodies keeps message bodies' memory once they are sent (Due's, lent to
+// the transport) or enqueued (what a worker's bodyStash does not keep): a
+// busy endpoint makes hundreds of messages a second of tens of KiB each.
 var bodies = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxPooledBody: a larger body is left to the garbage collector.
@@ -89,9 +102,6 @@ func newBody() []byte { return (*bodies.Get().(*[]byte))[:0] }
 // otherwise be a copy of their own (bbolt's memory lives as long as its
 // transaction).
 func BodyBuffer(n int) []byte { return slices.Grow(newBody(), n)[:n] }
-
-// CopyBody is a copy of b in a BodyBuffer.
-func CopyBody(b []byte) []byte { return append(BodyBuffer(len(b))[:0], b...) }
 
 func releaseBody(b []byte) {
 	if cap(b) > 0 && cap(b) <= maxPooledBody {
