@@ -48,8 +48,9 @@ const (
 // and the code, then the ClickEvent's JSON.
 const clickRecordTag = 0x01
 
-// recordBuffers keeps the buffers click records are built in between sink
-// transactions: a record's bytes are bbolt's until its transaction ends,
+// recordBuffers keeps the buffers a write transaction's values are built
+// in (click records; compressed message bodies, bodyPacker) between
+// transactions: a value's bytes are bbolt's until its transaction ends,
 // so a buffer goes back only after that.
 var recordBuffers = sync.Pool{New: func() any { return new(recordBuffer) }}
 

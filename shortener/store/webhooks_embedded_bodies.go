@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"sync"
 
 	"github.com/klauspost/compress/s2"
 	bolt "go.etcd.io/bbolt"
@@ -22,24 +21,21 @@ const (
 
 var errBadBody = errors.New("store: a webhook message's stored body is damaged")
 
-// packBuffers keep the memory Enqueue compresses bodies into: bbolt holds
-// the bytes it was given until its transaction ends, so a buffer goes
-// back only after that.
-var packBuffers = sync.Pool{New: func() any { return new([]byte) }}
+// bodyPacker compresses one transaction's bodies into one buffer (a
+// recordBuffer's arena: bbolt holds the bytes it was given until its
+// transaction ends, so the buffer goes back only after that), each Put
+// given its own part (a growth moves on to a new array, leaving the parts
+// given before in place).
+type bodyPacker struct{ buf *recordBuffer }
 
-// bodyPacker compresses one transaction's bodies into one buffer, each
-// Put given its own part (a growth moves on to a new array, leaving the
-// parts given before in place).
-type bodyPacker struct{ buf *[]byte }
-
-func newBodyPacker() bodyPacker { return bodyPacker{buf: packBuffers.Get().(*[]byte)} }
+func newBodyPacker() bodyPacker { return bodyPacker{buf: getRecordBuffer()} }
 
 // pack is body as it is stored.
 func (p bodyPacker) pack(body []byte) []byte {
 	if len(body) < packBodiesFrom {
 		return body
 	}
-	b := *p.buf
+	b := p.buf.arena
 	start := len(b)
 	need := 1 + s2.MaxEncodedLen(len(body))
 	if cap(b)-start < need {
@@ -49,16 +45,14 @@ func (p bodyPacker) pack(body []byte) []byte {
 	b = append(b, bodyS2Tag)
 	enc := s2.Encode(b[len(b):len(b)+need-1], body)
 	b = b[:len(b)+len(enc)]
-	*p.buf = b
+	p.buf.arena = b
 	return b[start:len(b):len(b)]
 }
 
 // release gives the buffer back once the transaction has ended.
 func (p bodyPacker) release() {
-	if cap(*p.buf) <= maxPooledRecords {
-		*p.buf = (*p.buf)[:0]
-		packBuffers.Put(p.buf)
-	}
+	p.buf.arena = p.buf.arena[:0]
+	putRecordBuffer(p.buf)
 }
 
 // put stores body under the message's id, as pack makes it, in p's
