@@ -66,6 +66,16 @@ func NewClickEvent(c Click) ClickEvent {
 	return e
 }
 
+// SameFields reports whether NewClickEvent gives c and o the same fields
+// but for their code, domain, time and visitor: what it derives the
+// others from is equal. (A new field of Click that NewClickEvent reads
+// must be compared here: TestSameFields lists the fields.)
+func (c Click) SameFields(o Click) bool {
+	return c.Class == o.Class && c.Referrer == o.Referrer && c.Country == o.Country && c.Region == o.Region &&
+		c.City == o.City && c.Device == o.Device && c.OS == o.OS && c.Browser == o.Browser && c.QR == o.QR &&
+		c.Rule == o.Rule && c.Variant == o.Variant
+}
+
 // hex16 is v as 16 lower-case hex digits.
 func hex16(v uint64) string {
 	const digits = "0123456789abcdef"

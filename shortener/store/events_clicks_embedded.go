@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -21,32 +20,41 @@ import (
 // and a record's key is the number of its first event. A link event is a
 // record of its own (JSON); the clicks a sink transaction counts are
 // stored together, up to maxRecordClicks a record (or maxRecordBytes):
-// one Put per dozen clicks instead of one per click, and one Delete when
-// pruned. (Not more: bbolt keeps at least two records a node, so each
-// transaction rewrites the last record before its own; a node of more
-// than a page is a new buffer at each commit; and a reader resuming
+// one Put per hundreds of clicks instead of one per click, and one Delete
+// when pruned. (Not more: bbolt keeps at least two records a node, so
+// each transaction rewrites the last record before its own; a node of
+// more than a page is a new buffer at each commit; and a reader resuming
 // inside a record walks it from its start.)
 //
 // A record of clicks starts with clickRecordsTag, then its count (4
-// bytes), its oldest and newest click times (Unix µs, 8 bytes each), then
-// each click: its id's 16 bytes, its time (Unix ns, 8), its code's length
-// (2) and code, its fields' length (4) and fields (appendClickFields).
-// Integers are big-endian.
+// bytes), its oldest and newest click times (Unix µs, 8 bytes each) and
+// the random half of its clicks' ids (8 bytes, drawn once per
+// transaction: a click's id is that and its number). Each click then
+// says what changed since the click before it in the record (all of it
+// for the first): a byte of clickNew* flags; its time (Unix ns) as the
+// difference from the time before (the first's from 0), a varint, unless
+// clickNoTime; then, as the flags say, its code (a uvarint length and
+// bytes), its fields (appendClickFields, its visitor left out) and its
+// visitor (8 bytes). Integers are big-endian. Clicks on one link from
+// visitors alike cost a few bytes each: the sink's transaction and every
+// commit after it write that much less.
 const (
-	clickRecordsTag    = 0x02
-	clickRecordsHeader = 1 + 4 + 8 + 8
-	maxRecordClicks    = 64
+	clickRecordsTag    = 0x03
+	clickRecordsHeader = 1 + 4 + 8 + 8 + 8
+	maxRecordClicks    = 256
 	// maxRecordBytes closes a record once it is this long: two records
 	// and their keys fit one 4 KiB page, whose buffer bbolt reuses at each
 	// commit (a node of several pages is a new allocation each time).
 	maxRecordBytes = 1800
 )
 
-// clickRecordTag starts a single click's record, as written before click
-// records held many clicks (kept readable for outboxes written then):
-// after the tag, the id's 16 bytes, the time (8), the code's length (2)
-// and the code, then the ClickEvent's JSON.
-const clickRecordTag = 0x01
+// What a click of a record of clicks holds besides its time.
+const (
+	clickNewCode    = 1 << iota // its code
+	clickNewFields              // its fields
+	clickNewVisitor             // its visitor
+	clickNoTime                 // no time: a zero time, no difference written
+)
 
 // recordBuffers keeps the buffers a write transaction's values are built
 // in (click records; compressed message bodies, bodyPacker) between
@@ -56,7 +64,6 @@ var recordBuffers = sync.Pool{New: func() any { return new(recordBuffer) }}
 
 type recordBuffer struct {
 	arena []byte // the records
-	ids   []byte // their clicks' random ids
 	keys  []byte
 }
 
@@ -84,19 +91,9 @@ func recordClickEvents(tx *bolt.Tx, on bool, batches []clicks.Batch, buf *record
 		return err
 	}
 	b.FillPercent = appendFill
-	n := 0
-	for _, batch := range batches {
-		n += len(batch.Clicks)
-	}
-	if n == 0 {
-		return nil
-	}
-	// The ids' random bytes in one read of the system's random source,
-	// not one per click.
-	buf.ids = append(buf.ids[:0], make([]byte, 16*n)...)
-	_, _ = rand.Read(buf.ids)
 	buf.keys = buf.keys[:0]
 	w := clickRecordWriter{b: b, buf: buf, arena: buf.arena[:0]}
+	_, _ = rand.Read(w.ids[:])
 	for _, batch := range batches {
 		for _, c := range batch.Clicks {
 			if err := w.add(c); err != nil {
@@ -116,16 +113,19 @@ type clickRecordWriter struct {
 	b              *bolt.Bucket
 	buf            *recordBuffer
 	arena          []byte
-	start          int // the open record's first byte
-	count          int // its clicks
-	clicks         int // the transaction's so far
+	ids            [8]byte // the random half of the clicks' ids
+	start          int     // the open record's first byte
+	count          int     // its clicks
 	oldest, newest int64
+	prev           clicks.Click // its last click
+	prevNs         int64        // the last time written, Unix ns
 }
 
 func (w *clickRecordWriter) add(c clicks.Click) error {
 	if w.count == 0 {
 		w.start = len(w.arena)
 		w.arena = append(w.arena, make([]byte, clickRecordsHeader)...)
+		w.prevNs = 0
 	}
 	at := link.ToMicros(c.At)
 	if w.count == 0 || at < w.oldest {
@@ -134,27 +134,50 @@ func (w *clickRecordWriter) add(c clicks.Click) error {
 	if w.count == 0 || at > w.newest {
 		w.newest = at
 	}
-	w.arena = appendRecordedClick(w.arena, c, w.buf.ids[16*w.clicks:16*w.clicks+16])
+	w.arena = w.appendClick(w.arena, c)
+	w.prev = c
 	w.count++
-	w.clicks++
 	if w.count == maxRecordClicks || len(w.arena)-w.start >= maxRecordBytes {
 		return w.flush()
 	}
 	return nil
 }
 
-// appendRecordedClick appends one click of a record, its id the 16 bytes
-// of id.
-func appendRecordedClick(b []byte, c clicks.Click, id []byte) []byte {
-	b = append(b, id...)
-	b = binary.BigEndian.AppendUint64(b, uint64(unixNano(c.At)))
-	code := c.Code[:min(len(c.Code), 0xffff)]
-	b = binary.BigEndian.AppendUint16(b, uint16(len(code)))
-	b = append(b, code...)
-	lenAt := len(b)
-	b = append(b, 0, 0, 0, 0)
-	b = appendClickFields(b, clicks.NewClickEvent(c))
-	binary.BigEndian.PutUint32(b[lenAt:], uint32(len(b)-lenAt-4))
+// appendClick appends c as the record's next click: what changed since
+// the one before.
+func (w *clickRecordWriter) appendClick(b []byte, c clicks.Click) []byte {
+	first := w.count == 0
+	flags := byte(0)
+	if first || c.Code != w.prev.Code {
+		flags |= clickNewCode
+	}
+	if first || !c.SameFields(w.prev) {
+		flags |= clickNewFields
+	}
+	if first || c.Visitor != w.prev.Visitor {
+		flags |= clickNewVisitor
+	}
+	if c.At.IsZero() {
+		flags |= clickNoTime
+	}
+	b = append(b, flags)
+	if !c.At.IsZero() {
+		ns := c.At.UnixNano()
+		b = binary.AppendVarint(b, ns-w.prevNs) // wraps as the reader's sum does
+		w.prevNs = ns
+	}
+	if flags&clickNewCode != 0 {
+		b = binary.AppendUvarint(b, uint64(len(c.Code)))
+		b = append(b, c.Code...)
+	}
+	if flags&clickNewFields != 0 {
+		f := c
+		f.Visitor = 0
+		b = appendClickFields(b, clicks.NewClickEvent(f))
+	}
+	if flags&clickNewVisitor != 0 {
+		b = binary.BigEndian.AppendUint64(b, c.Visitor)
+	}
 	return b
 }
 
@@ -193,23 +216,24 @@ func appendClickFields(b []byte, e clicks.ClickEvent) []byte {
 	return b
 }
 
-// readClickFields reads what appendClickFields wrote into e. Its strings
-// share fields' memory (no copy): e lives only while that does.
-func readClickFields(fields []byte, e *clicks.ClickEvent) error {
+// readClickFields reads what appendClickFields wrote at the start of
+// fields into e, and returns what follows. Its strings share fields'
+// memory (no copy): e lives only while that does.
+func readClickFields(fields []byte, e *clicks.ClickEvent) ([]byte, error) {
 	if len(fields) < 1 {
-		return errClickRecords
+		return nil, errClickRecords
 	}
 	e.Bot = fields[0] == 1
 	rest := fields[1:]
 	for _, f := range [...]*string{&e.Referrer, &e.Country, &e.Region, &e.City, &e.Device, &e.OS, &e.Browser, &e.Source, &e.Rule, &e.Variant, &e.Visitor} {
 		n, w := binary.Uvarint(rest)
 		if w <= 0 || n > uint64(len(rest)-w) {
-			return errClickRecords
+			return nil, errClickRecords
 		}
 		*f = unsafe.String(unsafe.SliceData(rest[w:]), int(n))
 		rest = rest[w+int(n):]
 	}
-	return nil
+	return rest, nil
 }
 
 // flush puts the open record, numbered after the bucket's last event.
@@ -222,6 +246,7 @@ func (w *clickRecordWriter) flush() error {
 	binary.BigEndian.PutUint32(h[1:], uint32(w.count))
 	binary.BigEndian.PutUint64(h[5:], uint64(w.oldest))
 	binary.BigEndian.PutUint64(h[13:], uint64(w.newest))
+	copy(h[21:], w.ids[:])
 	first := w.b.Sequence() + 1
 	// Keys in one buffer too; a growth moves on to a new array, leaving
 	// the keys already given where they are.
@@ -237,11 +262,18 @@ func (w *clickRecordWriter) flush() error {
 	return w.b.SetSequence(first + uint64(count) - 1)
 }
 
+// isClickRecords reports whether v is a record of clicks (of either
+// format, clickRecordsTag or legacyRecordsTag; both start with the same
+// count and times).
+func isClickRecords(v []byte) bool {
+	return len(v) >= clickRecordsHeader && v[0] == clickRecordsTag || len(v) >= legacyRecordsHeader && v[0] == legacyRecordsTag
+}
+
 // recordEvents is how many events a record holds: a record of clicks its
 // count, another one (a record that is no record of clicks reads as one
 // event, which then fails to decode).
 func recordEvents(v []byte) int64 {
-	if len(v) >= clickRecordsHeader && v[0] == clickRecordsTag {
+	if isClickRecords(v) {
 		return int64(max(binary.BigEndian.Uint32(v[1:5]), 1))
 	}
 	return 1
@@ -253,55 +285,3 @@ func recordTimes(v []byte) (oldest, newest int64) {
 }
 
 var errClickRecords = errors.New("a record of clicks cut short")
-
-// readRecordedClicks appends to events the clicks of the record numbered
-// first (v), from its skip-th on, while fewer than limit, their data the
-// ClickEvent's JSON; copies go to a (the bucket's memory lives as long as
-// its transaction).
-func readRecordedClicks(events []link.Event, first int64, v []byte, skip, limit int, a *eventArena) ([]link.Event, error) {
-	count := int(recordEvents(v))
-	rest := v[clickRecordsHeader:]
-	for i := 0; i < count && len(events) < limit; i++ {
-		if len(rest) < 16+8+2 {
-			return events, fmt.Errorf("event %d: %w", first+int64(i), errClickRecords)
-		}
-		n := int(binary.BigEndian.Uint16(rest[24:26]))
-		if len(rest) < 26+n+4 {
-			return events, fmt.Errorf("event %d: %w", first+int64(i), errClickRecords)
-		}
-		m := int(binary.BigEndian.Uint32(rest[26+n : 30+n]))
-		if len(rest)-30-n < m {
-			return events, fmt.Errorf("event %d: %w", first+int64(i), errClickRecords)
-		}
-		if i >= skip {
-			at := fromUnixNano(int64(binary.BigEndian.Uint64(rest[16:24])))
-			key := rest[26 : 26+n]
-			id, code := a.text(rest[:16], key)
-			var e clicks.ClickEvent
-			if err := readClickFields(rest[30+n:30+n+m], &e); err != nil {
-				return events, fmt.Errorf("event %d: %w", first+int64(i), err)
-			}
-			e.Domain, e.Code = link.SplitDomainKey(code)
-			e.At = at
-			events = append(events, link.Event{Cursor: link.EventCursor{Seq: first + int64(i)}, ID: id, Type: clicks.EventType,
-				At: at, Code: code, Data: a.json(e)})
-		}
-		rest = rest[30+n+m:]
-	}
-	return events, nil
-}
-
-// decodeClickRecord reads a single click's record (clickRecordTag); its
-// id, code and data are copied into a.
-func decodeClickRecord(seq int64, v []byte, a *eventArena) (link.Event, error) {
-	if len(v) < 1+16+8+2 {
-		return link.Event{}, fmt.Errorf("event %d: a click record of %d bytes", seq, len(v))
-	}
-	n := int(binary.BigEndian.Uint16(v[25:27]))
-	if len(v) < 27+n {
-		return link.Event{}, fmt.Errorf("event %d: a click record cut short", seq)
-	}
-	id, code := a.text(v[1:17], v[27:27+n])
-	return link.Event{Cursor: link.EventCursor{Seq: seq}, ID: id, Type: clicks.EventType,
-		At: link.FromMicros(int64(binary.BigEndian.Uint64(v[17:25]))), Code: code, Data: a.bytes(v[27+n:])}, nil
-}

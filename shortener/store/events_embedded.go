@@ -214,7 +214,11 @@ func keySeq(k []byte) int64 { return int64(binary.BigEndian.Uint64(k)) }
 // appendRecord appends the events of the record k, v from its skip-th on,
 // while fewer than limit.
 func appendRecord(events []link.Event, k, v []byte, skip, limit int, a *eventArena) ([]link.Event, error) {
-	if len(v) > 0 && v[0] == clickRecordsTag {
+	switch {
+	case !isClickRecords(v):
+	case v[0] == clickRecordsTag:
+		return readClickRecords(events, keySeq(k), v, skip, limit, a)
+	default:
 		return readRecordedClicks(events, keySeq(k), v, skip, limit, a)
 	}
 	e, err := decodeEvent(k, v, a)

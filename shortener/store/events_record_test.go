@@ -28,6 +28,32 @@ func appendClickRecord(b []byte, c clicks.Click, id []byte) []byte {
 	return clicks.NewClickEvent(c).AppendJSON(b)
 }
 
+// putLegacyRecord puts cs as one record of clicks as written before
+// records said what changed from click to click (legacyRecordsTag).
+func putLegacyRecord(tx *bolt.Tx, cs []clicks.Click) error {
+	b, err := tx.CreateBucketIfNotExists(embeddedEvents)
+	if err != nil {
+		return err
+	}
+	v := append([]byte{legacyRecordsTag}, make([]byte, legacyRecordsHeader-1)...)
+	binary.BigEndian.PutUint32(v[1:], uint32(len(cs)))
+	binary.BigEndian.PutUint64(v[5:], uint64(link.ToMicros(cs[0].At)))
+	binary.BigEndian.PutUint64(v[13:], uint64(link.ToMicros(cs[len(cs)-1].At)))
+	for _, c := range cs {
+		v = append(v, newEventIDBytes()...)
+		v = binary.BigEndian.AppendUint64(v, uint64(unixNano(c.At)))
+		v = binary.BigEndian.AppendUint16(v, uint16(len(c.Code)))
+		v = append(v, c.Code...)
+		fields := appendClickFields(nil, clicks.NewClickEvent(c))
+		v = append(binary.BigEndian.AppendUint32(v, uint32(len(fields))), fields...)
+	}
+	first := b.Sequence() + 1
+	if err := b.Put(seqKey(int64(first)), v); err != nil {
+		return err
+	}
+	return b.SetSequence(first + uint64(len(cs)) - 1)
+}
+
 // FuzzClickRecord: a single click's record (the format before records of
 // many clicks) reads back as written, and any bytes after the tag read as
 // an event or an error, never a panic.
@@ -85,11 +111,16 @@ func FuzzClickRecords(f *testing.F) {
 		names := strings.Split(codes, "\n")
 		cs := make([]clicks.Click, int(n)%(2*maxRecordClicks+10))
 		for i := range cs {
-			name := names[i%len(names)]
-			field := func(k int) string { return names[(i+k)%len(names)] }
-			cs[i] = clicks.Click{Code: name[:min(len(name), 0xffff)], At: time.UnixMicro(at + int64(i)), Class: clicks.UAClass(i % 3),
+			// Runs of clicks alike: codes change every other click, fields
+			// every third, visitors every fifth.
+			name := names[i/2%len(names)]
+			field := func(k int) string { return names[(i/3+k)%len(names)] }
+			cs[i] = clicks.Click{Code: name, At: time.UnixMicro(at + int64(i)), Class: clicks.UAClass(i / 3 % 3),
 				Country: field(1), Region: field(2), City: field(3), Device: field(4), OS: field(5), Browser: field(6),
-				Referrer: field(7), Rule: field(8), Variant: field(9), QR: i%2 == 0, Visitor: uint64(at) * uint64(i)}
+				Referrer: field(7), Rule: field(8), Variant: field(9), QR: i/3%2 == 0, Visitor: uint64(at) * uint64(i/5)}
+			if i%7 == 6 {
+				cs[i].At = time.Time{}
+			}
 		}
 		end, err := s.EventsEnd(context.Background())
 		if err != nil {
@@ -107,14 +138,17 @@ func FuzzClickRecords(f *testing.F) {
 				t.Fatalf("click %d read back as %+v", i, e)
 			}
 		}
-		rec := append([]byte{clickRecordsTag}, make([]byte, clickRecordsHeader-1)...)
-		rec = append(rec, junk...)
-		if len(junk) >= 4 {
-			copy(rec[1:5], junk[:4])
-		}
-		evs, _ := readRecordedClicks(nil, 1, rec, 0, maxEventPage, new(eventArena))
-		if int64(len(evs)) > recordEvents(rec) {
-			t.Fatalf("%d events read from a record of %d", len(evs), recordEvents(rec))
+		for _, tag := range []byte{clickRecordsTag, legacyRecordsTag} {
+			rec := append([]byte{tag}, make([]byte, clickRecordsHeader-1)...)
+			rec = append(rec, junk...)
+			if len(junk) >= 4 {
+				copy(rec[1:5], junk[:4])
+			}
+			var a eventArena
+			evs, _ := appendRecord(nil, seqKey(1), rec, int(at&7), maxEventPage, &a)
+			if int64(len(evs)) > recordEvents(rec) {
+				t.Fatalf("%d events read from a record of %d", len(evs), recordEvents(rec))
+			}
 		}
 	})
 }
@@ -168,15 +202,21 @@ func TestOutboxRecords(t *testing.T) {
 	}
 	recordSink(t, s, big)
 	must(s.Db.Update(func(tx *bolt.Tx) error { return recordEventAt(tx, link.EventRevoked, "mid", nil, link.ToMicros(t0)) }))
+	legacy := make([]clicks.Click, 70) // a record of clicks as written before this format
+	for i := range legacy {
+		legacy[i] = clicks.Click{Code: fmt.Sprintf("l%d", i), At: t0.Add(3*time.Minute + time.Duration(i)), Country: "FR", Visitor: uint64(i)}
+	}
+	must(s.Db.Update(func(tx *bolt.Tx) error { return putLegacyRecord(tx, legacy) }))
 	recordSink(t, s, []clicks.Click{click(0, t0.Add(time.Minute)), click(1, t0.Add(2*time.Minute)), click(2, t0.Add(30*time.Second))})
 
-	total := int64(2 + len(big) + 1 + 3)
+	total := int64(2 + len(big) + 1 + len(legacy) + 3)
 	end, err := s.EventsEnd(context.Background())
 	if err != nil || end.Seq != total {
 		t.Fatalf("end %+v, %v; want %d", end, err, total)
 	}
 	want := readAllEvents(t, s, link.EventCursor{}, maxEventPage)
-	if int64(len(want)) != total || want[0].Code != "first" || want[1].Code != "old" || want[2].Code != "c0" || want[total-4].Code != "mid" {
+	if int64(len(want)) != total || want[0].Code != "first" || want[1].Code != "old" || want[2].Code != "c0" || want[total-4-70].Code != "mid" ||
+		want[total-4].Code != "l69" || string(want[total-73].Data) != string(clicks.NewClickEvent(legacy[0]).AppendJSON(nil)) {
 		t.Fatalf("read %d events, want %d in order", len(want), total)
 	}
 	ids := map[string]bool{}

@@ -410,7 +410,7 @@ func pruneEvents(tx *bolt.Tx, cut int64) error {
 
 // recordSpan is the times (µs) of a record's oldest and newest events.
 func recordSpan(k, v []byte) (oldest, newest int64, err error) {
-	if len(v) >= clickRecordsHeader && v[0] == clickRecordsTag {
+	if isClickRecords(v) {
 		oldest, newest = recordTimes(v)
 		return oldest, newest, nil
 	}
