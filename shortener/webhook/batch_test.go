@@ -3,6 +3,7 @@ package webhook
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -139,4 +140,29 @@ func TestBodyStash(t *testing.T) {
 		t.Errorf("no stash: %d", cap(b))
 	}
 	none.put([]Message{{Body: b}})
+}
+
+// TestSentBodies: the memory of bodies sent is kept across garbage
+// collections (a sync.Pool's would not be), up to maxFreeBodies; bodies
+// too large are not kept.
+func TestSentBodies(t *testing.T) {
+	for newBody() != nil { // what other tests left
+	}
+	for range 2 * maxFreeBodies / (30 << 10) {
+		releaseBody(make([]byte, 30<<10))
+	}
+	releaseBody(make([]byte, maxPooledBody+1))
+	runtime.GC()
+	runtime.GC()
+	if bodies.bytes > maxFreeBodies || len(bodies.free) != maxFreeBodies/(30<<10) {
+		t.Fatalf("kept %d bodies, %d bytes", len(bodies.free), bodies.bytes)
+	}
+	if b := BodyBuffer(25 << 10); len(b) != 25<<10 || cap(b) != 30<<10 {
+		t.Errorf("BodyBuffer: %d/%d bytes, want a kept body's memory", len(b), cap(b))
+	}
+	for newBody() != nil {
+	}
+	if bodies.bytes != 0 {
+		t.Errorf("%d bytes counted with none kept", bodies.bytes)
+	}
 }

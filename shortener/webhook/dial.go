@@ -117,6 +117,9 @@ func (c *Client) dial(ctx context.Context, network, hostport string) (net.Conn, 
 	for _, a := range addrs {
 		conn, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
 		if err == nil {
+			if c.wrap != nil {
+				conn = c.wrap(conn)
+			}
 			return newCopyConn(conn), nil
 		}
 		errs = append(errs, err)

@@ -90,12 +90,37 @@ func valid(b []byte) ([]byte, error) {
 // bodies keeps message bodies' memory once they are sent (Due's, lent to
 // the transport) or enqueued (what a worker's bodyStash does not keep): a
 // busy endpoint makes hundreds of messages a second of tens of KiB each.
-var bodies = sync.Pool{New: func() any { return new([]byte) }}
+// Not a sync.Pool: that is emptied every other garbage collection, and a
+// busy Caddy collects several times between two rounds of an endpoint,
+// so most bodies would be new allocations. Up to maxFreeBodies bytes are
+// kept, for as long as the process runs.
+var bodies struct {
+	mu    sync.Mutex
+	free  [][]byte
+	bytes int // the capacity kept in free
+}
 
 // maxPooledBody: a larger body is left to the garbage collector.
 const maxPooledBody = 1 << 20
 
-func newBody() []byte { return (*bodies.Get().(*[]byte))[:0] }
+// maxFreeBodies bounds the memory bodies keeps: a round's messages (the
+// dispatcher's Page of them) of batches of 100 clicks fit.
+const maxFreeBodies = 8 << 20
+
+// newBody is an empty body, of the memory a sent one left if any.
+func newBody() []byte {
+	bodies.mu.Lock()
+	defer bodies.mu.Unlock()
+	n := len(bodies.free)
+	if n == 0 {
+		return nil
+	}
+	b := bodies.free[n-1]
+	bodies.free[n-1] = nil
+	bodies.free = bodies.free[:n-1]
+	bodies.bytes -= cap(b)
+	return b[:0]
+}
 
 // BodyBuffer is n bytes of the memory the dispatcher gives back once a
 // message is sent: what a Store's Due returns bodies in when they would
@@ -103,8 +128,17 @@ func newBody() []byte { return (*bodies.Get().(*[]byte))[:0] }
 // transaction).
 func BodyBuffer(n int) []byte { return slices.Grow(newBody(), n)[:n] }
 
+// releaseBody keeps b's memory for the next body, unless it is too large
+// or bodies holds enough; b must not be used after.
 func releaseBody(b []byte) {
-	if cap(b) > 0 && cap(b) <= maxPooledBody {
-		bodies.Put(&b)
+	if cap(b) == 0 || cap(b) > maxPooledBody {
+		return
 	}
+	bodies.mu.Lock()
+	defer bodies.mu.Unlock()
+	if bodies.bytes+cap(b) > maxFreeBodies {
+		return
+	}
+	bodies.free = append(bodies.free, b)
+	bodies.bytes += cap(b)
 }
