@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -108,20 +107,15 @@ func holdEmbeddedLease(tx *bolt.Tx, id, owner string) (embeddedEndpoint, error) 
 }
 
 func putMessage(tx *bolt.Tx, m embeddedMessage) error {
-	v, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return tx.Bucket(embeddedHookMessages).Put(messageKey(m.Endpoint, m.ID), v)
+	return tx.Bucket(embeddedHookMessages).Put(messageKey(m.Endpoint, m.ID), appendMessageRecord(make([]byte, 0, 96), m))
 }
 
 func readMessage(tx *bolt.Tx, endpoint, id string) (embeddedMessage, error) {
-	var m embeddedMessage
 	v := tx.Bucket(embeddedHookMessages).Get(messageKey(endpoint, id))
 	if v == nil {
-		return m, webhook.ErrNoMessage
+		return embeddedMessage{}, webhook.ErrNoMessage
 	}
-	return m, json.Unmarshal(v, &m)
+	return decodeMessageRecord(v)
 }
 
 // setState moves a message to state (and, pending, to its due time),
@@ -246,11 +240,8 @@ func attemptKey(msgID string, n int) []byte {
 }
 
 func putAttempt(tx *bolt.Tx, a webhook.AttemptLog) error {
-	v, err := json.Marshal(embeddedAttempt{At: link.ToMicros(a.At), Status: a.Status, LatencyUS: a.Latency.Microseconds(),
-		Body: a.Body, Error: a.Error})
-	if err != nil {
-		return err
-	}
+	v := appendAttemptRecord(make([]byte, 0, 32+len(a.Body)+len(a.Error)), embeddedAttempt{At: link.ToMicros(a.At), Status: a.Status,
+		LatencyUS: a.Latency.Microseconds(), Body: a.Body, Error: a.Error})
 	return tx.Bucket(embeddedHookAttempts).Put(attemptKey(a.Message, a.N), v)
 }
 
@@ -275,8 +266,8 @@ func (s *EmbeddedStore) Messages(ctx context.Context, id string, state webhook.S
 			k, v = c.Prev()
 		}
 		for ; k != nil && len(out) < limit && len(k) >= len(prefix) && string(k[:len(prefix)]) == string(prefix); k, v = c.Prev() {
-			var m embeddedMessage
-			if err := json.Unmarshal(v, &m); err != nil {
+			m, err := decodeMessageRecord(v)
+			if err != nil {
 				return err
 			}
 			if state == "" || m.State == string(state) {
@@ -303,7 +294,7 @@ func (s *EmbeddedStore) Attempts(ctx context.Context, id, msgID string) ([]webho
 		c := tx.Bucket(embeddedHookAttempts).Cursor()
 		for k, v := c.Seek(prefix); k != nil && len(k) == len(prefix)+8 && string(k[:len(prefix)]) == string(prefix); k, v = c.Next() {
 			var a embeddedAttempt
-			if err = json.Unmarshal(v, &a); err != nil {
+			if a, err = decodeAttemptRecord(v); err != nil {
 				return nil
 			}
 			out = append(out, webhook.AttemptLog{Message: msgID, N: int(binary.BigEndian.Uint64(k[len(prefix):])),
@@ -330,8 +321,8 @@ func (s *EmbeddedStore) Replay(ctx context.Context, id, msgID string, since, now
 			prefix := append([]byte(id), 0)
 			c := tx.Bucket(embeddedHookMessages).Cursor()
 			for k, v := c.Seek(prefix); k != nil && string(k[:min(len(k), len(prefix))]) == string(prefix); k, v = c.Next() {
-				var m embeddedMessage
-				if err := json.Unmarshal(v, &m); err != nil {
+				m, err := decodeMessageRecord(v)
+				if err != nil {
 					return err
 				}
 				if m.At >= link.ToMicros(since) {
@@ -359,8 +350,8 @@ func (s *EmbeddedStore) Prune(ctx context.Context, cutoff time.Time) error {
 		var old [][]byte
 		var oldIDs []string
 		if err := msgs.ForEach(func(k, v []byte) error {
-			var m embeddedMessage
-			if err := json.Unmarshal(v, &m); err != nil {
+			m, err := decodeMessageRecord(v)
+			if err != nil {
 				return err
 			}
 			if m.MadeAt < cut && m.State != string(webhook.StatePending) {
