@@ -103,8 +103,8 @@ var bodies struct {
 // maxPooledBody: a larger body is left to the garbage collector.
 const maxPooledBody = 1 << 20
 
-// maxFreeBodies bounds the memory bodies keeps: a round's messages (the
-// dispatcher's Page of them) of batches of 100 clicks fit.
+// maxFreeBodies bounds the memory bodies keeps: the messages of a round's
+// 10,000 clicks (maxRoundEvents) in batches of 100, 2.5 MB, fit thrice.
 const maxFreeBodies = 8 << 20
 
 // newBody is an empty body, of the memory a sent one left if any.
