@@ -14,7 +14,6 @@ import (
 type batcher struct {
 	e      Endpoint
 	now    time.Time
-	stash  *bodyStash // where batch bodies' memory comes from; nil: the pool
 	msgs   []Message
 	cursor link.EventCursor // after the last event taken in
 	// The batch filling: its body so far, its clicks, its first click's
@@ -26,8 +25,8 @@ type batcher struct {
 	msgsBefore int
 }
 
-func newBatcher(e Endpoint, from link.EventCursor, now time.Time, stash *bodyStash) *batcher {
-	return &batcher{e: e, now: now, cursor: from, stash: stash}
+func newBatcher(e Endpoint, from link.EventCursor, now time.Time) *batcher {
+	return &batcher{e: e, now: now, cursor: from}
 }
 
 func (b *batcher) add(cur link.EventCursor, r Rendered) {
@@ -37,8 +36,8 @@ func (b *batcher) add(cur link.EventCursor, r Rendered) {
 		if b.n == 0 {
 			b.before, b.msgsBefore, b.first = b.cursor, len(b.msgs), r.At
 			// Sized for Batch clicks like this one: one allocation, not
-			// a doubling per growth, when the stash has none to give.
-			b.body = openBatchBody(b.stash.get(b.e.Batch*(len(r.Data)+1)+batchHeadBytes), r.At)
+			// a doubling per growth, when no body sent before has room.
+			b.body = openBatchBody(emptyBody(b.e.Batch*(len(r.Data)+1)+batchHeadBytes), r.At)
 		}
 		b.body = appendBatchClick(b.body, b.n, r.Data)
 		if b.n++; b.n == b.e.Batch {
@@ -77,14 +76,14 @@ func (b *batcher) done() ([]Message, link.EventCursor) {
 // drop gives back the bodies of the filling batch and of the messages
 // from the keep-th on, and forgets them.
 func (b *batcher) drop(keep int) {
-	b.stash.put(append(b.msgs[keep:], Message{Body: b.body}))
+	releaseBodies(append(b.msgs[keep:], Message{Body: b.body}))
 	b.body, b.n = nil, 0
 	b.msgs = b.msgs[:keep]
 }
 
 // messagesFor is a batcher's work on a page of events read at once.
 func messagesFor(e Endpoint, cursors []link.EventCursor, rendered []Rendered, from link.EventCursor, now time.Time) ([]Message, link.EventCursor) {
-	b := newBatcher(e, from, now, nil)
+	b := newBatcher(e, from, now)
 	for i, r := range rendered {
 		b.add(cursors[i], r)
 	}

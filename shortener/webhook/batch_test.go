@@ -96,7 +96,7 @@ func TestBatcherCopies(t *testing.T) {
 	for _, r := range [][]Rendered{rs[:3], rs[3:]} {
 		want = append(want, BatchBody(r))
 	}
-	b := newBatcher(e, link.EventCursor{}, now, &bodyStash{})
+	b := newBatcher(e, link.EventCursor{}, now)
 	scratch := make([]byte, 0, 64)
 	for i, r := range rs {
 		scratch = append(scratch[:0], r.Data...)
@@ -113,33 +113,6 @@ func TestBatcherCopies(t *testing.T) {
 			t.Errorf("message %d: %s\nwant %s", i, m.Body, want[i])
 		}
 	}
-}
-
-// TestBodyStash: bodies given back are the next ones' memory, as many as
-// fit maxStashBytes; a body asked for has room for what it is asked.
-func TestBodyStash(t *testing.T) {
-	var s bodyStash
-	msgs := make([]Message, 0, 200)
-	for range 200 {
-		msgs = append(msgs, Message{Body: make([]byte, 100, 30<<10)})
-	}
-	s.put(msgs)
-	if s.bytes > maxStashBytes || len(s.free) != maxStashBytes/(30<<10) || msgs[0].Body != nil {
-		t.Fatalf("kept %d bodies, %d bytes", len(s.free), s.bytes)
-	}
-	kept := len(s.free)
-	b := s.get(25 << 10)
-	if cap(b) != 30<<10 || len(b) != 0 || len(s.free) != kept-1 {
-		t.Errorf("got a body of %d/%d bytes, %d left", len(b), cap(b), len(s.free))
-	}
-	if b := s.get(64 << 10); cap(b) < 64<<10 {
-		t.Errorf("asked for 64 KiB, got %d", cap(b))
-	}
-	var none *bodyStash // a batcher without one uses the pool
-	if b := none.get(10); cap(b) < 10 {
-		t.Errorf("no stash: %d", cap(b))
-	}
-	none.put([]Message{{Body: b}})
 }
 
 // TestSentBodies: the memory of bodies sent is kept across garbage
@@ -159,6 +132,13 @@ func TestSentBodies(t *testing.T) {
 	}
 	if b := BodyBuffer(25 << 10); len(b) != 25<<10 || cap(b) != 30<<10 {
 		t.Errorf("BodyBuffer: %d/%d bytes, want a kept body's memory", len(b), cap(b))
+	}
+	if b := emptyBody(64 << 10); len(b) != 0 || cap(b) < 64<<10 {
+		t.Errorf("asked for 64 KiB, got %d/%d", len(b), cap(b))
+	}
+	msgs := []Message{{Body: make([]byte, 10, 100)}}
+	if releaseBodies(msgs); msgs[0].Body != nil {
+		t.Error("a released message keeps its body")
 	}
 	for newBody() != nil {
 	}

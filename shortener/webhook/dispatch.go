@@ -198,7 +198,6 @@ type lease struct {
 type roundBuffers struct {
 	page    []link.Event // a page as read, when the log is a link.EventAppender
 	scratch []byte       // the page's data, when the log is a link.EventAppender
-	bodies  bodyStash    // the last round's message bodies, once stored
 }
 
 // round takes the lease, or renews it once half of it has passed (until
@@ -248,7 +247,7 @@ func (p *pace) after(throttled bool) {
 func (d *Dispatcher) fill(ctx context.Context, e Endpoint, l *lease) (bool, error) {
 	cur := l.cursor
 	want := min(d.Page*max(1, e.Batch), max(d.Page, maxRoundEvents))
-	b := newBatcher(e, cur, d.Now(), &l.buf.bodies)
+	b := newBatcher(e, cur, d.Now())
 	n, err := d.read(ctx, e, cur, want, &l.buf, b)
 	if err != nil || n == 0 {
 		b.drop(0)
@@ -259,7 +258,7 @@ func (d *Dispatcher) fill(ctx context.Context, e Endpoint, l *lease) (bool, erro
 		return false, nil // a batch still filling
 	}
 	err = d.Store.Enqueue(ctx, e.ID, d.Owner, msgs, next)
-	l.buf.bodies.put(msgs) // the store has its copies
+	releaseBodies(msgs) // the store has its copies
 	if err != nil {
 		return false, err
 	}

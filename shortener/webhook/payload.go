@@ -88,8 +88,8 @@ func valid(b []byte) ([]byte, error) {
 }
 
 // bodies keeps message bodies' memory once they are sent (Due's, lent to
-// the transport) or enqueued (what a worker's bodyStash does not keep): a
-// busy endpoint makes hundreds of messages a second of tens of KiB each.
+// the transport) or enqueued (the batches a round made): a busy endpoint
+// makes hundreds of messages a second of tens of KiB each.
 // Not a sync.Pool: that is emptied every other garbage collection, and a
 // busy Caddy collects several times between two rounds of an endpoint,
 // so most bodies would be new allocations. Up to maxFreeBodies bytes are
@@ -126,7 +126,10 @@ func newBody() []byte {
 // message is sent: what a Store's Due returns bodies in when they would
 // otherwise be a copy of their own (bbolt's memory lives as long as its
 // transaction).
-func BodyBuffer(n int) []byte { return slices.Grow(newBody(), n)[:n] }
+func BodyBuffer(n int) []byte { return emptyBody(n)[:n] }
+
+// emptyBody is an empty body of capacity n or more.
+func emptyBody(n int) []byte { return slices.Grow(newBody(), n) }
 
 // releaseBody keeps b's memory for the next body, unless it is too large
 // or bodies holds enough; b must not be used after.
@@ -141,4 +144,13 @@ func releaseBody(b []byte) {
 	}
 	bodies.free = append(bodies.free, b)
 	bodies.bytes += cap(b)
+}
+
+// releaseBodies gives the messages' bodies to bodies; msgs must not be
+// used after.
+func releaseBodies(msgs []Message) {
+	for i := range msgs {
+		releaseBody(msgs[i].Body)
+		msgs[i].Body = nil
+	}
 }
