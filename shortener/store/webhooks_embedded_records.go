@@ -36,17 +36,10 @@ func appendMessageRecord(b []byte, m embeddedMessage) []byte {
 }
 
 func decodeMessageRecord(v []byte) (embeddedMessage, error) {
-	var m embeddedMessage
-	if len(v) > 0 && v[0] == '{' {
-		return m, json.Unmarshal(v, &m)
-	}
-	if len(v) == 0 || v[0] != messageRecordTag {
-		return m, errStoredRecord
-	}
-	r := recordReader{rest: v[1:]}
-	m.ID, m.Endpoint, m.Type, m.State = r.text(), r.text(), r.text(), r.text()
-	m.At, m.Events, m.Attempts, m.NextAt, m.Series, m.MadeAt = r.int(), int(r.int()), int(r.int()), r.int(), int(r.int()), r.int()
-	return m, r.err
+	return decodeRecord(v, messageRecordTag, func(r *recordReader, m *embeddedMessage) {
+		m.ID, m.Endpoint, m.Type, m.State = r.text(), r.text(), r.text(), r.text()
+		m.At, m.Events, m.Attempts, m.NextAt, m.Series, m.MadeAt = r.int(), int(r.int()), int(r.int()), r.int(), int(r.int()), r.int()
+	})
 }
 
 func appendAttemptRecord(b []byte, a embeddedAttempt) []byte {
@@ -59,20 +52,28 @@ func appendAttemptRecord(b []byte, a embeddedAttempt) []byte {
 }
 
 func decodeAttemptRecord(v []byte) (embeddedAttempt, error) {
-	var a embeddedAttempt
+	return decodeRecord(v, attemptRecordTag, func(r *recordReader, a *embeddedAttempt) {
+		a.At, a.Status, a.LatencyUS = r.int(), int(r.int()), r.int()
+		if body := r.text(); body != "" {
+			a.Body = []byte(body)
+		}
+		a.Error = r.text()
+	})
+}
+
+// decodeRecord reads a record of the binary form tagged tag with read, or
+// the JSON versions before wrote.
+func decodeRecord[T any](v []byte, tag byte, read func(*recordReader, *T)) (T, error) {
+	var x T
 	if len(v) > 0 && v[0] == '{' {
-		return a, json.Unmarshal(v, &a)
+		return x, json.Unmarshal(v, &x)
 	}
-	if len(v) == 0 || v[0] != attemptRecordTag {
-		return a, errStoredRecord
+	if len(v) == 0 || v[0] != tag {
+		return x, errStoredRecord
 	}
 	r := recordReader{rest: v[1:]}
-	a.At, a.Status, a.LatencyUS = r.int(), int(r.int()), r.int()
-	if body := r.text(); body != "" {
-		a.Body = []byte(body)
-	}
-	a.Error = r.text()
-	return a, r.err
+	read(&r, &x)
+	return x, r.err
 }
 
 // appendRecordBytes appends s's length (a uvarint) and s.
